@@ -1,0 +1,38 @@
+// swift-tools-version:6.0
+// Kura: an embedded, pure-Swift database. This manifest must keep zero package
+// dependencies (see ../shared/DESIGN.md, decision 1). Competitors for benchmarking
+// live in Benchmarks/Package.swift only.
+import PackageDescription
+
+let package = Package(
+    name: "Kura",
+    platforms: [.macOS(.v13), .iOS(.v16)],
+    products: [
+        .library(name: "KuraEngine", targets: ["KuraEngine"]),
+        .executable(name: "kura", targets: ["KuraCLI"]),
+    ],
+    targets: [
+        .target(
+            name: "KuraEngine",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .executableTarget(
+            name: "KuraCLI",
+            dependencies: ["KuraEngine"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        // A child process for crash tests: commits in a loop, reports each
+        // acknowledged commit on stdout, and is killed with SIGKILL by the test.
+        .executableTarget(
+            name: "KuraTestChild",
+            dependencies: ["KuraEngine"],
+            path: "Tests/KuraTestChild",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .testTarget(
+            name: "KuraEngineTests",
+            dependencies: ["KuraEngine", "KuraTestChild"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+    ]
+)

@@ -1,0 +1,123 @@
+// BTree+Delete: deletion and rebalancing.
+//
+// After a cell leaves a non-root page, the page is rebalanced when it is less
+// than a quarter full: with a sibling (the left one if it has one), either
+// merged into one page when both fit, or their cells are redistributed evenly.
+// For interior pages the parent's separator moves down into the merge and a new
+// one moves up. A parent that loses a cell is rebalanced in turn. An interior
+// root left with no cells is replaced by its only child's contents (the root
+// page number never changes), so the tree shrinks from the top.
+
+extension BTree {
+    /// Removes `key`. Returns false if it was not present.
+    @discardableResult
+    func delete(_ key: [UInt8], _ w: PageWriter) throws(KuraError) -> Bool {
+        var path: [(page: UInt32, index: Int)] = []
+        let found = try key.withBytes { k throws(KuraError) -> (UInt32, Int)? in
+                let leaf = try descend(k, w, path: &path)
+                let i = leaf.lowerBound(k)
+                guard i < leaf.cellCount, leaf.compareKey(i, k) == 0 else { return nil }
+                return (leaf.number, i)
+        }
+        guard let (leafNo, i) = found else { return false }
+        let leaf = try w.page(leafNo)
+        for p in try overflowPages(leaf, i, w) { try w.free(p) }
+        try w.writable(leafNo).removeCell(i)
+        try rebalance(leafNo, path: path[...], w)
+        return true
+    }
+
+    /// Restores the fill invariant of node `number` after it lost a cell.
+    func rebalance(_ number: UInt32, path: ArraySlice<(page: UInt32, index: Int)>, _ w: PageWriter) throws(KuraError) {
+        let node = try w.page(number)
+        if number == root {
+            // Collapse an interior root with no cells onto its only child.
+            var r = node
+            var guardCount = 0
+            while !r.isLeafNode && r.cellCount == 0 && guardCount < Self.maxDepth {
+                let childNo = r.rightChild
+                let child = try self.node(childNo, w)
+                let wr = try w.writable(root)
+                wr.bytes.copyMemory(from: child.bytes, byteCount: child.size)
+                try w.free(childNo)
+                r = wr
+                guardCount += 1
+            }
+            return
+        }
+        let capacity = Node.usable(w.pageSize) - Node.headerSize
+        if node.cellCount > 0 && node.usedSpace >= capacity / 4 { return }
+        guard let (parentNo, pi) = path.last else { return }
+        let parent = try w.page(parentNo)
+        guard parent.cellCount > 0 else { return }
+        // li: the parent cell whose child is the left page of the pair.
+        let li = pi > 0 ? pi - 1 : pi
+        let leftNo = parent.child(li)
+        let rightNo = parent.child(li + 1)
+        let left = try w.writable(leftNo)
+        let right = try w.writable(rightNo)
+        guard left.isLeafNode == right.isLeafNode else {
+            throw KuraError(.corrupt, "sibling pages \(leftNo) and \(rightNo) are at different depths", page: parentNo)
+        }
+        let isLeaf = left.isLeafNode
+        var cells: [[UInt8]] = []
+        cells.reserveCapacity(left.cellCount + right.cellCount + 1)
+        for k in 0..<left.cellCount { cells.append(left.cellBytes(k)) }
+        if !isLeaf {
+            cells.append(Self.interiorCell(child: left.rightChild, key: parent.keyBytes(li)[...]))
+        }
+        for k in 0..<right.cellCount { cells.append(right.cellBytes(k)) }
+        let total = cells.reduce(0) { $0 + $1.count + 2 }
+        let nodeKind = isLeaf ? kind.leaf : kind.interior
+        let farRight = right.rightChild
+
+        if total <= capacity {
+            // Merge into the left page; the parent entry that named the right page
+            // now names the left one.
+            left.rebuild(kind: nodeKind, treeRoot: root, cells: cells[...], rightChild: isLeaf ? 0 : farRight)
+            let wp = try w.writable(parentNo)
+            wp.removeCell(li)
+            wp.setChild(li, leftNo)
+            try w.free(rightNo)
+            try rebalance(parentNo, path: path.dropLast(), w)
+            return
+        }
+        // Redistribute.
+        let newSeparator: [UInt8]
+        if isLeaf {
+            let s = Self.splitPoint(cells, pageSize: w.pageSize)
+            left.rebuild(kind: nodeKind, treeRoot: root, cells: cells[0..<s], rightChild: 0)
+            right.rebuild(kind: nodeKind, treeRoot: root, cells: cells[s...], rightChild: 0)
+            newSeparator = Self.interiorCell(child: leftNo, key: Self.leafCellKey(cells[s - 1]))
+        } else {
+            let m = max(1, min(cells.count - 2, Self.splitPoint(cells, pageSize: w.pageSize)))
+            let middle = cells[m]
+            let middleChild = middle.withUnsafeBytes { UInt32(littleEndian: $0.loadUnaligned(as: UInt32.self)) }
+            left.rebuild(kind: nodeKind, treeRoot: root, cells: cells[0..<m], rightChild: middleChild)
+            right.rebuild(kind: nodeKind, treeRoot: root, cells: cells[(m + 1)...], rightChild: farRight)
+            newSeparator = Self.interiorCell(child: leftNo, key: Self.interiorCellKey(middle))
+        }
+        let wp = try w.writable(parentNo)
+        wp.removeCell(li)
+        try insertCell(newSeparator, at: li, into: parentNo, path: path.dropLast(), w)
+    }
+
+    /// Frees every page of the tree, root included.
+    func destroy(_ w: PageWriter) throws(KuraError) {
+        var stack: [(UInt32, Int)] = [(root, 0)]
+        var visited = 0
+        while let (number, depth) = stack.popLast() {
+            guard depth < Self.maxDepth else { throw depthError(number) }
+            let p = try node(number, w)
+            visited += 1
+            if p.isLeafNode {
+                for i in 0..<p.cellCount {
+                    for o in try overflowPages(p, i, w) { try w.free(o) }
+                }
+            } else {
+                for i in 0...p.cellCount { stack.append((p.child(i), depth + 1)) }
+            }
+            try w.free(number)
+        }
+    }
+}

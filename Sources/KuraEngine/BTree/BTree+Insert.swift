@@ -1,0 +1,163 @@
+// BTree+Insert: insertion, overflow chains and node splits.
+//
+// A cell that fits goes into its leaf in place. Otherwise the node splits:
+//   - a leaf split when the new cell goes at the end (appending keys in order)
+//     keeps every old cell in the old page and starts the new page with the new
+//     cell, so sequential inserts fill pages completely;
+//   - any other split divides the bytes evenly;
+//   - an interior split moves its middle cell's key up;
+//   - the root splits by moving its contents to a new child first, so the root
+//     page number never changes.
+
+extension BTree {
+    enum InsertMode {
+        /// Fail (return false) if the key exists.
+        case insertNew
+        /// Replace the value if the key exists.
+        case upsert
+        /// Replace the value; return false (changing nothing) if the key is absent.
+        case replaceExisting
+    }
+
+    /// Inserts `key` -> `value`. Returns false (changing nothing) if the key
+    /// exists and `mode` is `.insertNew`; with `.upsert` replaces the value.
+    @discardableResult
+    func insert(_ key: [UInt8], _ value: [UInt8], mode: InsertMode, _ w: PageWriter) throws(KuraError) -> Bool {
+        precondition(key.count <= Node.maxKey(w.pageSize))
+        var path: [(page: UInt32, index: Int)] = []
+        let (leafNo, i, exists) = try key.withBytes { k throws(KuraError) -> (UInt32, Int, Bool) in
+                let leaf = try descend(k, w, path: &path)
+                let i = leaf.lowerBound(k)
+                return (leaf.number, i, i < leaf.cellCount && leaf.compareKey(i, k) == 0)
+        }
+        if !exists && mode == .replaceExisting { return false }
+        if exists {
+            if mode == .insertNew { return false }
+            let leaf = try w.page(leafNo)
+            for p in try overflowPages(leaf, i, w) { try w.free(p) }
+            try w.writable(leafNo).removeCell(i)
+        }
+        let cell = try makeLeafCell(key, value, w)
+        try insertCell(cell, at: i, into: leafNo, path: path[...], w)
+        return true
+    }
+
+    /// Builds a leaf cell, writing the value's overflow chain if it needs one.
+    func makeLeafCell(_ key: [UInt8], _ value: [UInt8], _ w: PageWriter) throws(KuraError) -> [UInt8] {
+        let layout = Node.leafLayout(keyLength: key.count, valueLength: value.count, pageSize: w.pageSize)
+        var cell: [UInt8] = []
+        cell.reserveCapacity(layout.size)
+        Varint.append(UInt64(key.count), to: &cell)
+        cell.append(contentsOf: key)
+        Varint.append(UInt64(value.count), to: &cell)
+        cell.append(contentsOf: value[0..<layout.local])
+        if layout.overflow {
+            let first = try writeOverflow(value[layout.local...], w)
+            withUnsafeBytes(of: first.littleEndian) { cell.append(contentsOf: $0) }
+        }
+        return cell
+    }
+
+    /// Writes `bytes` to a new overflow chain; returns its first page.
+    private func writeOverflow(_ bytes: ArraySlice<UInt8>, _ w: PageWriter) throws(KuraError) -> UInt32 {
+        let cap = Self.overflowCapacity(w.pageSize)
+        var pages: [Page] = []
+        var start = bytes.startIndex
+        while start < bytes.endIndex {
+            let end = min(start + cap, bytes.endIndex)
+            let p = try w.allocate()
+            p.setU8(0, NodeKind.overflow.rawValue)
+            bytes[start..<end].withUnsafeBytes { (p.bytes + 8).copyMemory(from: $0.baseAddress!, byteCount: end - start) }
+            if let prev = pages.last { prev.setU32(4, p.number) }
+            pages.append(p)
+            start = end
+        }
+        return pages[0].number
+    }
+
+    /// Inserts `cell` at index i of node `number`, splitting up the path as needed.
+    func insertCell(_ cell: [UInt8], at i: Int, into number: UInt32, path: ArraySlice<(page: UInt32, index: Int)>, _ w: PageWriter) throws(KuraError) {
+        let node = try w.writable(number)
+        if node.insertCell(cell, at: i) { return }
+
+        if number == root {
+            // Move the root's contents into a new child; the root becomes an
+            // interior page whose only pointer is that child, then split the child.
+            let child = try w.allocate()
+            child.bytes.copyMemory(from: node.bytes, byteCount: node.size)
+            Node.initialize(node, kind: kind.interior, treeRoot: root)
+            node.rightChild = child.number
+            try insertCell(cell, at: i, into: child.number, path: [(root, 0)], w)
+            return
+        }
+
+        var cells: [[UInt8]] = []
+        cells.reserveCapacity(node.cellCount + 1)
+        for k in 0..<node.cellCount { cells.append(node.cellBytes(k)) }
+        cells.insert(cell, at: i)
+        let isLeaf = node.isLeafNode
+        let oldRight = node.rightChild
+        let sibling = try w.allocate()
+        let (parentNo, parentIndex) = path.last!
+        // Appending past the right-most key of the tree: keep old pages full.
+        let parentCells = try w.page(parentNo).cellCount
+        let appending = i == cells.count - 1 && parentIndex == parentCells
+        let up: [UInt8]
+
+        if isLeaf {
+            let s = appending ? cells.count - 1 : Self.splitPoint(cells, pageSize: w.pageSize)
+            node.rebuild(kind: kind.leaf, treeRoot: root, cells: cells[0..<s], rightChild: 0)
+            sibling.rebuild(kind: kind.leaf, treeRoot: root, cells: cells[s...], rightChild: 0)
+            up = Self.interiorCell(child: number, key: Self.leafCellKey(cells[s - 1]))
+        } else {
+            let m = appending ? max(1, cells.count - 2) : max(1, min(cells.count - 2, Self.splitPoint(cells, pageSize: w.pageSize)))
+            let middle = cells[m]
+            let middleChild = middle.withUnsafeBytes { UInt32(littleEndian: $0.loadUnaligned(as: UInt32.self)) }
+            node.rebuild(kind: kind.interior, treeRoot: root, cells: cells[0..<m], rightChild: middleChild)
+            sibling.rebuild(kind: kind.interior, treeRoot: root, cells: cells[(m + 1)...], rightChild: oldRight)
+            up = Self.interiorCell(child: number, key: Self.interiorCellKey(middle))
+        }
+        let parent = try w.writable(parentNo)
+        parent.setChild(parentIndex, sibling.number)
+        try insertCell(up, at: parentIndex, into: parentNo, path: path.dropLast(), w)
+    }
+
+    /// Index s such that cells[0..<s] holds about half the bytes; 1 <= s < count.
+    static func splitPoint(_ cells: [[UInt8]], pageSize: Int) -> Int {
+        let total = cells.reduce(0) { $0 + $1.count + 2 }
+        var acc = 0
+        var s = 0
+        while s < cells.count - 1 {
+            let next = acc + cells[s].count + 2
+            if next > total / 2 && s > 0 { break }
+            acc = next
+            s += 1
+        }
+        return max(1, min(s, cells.count - 1))
+    }
+
+    static func interiorCell(child: UInt32, key: ArraySlice<UInt8>) -> [UInt8] {
+        var c: [UInt8] = []
+        c.reserveCapacity(4 + 2 + key.count)
+        withUnsafeBytes(of: child.littleEndian) { c.append(contentsOf: $0) }
+        Varint.append(UInt64(key.count), to: &c)
+        c.append(contentsOf: key)
+        return c
+    }
+
+    /// The key of a leaf cell held in an array (built by this code or validated).
+    static func leafCellKey(_ cell: [UInt8]) -> ArraySlice<UInt8> {
+        cell.withUnsafeBytes { b in
+            let (kl, a) = Varint.read(b.baseAddress!, 0, b.count)!
+            return cell[a..<(a + Int(kl))]
+        }
+    }
+
+    /// The key of an interior cell held in an array.
+    static func interiorCellKey(_ cell: [UInt8]) -> ArraySlice<UInt8> {
+        cell.withUnsafeBytes { b in
+            let (kl, a) = Varint.read(b.baseAddress!, 4, b.count)!
+            return cell[(4 + a)..<(4 + a + Int(kl))]
+        }
+    }
+}

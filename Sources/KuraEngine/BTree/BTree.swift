@@ -1,0 +1,285 @@
+// BTree: B+trees over pages (FORMAT.md, "Tree pages", "Cells", "Overflow pages").
+//
+// One implementation serves both tree kinds: table trees (key = RowIDKey of the
+// row ID, value = record) and index trees (key = index key ending in the row ID,
+// no value). Keys compare as bytes. Values live in leaves only; interior pages
+// hold separator keys: cell (child, k) routes keys <= k to child, keys above the
+// last cell go to the right-most child.
+//
+// Invariants (checked by `checkInvariants` and `kura check`):
+//   - every leaf is at the same depth; keys strictly increase across the leaves;
+//   - every key under cell (child, k) is <= k and > the previous cell's key;
+//   - the root page never moves (the catalog names it); every page records it;
+//   - a non-root page holds at least one cell after any operation;
+//   - depth is at most `maxDepth`, which bounds every loop over a corrupt tree.
+//
+// Overflow page: kind 5 at byte 0, next overflow page (0 = last) at byte 4,
+// value bytes from byte 8 up to the trailer.
+
+enum TreeKind: Sendable {
+    case table
+    case index
+
+    var leaf: NodeKind { self == .table ? .tableLeaf : .indexLeaf }
+    var interior: NodeKind { self == .table ? .tableInterior : .indexInterior }
+}
+
+struct BTree {
+    let root: UInt32
+    let kind: TreeKind
+
+    /// Deeper than any real tree (a 512-byte-page tree of 2^64 keys is ~32
+    /// deep); reaching it means a cycle or corruption.
+    static let maxDepth = 40
+
+    static func overflowCapacity(_ pageSize: Int) -> Int { Node.usable(pageSize) - 8 }
+
+    /// Creates an empty tree and returns its root page number.
+    static func create(_ kind: TreeKind, in w: PageWriter) throws(KuraError) -> UInt32 {
+        let p = try w.allocate()
+        Node.initialize(p, kind: kind.leaf, treeRoot: p.number)
+        return p.number
+    }
+
+    /// Reads page `number` as a node of this tree, checking kind and owner.
+    @inline(__always)
+    func node<S: PageSource>(_ number: UInt32, _ s: S) throws(KuraError) -> Page {
+        let p = try s.page(number)
+        let k = p.u8(Node.kindOffset)
+        guard k == kind.leaf.rawValue || k == kind.interior.rawValue else {
+            throw KuraError(.corrupt, "page \(number) should be a \(kind) tree page but has kind \(k); run `kura check` on the store", page: number)
+        }
+        guard p.treeRoot == root else {
+            throw KuraError(.corrupt, "page \(number) belongs to the tree rooted at page \(p.treeRoot), but was reached from the tree rooted at page \(root)", page: number)
+        }
+        return p
+    }
+
+    func depthError(_ page: UInt32) -> KuraError {
+        KuraError(.corrupt, "tree rooted at page \(root) is deeper than \(Self.maxDepth) levels (a cycle?)", page: page)
+    }
+
+    /// Descends to the leaf that holds (or would hold) `key`, recording the path
+    /// of (interior page, child index) pairs.
+    func descend<S: PageSource>(_ key: UnsafeRawBufferPointer, _ s: S, path: inout [(page: UInt32, index: Int)]) throws(KuraError) -> Page {
+        var number = root
+        var p = try node(number, s)
+        while !p.isLeafNode {
+            guard path.count < Self.maxDepth else { throw depthError(number) }
+            let i = p.lowerBound(key)
+            path.append((number, i))
+            number = p.child(i)
+            p = try node(number, s)
+        }
+        return p
+    }
+
+    /// The value stored under `key`, or nil.
+    func get<S: PageSource>(_ key: [UInt8], _ s: S) throws(KuraError) -> [UInt8]? {
+        var path: [(page: UInt32, index: Int)] = []
+        return try key.withBytes { k throws(KuraError) -> [UInt8]? in
+                let leaf = try descend(k, s, path: &path)
+                let i = leaf.lowerBound(k)
+                guard i < leaf.cellCount, leaf.compareKey(i, k) == 0 else { return nil }
+                return try value(leaf, i, s)
+        }
+    }
+
+    /// Whether `key` is present.
+    func contains<S: PageSource>(_ key: [UInt8], _ s: S) throws(KuraError) -> Bool {
+        var path: [(page: UInt32, index: Int)] = []
+        return try key.withBytes { k throws(KuraError) -> Bool in
+                let leaf = try descend(k, s, path: &path)
+                let i = leaf.lowerBound(k)
+                return i < leaf.cellCount && leaf.compareKey(i, k) == 0
+        }
+    }
+
+    /// Whole value of leaf cell i, following its overflow chain.
+    func value<S: PageSource>(_ leaf: Page, _ i: Int, _ s: S) throws(KuraError) -> [UInt8] {
+        let v = leaf.leafValue(i)
+        var out = [UInt8]()
+        out.reserveCapacity(v.length)
+        out.append(contentsOf: UnsafeRawBufferPointer(start: leaf.bytes + v.offset, count: v.local))
+        if v.overflow == 0 { return out }
+        try readOverflow(first: v.overflow, remaining: v.length - v.local, from: leaf.number, s) { chunk in
+            out.append(contentsOf: chunk)
+        }
+        return out
+    }
+
+    /// Calls `body` with each chunk of an overflow chain. The chain must hold
+    /// exactly `remaining` bytes; a wrong kind, a short or long chain, or a cycle
+    /// throws `corrupt`.
+    func readOverflow<S: PageSource>(first: UInt32, remaining total: Int, from owner: UInt32, _ s: S, _ body: (UnsafeRawBufferPointer) -> Void) throws(KuraError) {
+        let cap = Self.overflowCapacity(s.pageSize)
+        var remaining = total
+        var next = first
+        var pages = 0
+        let bound = (total + cap - 1) / cap
+        while remaining > 0 {
+            guard next != 0, pages < bound else {
+                throw KuraError(.corrupt, "overflow chain of a value on page \(owner) ends early (\(remaining) bytes missing)", page: owner)
+            }
+            let op = try s.page(next)
+            guard op.u8(0) == NodeKind.overflow.rawValue else {
+                throw KuraError(.corrupt, "page \(next) in an overflow chain has kind \(op.u8(0))", page: next)
+            }
+            let n = min(remaining, cap)
+            body(UnsafeRawBufferPointer(start: op.bytes + 8, count: n))
+            remaining -= n
+            pages += 1
+            next = op.u32(4)
+        }
+    }
+
+    /// Overflow page numbers of leaf cell i (for freeing and checking).
+    func overflowPages<S: PageSource>(_ leaf: Page, _ i: Int, _ s: S) throws(KuraError) -> [UInt32] {
+        let v = leaf.leafValue(i)
+        guard v.overflow != 0 else { return [] }
+        let cap = Self.overflowCapacity(s.pageSize)
+        let bound = (v.length - v.local + cap - 1) / cap
+        var out: [UInt32] = []
+        var next = v.overflow
+        while next != 0 && out.count < bound {
+            out.append(next)
+            let op = try s.page(next)
+            guard op.u8(0) == NodeKind.overflow.rawValue else {
+                throw KuraError(.corrupt, "page \(next) in an overflow chain has kind \(op.u8(0))", page: next)
+            }
+            next = op.u32(4)
+        }
+        return out
+    }
+
+    /// Number of keys, by walking the leaves (for checks and tests).
+    func count<S: PageSource>(_ s: S) throws(KuraError) -> Int {
+        var c = TreeCursor(tree: self)
+        try c.first(s)
+        var n = 0
+        while c.isValid {
+            n += 1
+            try c.next(s)
+        }
+        return n
+    }
+}
+
+/// A position in a tree: the stack of pages from the root to a leaf cell.
+///
+/// Lifetime: the pages it holds are immutable snapshot pages in a read
+/// transaction; in a write transaction, any change to the tree invalidates the
+/// cursor (the table layer re-seeks by key).
+struct TreeCursor {
+    let tree: BTree
+    var stack: [(page: Page, index: Int)] = []
+    /// True when positioned on a leaf cell.
+    private(set) var isValid = false
+
+    init(tree: BTree) { self.tree = tree }
+
+    var leaf: Page { stack[stack.count - 1].page }
+    var index: Int { stack[stack.count - 1].index }
+
+    /// Key bytes at the cursor.
+    var key: UnsafeRawBufferPointer {
+        let (o, l) = leaf.cellKey(index)
+        return UnsafeRawBufferPointer(start: leaf.bytes + o, count: l)
+    }
+
+    /// Positions at the first key >= `key`.
+    mutating func seek<S: PageSource>(_ key: UnsafeRawBufferPointer, _ s: S) throws(KuraError) {
+        stack.removeAll(keepingCapacity: true)
+        var p = try tree.node(tree.root, s)
+        while !p.isLeafNode {
+            guard stack.count < BTree.maxDepth else { throw tree.depthError(p.number) }
+            let i = p.lowerBound(key)
+            stack.append((p, i))
+            p = try tree.node(p.child(i), s)
+        }
+        stack.append((p, p.lowerBound(key)))
+        isValid = true
+        if index >= leaf.cellCount { try advanceLeaf(s) }
+    }
+
+    mutating func first<S: PageSource>(_ s: S) throws(KuraError) {
+        stack.removeAll(keepingCapacity: true)
+        try descendEdge(tree.node(tree.root, s), leftmost: true, s)
+    }
+
+    mutating func last<S: PageSource>(_ s: S) throws(KuraError) {
+        stack.removeAll(keepingCapacity: true)
+        try descendEdge(tree.node(tree.root, s), leftmost: false, s)
+    }
+
+    /// Descends from `start` along the left or right edge to a leaf.
+    private mutating func descendEdge<S: PageSource>(_ start: Page, leftmost: Bool, _ s: S) throws(KuraError) {
+        var p = start
+        while !p.isLeafNode {
+            guard stack.count < BTree.maxDepth else { throw tree.depthError(p.number) }
+            let i = leftmost ? 0 : p.cellCount
+            stack.append((p, i))
+            p = try tree.node(p.child(i), s)
+        }
+        let n = p.cellCount
+        stack.append((p, leftmost ? 0 : n - 1))
+        isValid = true
+        if n == 0 {
+            if leftmost { try advanceLeaf(s) } else { try retreatLeaf(s) }
+        }
+    }
+
+    mutating func next<S: PageSource>(_ s: S) throws(KuraError) {
+        guard isValid else { return }
+        stack[stack.count - 1].index += 1
+        if index >= leaf.cellCount { try advanceLeaf(s) }
+    }
+
+    mutating func previous<S: PageSource>(_ s: S) throws(KuraError) {
+        guard isValid else { return }
+        stack[stack.count - 1].index -= 1
+        if index < 0 { try retreatLeaf(s) }
+    }
+
+    /// Moves to the first cell of the next non-empty leaf, or becomes invalid.
+    private mutating func advanceLeaf<S: PageSource>(_ s: S) throws(KuraError) {
+        var steps = 0
+        while true {
+            stack.removeLast()
+            while let top = stack.last, top.index >= top.page.cellCount { stack.removeLast() }
+            guard !stack.isEmpty else { isValid = false; return }
+            stack[stack.count - 1].index += 1
+            var p = try tree.node(stack[stack.count - 1].page.child(stack[stack.count - 1].index), s)
+            while !p.isLeafNode {
+                guard stack.count < BTree.maxDepth else { throw tree.depthError(p.number) }
+                stack.append((p, 0))
+                p = try tree.node(p.child(0), s)
+            }
+            stack.append((p, 0))
+            if p.cellCount > 0 { return }
+            steps += 1
+            if steps > 1 << 20 { throw tree.depthError(p.number) }
+        }
+    }
+
+    /// Moves to the last cell of the previous non-empty leaf, or becomes invalid.
+    private mutating func retreatLeaf<S: PageSource>(_ s: S) throws(KuraError) {
+        var steps = 0
+        while true {
+            stack.removeLast()
+            while let top = stack.last, top.index <= 0 { stack.removeLast() }
+            guard !stack.isEmpty else { isValid = false; return }
+            stack[stack.count - 1].index -= 1
+            var p = try tree.node(stack[stack.count - 1].page.child(stack[stack.count - 1].index), s)
+            while !p.isLeafNode {
+                guard stack.count < BTree.maxDepth else { throw tree.depthError(p.number) }
+                stack.append((p, p.cellCount))
+                p = try tree.node(p.child(p.cellCount), s)
+            }
+            stack.append((p, p.cellCount - 1))
+            if p.cellCount > 0 { return }
+            steps += 1
+            if steps > 1 << 20 { throw tree.depthError(p.number) }
+        }
+    }
+}

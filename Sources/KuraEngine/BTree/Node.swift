@@ -1,0 +1,298 @@
+// Node: the layout of B-tree pages (FORMAT.md, "Tree pages" and "Cells").
+//
+//     offset  size  field
+//     0       1     kind: 1 table interior, 2 table leaf, 3 index interior,
+//                   4 index leaf (5 overflow and 6 freelist trunk are not nodes)
+//     1       1     reserved, 0
+//     2       2     cell count
+//     4       2     start of the cell content area
+//     6       2     fragmented bytes inside the content area
+//     8       4     right-most child (interior), 0 (leaf)
+//     12      4     root page of the tree this page belongs to
+//     16      2*n   cell pointers, in key order: offsets of the cells
+//     ...           free space
+//     start   ...   cell content, growing down from the trailer
+//     size-8  8     checksum
+//
+// Cells:
+//     leaf:      keyLength:varint key valueLength:varint value[local] overflow:u32?
+//     interior:  child:u32 keyLength:varint key
+//
+// An interior cell routes keys <= its key to `child`; keys greater than the last
+// cell's key go to the right-most child. Keys compare as unsigned bytes
+// (memcmp, then length). Table trees use `RowIDKey` encodings as keys; index trees
+// use index keys with no value.
+//
+// Local payload: let usable = pageSize - 8, maxCell = (usable - 16) / 4 - 2. A leaf
+// cell whose full size (both varints, key and value) is <= maxCell stores the
+// value whole. Otherwise it stores the first `maxCell - (size of the varints and
+// key) - 4` value bytes, then the 4-byte number of the first overflow page, so
+// the cell is exactly maxCell bytes. So every page holds at least 4 cells.
+// Keys may be at most `maxKey = maxCell - 24` bytes.
+//
+// Validation: every node loaded from disk passes `Node.validate` (cell count,
+// pointers, cell bounds) before any code reads it, so tree code can read cells
+// without further checks.
+
+enum NodeKind: UInt8 {
+    case tableInterior = 1
+    case tableLeaf = 2
+    case indexInterior = 3
+    case indexLeaf = 4
+    case overflow = 5
+    case freelistTrunk = 6
+
+    var isLeaf: Bool { self == .tableLeaf || self == .indexLeaf }
+    var isNode: Bool { rawValue >= 1 && rawValue <= 4 }
+    var isTable: Bool { self == .tableLeaf || self == .tableInterior }
+}
+
+enum Node {
+    static let kindOffset = 0
+    static let cellCountOffset = kindOffset + 2
+    static let contentStartOffset = cellCountOffset + 2
+    static let fragmentedOffset = contentStartOffset + 2
+    static let rightChildOffset = fragmentedOffset + 2
+    static let treeRootOffset = rightChildOffset + 4
+    static let headerSize = treeRootOffset + 4
+
+    static func usable(_ pageSize: Int) -> Int { pageSize - pageTrailerSize }
+    static func maxCell(_ pageSize: Int) -> Int { (usable(pageSize) - headerSize) / 4 - 2 }
+    static func maxKey(_ pageSize: Int) -> Int { maxCell(pageSize) - 24 }
+
+    static func initialize(_ p: Page, kind: NodeKind, treeRoot: UInt32) {
+        p.zero()
+        p.setU8(kindOffset, kind.rawValue)
+        p.setU16(contentStartOffset, UInt16(usable(p.size)))
+        p.setU32(treeRootOffset, treeRoot)
+    }
+
+    /// How a leaf cell with these lengths is stored: local value bytes, whether it
+    /// has an overflow pointer, total cell size.
+    @inline(__always)
+    static func leafLayout(keyLength kl: Int, valueLength vl: Int, pageSize: Int) -> (local: Int, overflow: Bool, size: Int) {
+        let fixed = Varint.size(UInt64(kl)) + kl + Varint.size(UInt64(vl))
+        let full = fixed + vl
+        let mc = maxCell(pageSize)
+        if full <= mc { return (vl, false, full) }
+        return (mc - fixed - 4, true, mc)
+    }
+
+    /// Checks a node page's structure. Pages of other kinds pass unchanged.
+    static func validate(_ p: Page) throws(KuraError) {
+        guard let kind = NodeKind(rawValue: p.u8(kindOffset)), kind.isNode else { return }
+        let use = usable(p.size)
+        let n = Int(p.u16(cellCountOffset))
+        let start = Int(p.u16(contentStartOffset))
+        func bad(_ why: String) -> KuraError {
+            KuraError(.corrupt, "tree page is malformed: \(why); run `kura check` on the store", page: p.number)
+        }
+        guard headerSize + 2 * n <= start, start <= use else {
+            throw bad("\(n) cells and content start \(start) do not fit in the page")
+        }
+        if p.u32(treeRootOffset) == 0 { throw bad("no tree root recorded") }
+        if !kind.isLeaf && p.u32(rightChildOffset) == 0 { throw bad("interior page without a right-most child") }
+        let maxK = maxKey(p.size)
+        for i in 0..<n {
+            let o = Int(p.u16(headerSize + 2 * i))
+            guard o >= start && o < use else { throw bad("cell \(i) pointer \(o) is outside the content area") }
+            var pos = o
+            if !kind.isLeaf {
+                guard pos + 4 <= use, p.u32(pos) != 0 else { throw bad("cell \(i) child pointer is missing") }
+                pos += 4
+            }
+            guard let (kl, a) = Varint.read(p.bytes, pos, use), kl <= UInt64(maxK) else { throw bad("cell \(i) key length is malformed") }
+            pos += a + Int(kl)
+            guard pos <= use else { throw bad("cell \(i) key runs past the page") }
+            if kind.isLeaf {
+                guard let (vl, b) = Varint.read(p.bytes, pos, use), vl <= UInt64(Int32.max) else { throw bad("cell \(i) value length is malformed") }
+                let layout = leafLayout(keyLength: Int(kl), valueLength: Int(vl), pageSize: p.size)
+                pos += b + layout.local + (layout.overflow ? 4 : 0)
+                guard pos <= use else { throw bad("cell \(i) value runs past the page") }
+            }
+        }
+    }
+}
+
+/// Typed accessors for a node page. The page must have passed `Node.validate`
+/// (or have been built by this code).
+extension Page {
+    var nodeKind: NodeKind? { NodeKind(rawValue: u8(Node.kindOffset)) }
+    var isLeafNode: Bool { let k = u8(Node.kindOffset); return k == 2 || k == 4 }
+    var cellCount: Int {
+        get { Int(u16(Node.cellCountOffset)) }
+        set { setU16(Node.cellCountOffset, UInt16(newValue)) }
+    }
+    var contentStart: Int {
+        get { Int(u16(Node.contentStartOffset)) }
+        set { setU16(Node.contentStartOffset, UInt16(newValue)) }
+    }
+    var fragmented: Int {
+        get { Int(u16(Node.fragmentedOffset)) }
+        set { setU16(Node.fragmentedOffset, UInt16(newValue)) }
+    }
+    var rightChild: UInt32 {
+        get { u32(Node.rightChildOffset) }
+        set { setU32(Node.rightChildOffset, newValue) }
+    }
+    var treeRoot: UInt32 { u32(Node.treeRootOffset) }
+
+    @inline(__always) func cellOffset(_ i: Int) -> Int { Int(u16(Node.headerSize + 2 * i)) }
+
+    /// Offset and length of cell i's key.
+    @inline(__always)
+    func cellKey(_ i: Int) -> (offset: Int, length: Int) {
+        var pos = cellOffset(i)
+        if !isLeafNode { pos += 4 }
+        let (kl, a) = Varint.read(bytes, pos, size)!
+        return (pos + a, Int(kl))
+    }
+
+    /// Child page of interior cell i (i == cellCount means the right-most child).
+    @inline(__always)
+    func child(_ i: Int) -> UInt32 {
+        i == cellCount ? rightChild : u32(cellOffset(i))
+    }
+
+    func setChild(_ i: Int, _ page: UInt32) {
+        if i == cellCount { rightChild = page } else { setU32(cellOffset(i), page) }
+    }
+
+    /// Value layout of leaf cell i.
+    @inline(__always)
+    func leafValue(_ i: Int) -> (offset: Int, length: Int, local: Int, overflow: UInt32) {
+        let (ko, kl) = cellKey(i)
+        let (vl, b) = Varint.read(bytes, ko + kl, size)!
+        let layout = Node.leafLayout(keyLength: kl, valueLength: Int(vl), pageSize: size)
+        let vo = ko + kl + b
+        return (vo, Int(vl), layout.local, layout.overflow ? u32(vo + layout.local) : 0)
+    }
+
+    /// Size in bytes of cell i.
+    func cellSize(_ i: Int) -> Int {
+        let o = cellOffset(i)
+        if isLeafNode {
+            let v = leafValue(i)
+            return v.offset + v.local + (v.overflow != 0 ? 4 : 0) - o
+        }
+        let (ko, kl) = cellKey(i)
+        return ko + kl - o
+    }
+
+    /// Bytes of cell i.
+    func cellBytes(_ i: Int) -> [UInt8] {
+        let o = cellOffset(i)
+        return Array(UnsafeRawBufferPointer(start: bytes + o, count: cellSize(i)))
+    }
+
+    /// Key bytes of cell i.
+    func keyBytes(_ i: Int) -> [UInt8] {
+        let (o, l) = cellKey(i)
+        return Array(UnsafeRawBufferPointer(start: bytes + o, count: l))
+    }
+
+    /// Free bytes available for cells and pointers (including fragments).
+    var freeSpace: Int { contentStart - (Node.headerSize + 2 * cellCount) + fragmented }
+
+    /// Bytes used by cells and pointers.
+    var usedSpace: Int { Node.usable(size) - Node.headerSize - freeSpace }
+
+    /// Compares cell i's key with `key`: <0, 0, >0.
+    @inline(__always)
+    func compareKey(_ i: Int, _ key: UnsafeRawBufferPointer) -> Int {
+        let (o, l) = cellKey(i)
+        let n = min(l, key.count)
+        let c = n == 0 ? 0 : memcmpBytes(bytes + o, key.baseAddress!, n)
+        if c != 0 { return c }
+        return l - key.count
+    }
+
+    /// First cell index whose key is >= `key` (cellCount if none).
+    @inline(__always)
+    func lowerBound(_ key: UnsafeRawBufferPointer) -> Int {
+        var lo = 0
+        var hi = cellCount
+        while lo < hi {
+            let mid = (lo + hi) >> 1
+            if compareKey(mid, key) < 0 { lo = mid + 1 } else { hi = mid }
+        }
+        return lo
+    }
+
+    /// Inserts `cell` at index i if it fits (defragmenting when needed).
+    /// Returns false, changing nothing, if it does not fit.
+    func insertCell(_ cell: [UInt8], at i: Int) -> Bool {
+        let need = cell.count + 2
+        guard freeSpace >= need else { return false }
+        if contentStart - (Node.headerSize + 2 * cellCount) < need { defragment() }
+        let start = contentStart - cell.count
+        cell.withUnsafeBytes { (bytes + start).copyMemory(from: $0.baseAddress!, byteCount: cell.count) }
+        let n = cellCount
+        let ptrs = bytes + Node.headerSize
+        if i < n { memmoveBytes(ptrs + 2 * (i + 1), ptrs + 2 * i, 2 * (n - i)) }
+        setU16(Node.headerSize + 2 * i, UInt16(start))
+        contentStart = start
+        cellCount = n + 1
+        return true
+    }
+
+    /// Removes cell i (its bytes become a fragment).
+    func removeCell(_ i: Int) {
+        let size = cellSize(i)
+        let o = cellOffset(i)
+        let n = cellCount
+        let ptrs = bytes + Node.headerSize
+        if i < n - 1 { memmoveBytes(ptrs + 2 * i, ptrs + 2 * (i + 1), 2 * (n - 1 - i)) }
+        cellCount = n - 1
+        if o == contentStart { contentStart = o + size } else { fragmented += size }
+        if cellCount == 0 {
+            contentStart = Node.usable(self.size)
+            fragmented = 0
+        }
+    }
+
+    /// Packs the content area so all free space is contiguous.
+    func defragment() {
+        let n = cellCount
+        var cells: [[UInt8]] = []
+        cells.reserveCapacity(n)
+        for i in 0..<n { cells.append(cellBytes(i)) }
+        var top = Node.usable(size)
+        for (i, c) in cells.enumerated() {
+            top -= c.count
+            c.withUnsafeBytes { (bytes + top).copyMemory(from: $0.baseAddress!, byteCount: c.count) }
+            setU16(Node.headerSize + 2 * i, UInt16(top))
+        }
+        contentStart = top
+        fragmented = 0
+    }
+
+    /// Replaces the node's cells with `cells` (which must fit) and sets the
+    /// right-most child.
+    func rebuild(kind: NodeKind, treeRoot: UInt32, cells: ArraySlice<[UInt8]>, rightChild: UInt32) {
+        Node.initialize(self, kind: kind, treeRoot: treeRoot)
+        var top = Node.usable(size)
+        for (i, c) in cells.enumerated() {
+            top -= c.count
+            c.withUnsafeBytes { (bytes + top).copyMemory(from: $0.baseAddress!, byteCount: c.count) }
+            setU16(Node.headerSize + 2 * i, UInt16(top))
+        }
+        contentStart = top
+        cellCount = cells.count
+        self.rightChild = rightChild
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+@inline(__always) func memcmpBytes(_ a: UnsafeRawPointer, _ b: UnsafeRawPointer, _ n: Int) -> Int {
+    Int(memcmp(a, b, n))
+}
+
+@inline(__always) func memmoveBytes(_ dst: UnsafeMutableRawPointer, _ src: UnsafeRawPointer, _ n: Int) {
+    memmove(dst, src, n)
+}

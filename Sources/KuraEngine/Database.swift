@@ -1,0 +1,163 @@
+// Database: a connection to one Kura store file.
+//
+// A `Database` owns the store's pager (page cache, log, locks). Transactions are
+// closures: `read { }` runs on a snapshot taken when it starts, in parallel with
+// other readers and with the writer; `write { }` runs alone among writers, and
+// commits when its closure returns or rolls everything back when it throws.
+//
+// Format: FORMAT.md. Concurrency and durability: FORMAT.md, "Commit" and
+// "Concurrency".
+
+/// A connection to a Kura store.
+///
+/// ## Topics
+/// - Opening: ``init(path:options:)``, ``inMemory(options:)``
+/// - Transactions: ``read(_:)``, ``write(_:)``
+/// - Maintenance: ``checkpoint()``, ``close()``
+///
+/// Thread rules: a `Database` is `Sendable`; call `read` and `write` from any
+/// thread. Any number of `read`s run at once, each on its own snapshot. `write`s
+/// in one connection wait for each other; across connections and processes they
+/// wait up to ``Options/busyTimeout`` for the store's write lock, then throw
+/// `KuraError.busy`.
+///
+/// Lifetime: the transaction objects handed to the closures are valid only inside
+/// them; using one afterwards throws `KuraError.misuse`. After ``close()`` every
+/// call throws `.misuse`.
+public final class Database: Sendable {
+    /// How a store is opened.
+    public struct Options: Sendable {
+        /// Page size for a new store (power of two, 512 to 65536). An existing
+        /// store keeps the page size it was created with.
+        public var pageSize: Int = 4096
+        /// Memory for cached pages, in bytes. Scans of stores many times larger
+        /// stay within it (plus the pages a cursor currently holds).
+        public var cacheSize: Int = 32 << 20
+        /// When commits are synced to disk.
+        public var durability: Durability = .full
+        /// How long to wait for another connection's write lock (seconds).
+        public var busyTimeout: Double = 5
+        /// Checkpoint automatically once the log holds this many pages.
+        public var checkpointThreshold: Int = 1000
+        /// Create the file if it does not exist.
+        public var createIfMissing = true
+        /// Where files live; `PosixFileSystem()` by default.
+        public var fileSystem: any FileSystem = PosixFileSystem()
+
+        public init() {}
+    }
+
+    let pager: Pager
+    /// The store's path.
+    public let path: String
+    /// The options the store was opened with.
+    public let options: Options
+    private let catalogCache = CatalogCache()
+
+    /// Opens the store at `path`, creating it if missing (unless
+    /// `options.createIfMissing` is false). Recovers committed transactions from
+    /// the log.
+    ///
+    /// - Throws: `.notFound` (missing and not to be created), `.notADatabase`,
+    ///   `.unsupportedVersion`, `.corrupt` (bad header, truncated file), `.busy`
+    ///   (another process is creating the file), `.io`.
+    public init(path: String, options: Options = Options()) throws(KuraError) {
+        self.path = path
+        self.options = options
+        pager = try Pager(path: path, fs: options.fileSystem, pageSize: options.pageSize,
+                          cachePages: max(options.cacheSize / max(options.pageSize, 512), 8),
+                          durability: options.durability, busyTimeout: options.busyTimeout,
+                          checkpointThreshold: options.checkpointThreshold, create: options.createIfMissing,
+                          validator: { (p: Page) throws(KuraError) in try Node.validate(p) })
+    }
+
+    /// A store that lives in memory only, gone when the `Database` is released.
+    public static func inMemory(options: Options = Options()) throws(KuraError) -> Database {
+        var o = options
+        o.fileSystem = MemoryFileSystem()
+        o.durability = .off
+        return try Database(path: ":memory:", options: o)
+    }
+
+    deinit { pager.close() }
+
+    /// Page size of the store.
+    public var pageSize: Int { pager.pageSize }
+
+    /// Runs `body` on a snapshot of the database as of now. Other transactions
+    /// committing meanwhile do not change what it sees.
+    ///
+    /// - Throws: whatever `body` throws; `KuraError` for I/O errors, corruption,
+    ///   or `.busy` if another process is checkpointing past the busy timeout.
+    public func read<T>(_ body: (ReadTransaction) throws -> T) throws -> T {
+        let snapshot = try pager.beginTransaction()
+        defer { pager.endTransaction(snapshot) }
+        let tx = ReadTransaction(database: self, pages: SnapshotPages(pager: pager, snapshot: snapshot))
+        defer { tx.invalidate() }
+        return try body(tx)
+    }
+
+    /// Runs `body` as the only writer, then commits its changes atomically. If
+    /// `body` throws, every change it made is discarded and the error rethrown.
+    ///
+    /// - Throws: whatever `body` throws; `KuraError.busy` if another connection
+    ///   holds the write lock past the busy timeout; `.diskFull` or `.io` if the
+    ///   commit cannot be written (then nothing is committed).
+    public func write<T>(_ body: (WriteTransaction) throws -> T) throws -> T {
+        let snapshot = try pager.beginWrite()
+        var committed = false
+        defer { pager.endWrite(snapshot, checkpointIfDue: committed) }
+        let writer = try PageWriter(pager: pager, snapshot: snapshot)
+        let tx = WriteTransaction(database: self, writer: writer)
+        defer { tx.invalidate() }
+        let result = try body(tx)
+        try tx.commit()
+        committed = true
+        return result
+    }
+
+    /// Copies the log into the store file and empties it. Returns false if
+    /// another process is inside a transaction (try again later). Kura also does
+    /// this on its own once the log passes `checkpointThreshold` pages.
+    @discardableResult
+    public func checkpoint() throws(KuraError) -> Bool {
+        try pager.checkpointAsWriter()
+    }
+
+    /// Checkpoints if possible and closes the files. Further calls throw `.misuse`.
+    public func close() {
+        _ = try? pager.checkpointAsWriter()
+        pager.close()
+    }
+
+    /// Pages currently in the cache (for tests of the memory bound).
+    package var cachedPageCount: Int { pager.cachedPageCount }
+
+    /// Frames in the log (for tests and `kura info`).
+    package var logFrameCount: Int { pager.logFrames }
+
+    // MARK: Catalog cache
+
+    /// The catalog as of the snapshot whose header is `header`.
+    func catalog<S: PageSource>(_ s: S) throws(KuraError) -> Catalog {
+        let header = try s.page(1)
+        let counter = header.headerChangeCounter
+        if let c = catalogCache.get(counter) { return c }
+        let c = try Catalog.load(root: header.headerCatalogRoot, s)
+        catalogCache.set(counter, c)
+        return c
+    }
+}
+
+/// One catalog, keyed by the change counter it was read at.
+final class CatalogCache: @unchecked Sendable {
+    // @unchecked Sendable: `entry` is guarded by `lock`.
+    private let lock = ThreadLock()
+    private var entry: (UInt64, Catalog)?
+
+    func get(_ counter: UInt64) -> Catalog? {
+        lock.withLock { entry.flatMap { $0.0 == counter ? $0.1 : nil } }
+    }
+
+    func set(_ counter: UInt64, _ c: Catalog) { lock.withLock { entry = (counter, c) } }
+}

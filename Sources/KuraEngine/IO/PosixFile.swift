@@ -1,0 +1,175 @@
+// PosixFile: StorageFile over a POSIX file descriptor.
+//
+// Reads and writes use pread/pwrite (no shared file offset, so reads from many
+// threads need no lock). Locks are open file description locks on Linux
+// (F_OFD_SETLK: owned by the handle, not the process, and not dropped when some
+// other descriptor of the same file closes). Darwin has no OFD locks; there Kura
+// uses F_SETLK, whose locks belong to the process: two connections to one file in
+// the same process then do not exclude each other through the file, and closing
+// one drops the other's locks. Open each store once per process on Darwin.
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The real file system.
+public struct PosixFileSystem: FileSystem {
+    public init() {}
+
+    public func open(_ path: String, create: Bool) throws(KuraError) -> StorageFile {
+        let flags = O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0)
+        let fd = systemOpen(path, flags, 0o644)
+        if fd < 0 {
+            let e = errno
+            if e == ENOENT { throw KuraError(.notFound, "no such file", path: path) }
+            throw posixError(e, "open", path)
+        }
+        return PosixFile(fd: fd, path: path)
+    }
+
+    public func exists(_ path: String) -> Bool {
+        access(path, F_OK) == 0
+    }
+
+    public func remove(_ path: String) throws(KuraError) {
+        if unlink(path) != 0 && errno != ENOENT { throw posixError(errno, "unlink", path) }
+    }
+
+    public func rename(_ source: String, to destination: String) throws(KuraError) {
+        if systemRename(source, destination) != 0 { throw posixError(errno, "rename", source) }
+    }
+}
+
+@inline(__always)
+private func systemOpen(_ path: String, _ flags: Int32, _ mode: mode_t) -> Int32 {
+    open(path, flags, mode)
+}
+
+@inline(__always)
+private func systemRename(_ a: String, _ b: String) -> Int32 {
+    rename(a, b)
+}
+
+func posixError(_ e: Int32, _ call: String, _ path: String) -> KuraError {
+    let text = String(cString: strerror(e))
+    if e == ENOSPC || e == EDQUOT {
+        return KuraError(.diskFull, "\(call) failed: \(text); free some space and retry (nothing committed was lost)", path: path)
+    }
+    return KuraError(.io, "\(call) failed: \(text) (errno \(e))", path: path)
+}
+
+/// A file opened with `open(2)`.
+final class PosixFile: StorageFile, @unchecked Sendable {
+    // @unchecked Sendable: `fd` is immutable after init except in `close`, which the
+    // owner calls once when no other thread uses the handle; `lockState` is guarded
+    // by `stateLock`. pread/pwrite are thread-safe on one descriptor.
+    private var fd: Int32
+    let path: String
+    private let stateLock = ThreadLock()
+    private var held: [LockByte: LockMode] = [:]
+
+    init(fd: Int32, path: String) {
+        self.fd = fd
+        self.path = path
+    }
+
+    deinit { if fd >= 0 { _ = systemClose(fd) } }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(KuraError) -> Int {
+        while true {
+            let n = pread(fd, buffer.baseAddress, buffer.count, off_t(offset))
+            if n >= 0 { return n }
+            if errno == EINTR { continue }
+            throw posixError(errno, "pread at offset \(offset)", path)
+        }
+    }
+
+    func write(_ buffer: UnsafeRawBufferPointer, at offset: Int64) throws(KuraError) {
+        var done = 0
+        while done < buffer.count {
+            let n = pwrite(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + off_t(done))
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw posixError(errno, "pwrite at offset \(offset + Int64(done))", path)
+            }
+            if n == 0 { throw posixError(ENOSPC, "pwrite at offset \(offset + Int64(done))", path) }
+            done += n
+        }
+    }
+
+    func size() throws(KuraError) -> Int64 {
+        var st = stat()
+        if fstat(fd, &st) != 0 { throw posixError(errno, "fstat", path) }
+        return Int64(st.st_size)
+    }
+
+    func truncate(to size: Int64) throws(KuraError) {
+        while ftruncate(fd, off_t(size)) != 0 {
+            if errno == EINTR { continue }
+            throw posixError(errno, "ftruncate to \(size)", path)
+        }
+    }
+
+    func sync(full: Bool) throws(KuraError) {
+        #if canImport(Darwin)
+        if full, fcntl(fd, F_FULLFSYNC) == 0 { return }
+        #endif
+        while fsync(fd) != 0 {
+            if errno == EINTR { continue }
+            throw posixError(errno, "fsync", path)
+        }
+    }
+
+    func lock(_ byte: LockByte, _ mode: LockMode) throws(KuraError) -> Bool {
+        try stateLock.withLock { () throws(KuraError) -> Bool in
+            if held[byte] == mode { return true }
+            var fl = flock()
+            fl.l_type = Int16(mode == .shared ? F_RDLCK : F_WRLCK)
+            fl.l_whence = Int16(SEEK_SET)
+            fl.l_start = off_t(byte.rawValue)
+            fl.l_len = 1
+            fl.l_pid = 0
+            if fcntl(fd, PosixFile.setLockCommand, &fl) == 0 {
+                held[byte] = mode
+                return true
+            }
+            let e = errno
+            if e == EAGAIN || e == EACCES || e == EINTR { return false }
+            throw posixError(e, "fcntl lock", path)
+        }
+    }
+
+    func unlock(_ byte: LockByte) {
+        stateLock.withLock {
+            guard held[byte] != nil else { return }
+            var fl = flock()
+            fl.l_type = Int16(F_UNLCK)
+            fl.l_whence = Int16(SEEK_SET)
+            fl.l_start = off_t(byte.rawValue)
+            fl.l_len = 1
+            fl.l_pid = 0
+            _ = fcntl(fd, PosixFile.setLockCommand, &fl)
+            held[byte] = nil
+        }
+    }
+
+    func close() {
+        stateLock.withLock {
+            if fd >= 0 { _ = systemClose(fd) }
+            fd = -1
+            held.removeAll()
+        }
+    }
+
+    #if canImport(Glibc)
+    /// F_OFD_SETLK (Linux 3.15+); Glibc hides the macro without _GNU_SOURCE.
+    static let setLockCommand: Int32 = 37
+    #else
+    static let setLockCommand: Int32 = F_SETLK
+    #endif
+}
+
+@inline(__always)
+private func systemClose(_ fd: Int32) -> Int32 { close(fd) }

@@ -1,0 +1,92 @@
+// IO: the small file protocol everything above it uses (DESIGN.md, "Layers").
+//
+// Two implementations ship: `PosixFileSystem` (pread/pwrite/fsync and open file
+// description locks) and `MemoryFileSystem` (files in memory, for in-memory stores
+// and tests). The fault-injecting file for crash and I/O-error tests wraps either.
+//
+// Lock model: a store file has three lock bytes far past any page Kura writes (the
+// bytes need not exist in the file). Each handle holds at most one lock per byte.
+//
+//     writerLockByte      exclusive while a connection runs a write transaction
+//     readerLockByte      shared while a connection has any transaction open;
+//                         exclusive while it checkpoints (copies the WAL back and
+//                         resets it), so no other process reads the WAL then
+//     createLockByte      exclusive while a new file's first page is written
+//
+// Locks belong to the handle (not the process), so two connections in one process
+// exclude each other exactly as two processes do.
+
+/// Which bytes of a store file carry advisory locks. See the comment above.
+public enum LockByte: Int64, Sendable, CaseIterable {
+    case writer = 0x7FFF_0000
+    case reader = 0x7FFF_0001
+    case create = 0x7FFF_0002
+}
+
+/// Kind of advisory lock.
+public enum LockMode: Sendable {
+    case shared
+    case exclusive
+}
+
+/// A file Kura stores pages or log frames in.
+///
+/// Thread rules: implementations must allow concurrent `read` calls from several
+/// threads; `write`, `truncate` and `sync` are called by one thread at a time (the
+/// writer) but may overlap reads of other offsets.
+///
+/// Failure modes: every method throws `KuraError` with code `.io` (or `.diskFull`
+/// for ENOSPC/EDQUOT) naming the path and the failing call.
+public protocol StorageFile: AnyObject, Sendable {
+    /// The path the file was opened at (for error messages).
+    var path: String { get }
+    /// Reads up to `buffer.count` bytes at `offset`; returns how many were read
+    /// (fewer only at end of file). The corresponding C function is `pread`.
+    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(KuraError) -> Int
+    /// Writes all of `buffer` at `offset`, extending the file if needed.
+    /// The corresponding C function is `pwrite`.
+    func write(_ buffer: UnsafeRawBufferPointer, at offset: Int64) throws(KuraError)
+    /// Current size in bytes. The corresponding C function is `fstat`.
+    func size() throws(KuraError) -> Int64
+    /// Sets the size. The corresponding C function is `ftruncate`.
+    func truncate(to size: Int64) throws(KuraError)
+    /// Makes written data durable. `full` asks for a barrier through the drive's
+    /// cache where the platform has one (F_FULLFSYNC on Darwin); otherwise `fsync`.
+    func sync(full: Bool) throws(KuraError)
+    /// Takes an advisory lock on one lock byte. With `wait == false` returns false
+    /// at once if another handle holds a conflicting lock. Changing a held lock's
+    /// mode (shared to exclusive and back) is allowed.
+    /// The corresponding C function is `fcntl(F_OFD_SETLK)`.
+    func lock(_ byte: LockByte, _ mode: LockMode) throws(KuraError) -> Bool
+    /// Releases this handle's lock on `byte`, if any.
+    func unlock(_ byte: LockByte)
+    /// Closes the handle, releasing its locks. Further calls throw `.misuse`.
+    func close()
+}
+
+/// Opens and removes files by path: the seam where tests put an in-memory or
+/// fault-injecting file system under a store.
+public protocol FileSystem: Sendable {
+    /// Opens `path`, creating it empty if `create` is true and it does not exist.
+    /// Throws `.notFound` if it does not exist and `create` is false.
+    func open(_ path: String, create: Bool) throws(KuraError) -> StorageFile
+    /// Whether `path` exists.
+    func exists(_ path: String) -> Bool
+    /// Removes `path`; no error if it does not exist.
+    func remove(_ path: String) throws(KuraError)
+    /// Atomically replaces `destination` with `source` (rename(2)).
+    func rename(_ source: String, to destination: String) throws(KuraError)
+}
+
+extension StorageFile {
+    /// Reads exactly `buffer.count` bytes at `offset`; returns false on a short read.
+    func readFully(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(KuraError) -> Bool {
+        var done = 0
+        while done < buffer.count {
+            let n = try read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[done...]), at: offset + Int64(done))
+            if n == 0 { return false }
+            done += n
+        }
+        return true
+    }
+}

@@ -1,0 +1,77 @@
+// ThreadLock: a pthread mutex and condition variable, the only in-process
+// synchronisation primitive the engine uses (Foundation's NSLock would do, but this
+// keeps KuraEngine's hot paths free of Objective-C bridging on Darwin).
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A mutex with an attached condition variable.
+final class ThreadLock: @unchecked Sendable {
+    // @unchecked Sendable: the pthread mutex itself is the lock; it is allocated
+    // once, never moved, and destroyed in deinit when no thread can hold it.
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    private let cond: UnsafeMutablePointer<pthread_cond_t>
+
+    init() {
+        mutex = .allocate(capacity: 1)
+        cond = .allocate(capacity: 1)
+        pthread_mutex_init(mutex, nil)
+        pthread_cond_init(cond, nil)
+    }
+
+    deinit {
+        pthread_cond_destroy(cond)
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+        cond.deallocate()
+    }
+
+    @inline(__always) func lock() { pthread_mutex_lock(mutex) }
+    @inline(__always) func unlock() { pthread_mutex_unlock(mutex) }
+
+    @inline(__always)
+    func withLock<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body()
+    }
+
+    /// Waits on the condition; the caller holds the lock.
+    func wait() { pthread_cond_wait(cond, mutex) }
+
+    /// Waits at most `seconds`; the caller holds the lock. Returns false on timeout.
+    func wait(seconds: Double) -> Bool {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let total = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9 + seconds
+        var deadline = timespec()
+        deadline.tv_sec = Int(total)
+        deadline.tv_nsec = Int((total - Double(Int(total))) * 1e9)
+        return pthread_cond_timedwait(cond, mutex, &deadline) == 0
+    }
+
+    func broadcast() { pthread_cond_broadcast(cond) }
+}
+
+/// A readers-writer lock (pthread_rwlock).
+final class ReadWriteLock: @unchecked Sendable {
+    // @unchecked Sendable: the pthread rwlock is the lock; allocated once, never moved.
+    private let rw: UnsafeMutablePointer<pthread_rwlock_t>
+
+    init() {
+        rw = .allocate(capacity: 1)
+        pthread_rwlock_init(rw, nil)
+    }
+
+    deinit {
+        pthread_rwlock_destroy(rw)
+        rw.deallocate()
+    }
+
+    @inline(__always) func lockShared() { pthread_rwlock_rdlock(rw) }
+    @inline(__always) func lockExclusive() { pthread_rwlock_wrlock(rw) }
+    @inline(__always) func unlock() { pthread_rwlock_unlock(rw) }
+}

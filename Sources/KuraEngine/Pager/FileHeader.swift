@@ -1,0 +1,106 @@
+// FileHeader: page 1 of every store (FORMAT.md, "The header page").
+//
+// Offsets are derived from each other, never typed twice (redb's habit):
+//
+//     offset  size  field
+//     0       8     magic "KuraDB\n\0"
+//     8       4     format version
+//     12      4     page size in bytes
+//     16      4     page count (pages 1 ... count exist in the database image)
+//     20      4     first freelist trunk page, 0 if none
+//     24      4     number of free pages (trunks and leaves)
+//     28      4     catalog tree root page, 0 until the first write transaction
+//     32      8     change counter (incremented by every commit)
+//     40      8     database ID: random, fixed at creation; the log carries it
+//                   too, so a log left over from another store is never applied
+//     48      -     zero up to the trailer
+//     size-8  8     page checksum
+//
+// All integers little-endian. Page 1 is written through the log like any other
+// page, so the header a reader sees always matches its snapshot.
+
+enum FileHeader {
+    static let magic: [UInt8] = Array("KuraDB\n\0".utf8)
+    /// Bumped by every change to the on-disk format (FORMAT.md, "Version history").
+    static let formatVersion: UInt32 = 1
+
+    static let magicOffset = 0
+    static let magicLength = 8
+    static let versionOffset = magicOffset + magicLength
+    static let pageSizeOffset = versionOffset + 4
+    static let pageCountOffset = pageSizeOffset + 4
+    static let freelistHeadOffset = pageCountOffset + 4
+    static let freeCountOffset = freelistHeadOffset + 4
+    static let catalogRootOffset = freeCountOffset + 4
+    static let changeCounterOffset = catalogRootOffset + 4
+    static let databaseIDOffset = changeCounterOffset + 8
+    static let endOffset = databaseIDOffset + 8
+
+    static let minPageSize = 512
+    static let maxPageSize = 65536
+
+    static func isValidPageSize(_ n: Int) -> Bool {
+        n >= minPageSize && n <= maxPageSize && n & (n - 1) == 0
+    }
+
+    /// Validates the fixed fields of a header page read from disk. The checksum
+    /// is checked by the caller (it needs the page size first).
+    static func validate(_ raw: UnsafeRawBufferPointer, path: String) throws(KuraError) -> (version: UInt32, pageSize: Int) {
+        guard raw.count >= endOffset else {
+            throw KuraError(.corrupt, "file is \(raw.count) bytes, too short to hold a Kura header; it is truncated or not a Kura store", path: path, page: 1)
+        }
+        guard Array(raw[magicOffset..<magicOffset + magicLength]) == magic else {
+            throw KuraError(.notADatabase, "file does not start with Kura's magic number \"KuraDB\\n\\0\"; it is not a Kura store", path: path, page: 1)
+        }
+        let version = UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: versionOffset, as: UInt32.self))
+        guard version == formatVersion else {
+            throw KuraError(.unsupportedVersion, "file has format version \(version); this build reads version \(formatVersion) only", path: path, page: 1)
+        }
+        let ps = Int(UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: pageSizeOffset, as: UInt32.self)))
+        guard isValidPageSize(ps) else {
+            throw KuraError.corruption("header names page size \(ps), not a power of two from 512 to 65536", page: 1, path: path)
+        }
+        return (version, ps)
+    }
+}
+
+extension Page {
+    var headerPageCount: UInt32 {
+        get { u32(FileHeader.pageCountOffset) }
+        set { setU32(FileHeader.pageCountOffset, newValue) }
+    }
+    var headerFreelistHead: UInt32 {
+        get { u32(FileHeader.freelistHeadOffset) }
+        set { setU32(FileHeader.freelistHeadOffset, newValue) }
+    }
+    var headerFreeCount: UInt32 {
+        get { u32(FileHeader.freeCountOffset) }
+        set { setU32(FileHeader.freeCountOffset, newValue) }
+    }
+    var headerCatalogRoot: UInt32 {
+        get { u32(FileHeader.catalogRootOffset) }
+        set { setU32(FileHeader.catalogRootOffset, newValue) }
+    }
+    var headerDatabaseID: UInt64 {
+        get { u64(FileHeader.databaseIDOffset) }
+        set { setU64(FileHeader.databaseIDOffset, newValue) }
+    }
+    var headerChangeCounter: UInt64 {
+        get { u64(FileHeader.changeCounterOffset) }
+        set { setU64(FileHeader.changeCounterOffset, newValue) }
+    }
+
+    /// Fills a fresh header page.
+    func initializeHeader(pageSize: Int, catalogRoot: UInt32) {
+        zero()
+        for (i, b) in FileHeader.magic.enumerated() { setU8(FileHeader.magicOffset + i, b) }
+        setU32(FileHeader.versionOffset, FileHeader.formatVersion)
+        setU32(FileHeader.pageSizeOffset, UInt32(pageSize))
+        headerPageCount = 1
+        headerFreelistHead = 0
+        headerFreeCount = 0
+        headerCatalogRoot = catalogRoot
+        headerChangeCounter = 1
+        headerDatabaseID = UInt64.random(in: 1...UInt64.max)
+    }
+}

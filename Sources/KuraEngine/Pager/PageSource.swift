@@ -1,0 +1,152 @@
+// PageSource / PageWriter: how tree code reads and changes pages inside a
+// transaction, and the freelist (FORMAT.md, "Freelist").
+//
+// Freelist: the header names the first trunk page. A trunk page is
+//
+//     0   1  kind 6          4   4  next trunk page (0 = last)
+//     1   3  reserved, 0     8   4  number of leaf entries n
+//                            12  4n leaf page numbers
+//
+// Leaf pages hold nothing meaningful and are never read. `allocate` takes the
+// last leaf of the first trunk, or the trunk itself when it has no leaves; `free`
+// appends to the first trunk, or makes the freed page the new first trunk when
+// that one is full. The header counts all free pages, trunks included.
+//
+// Reusing a page freed by an earlier transaction is safe while older readers
+// exist: they read their own version of that page from their snapshot.
+
+/// Read access to pages in one snapshot.
+protocol PageSource {
+    var pageSize: Int { get }
+    func page(_ number: UInt32) throws(KuraError) -> Page
+}
+
+/// Pages of a read transaction.
+struct SnapshotPages: PageSource {
+    let pager: Pager
+    let snapshot: Snapshot
+    var pageSize: Int { pager.pageSize }
+
+    @inline(__always)
+    func page(_ number: UInt32) throws(KuraError) -> Page { try pager.page(number, snapshot) }
+}
+
+/// Pages of a write transaction: reads see the transaction's own changes; the
+/// first change to a page copies it.
+final class PageWriter: PageSource {
+    let pager: Pager
+    let snapshot: Snapshot
+    private(set) var dirty: [UInt32: Page] = [:]
+    let header: Page
+    var pageSize: Int { pager.pageSize }
+
+    init(pager: Pager, snapshot: Snapshot) throws(KuraError) {
+        self.pager = pager
+        self.snapshot = snapshot
+        header = Page(copying: try pager.page(1, snapshot))
+        dirty[1] = header
+    }
+
+    var pageCount: UInt32 { header.headerPageCount }
+
+    @inline(__always)
+    func page(_ number: UInt32) throws(KuraError) -> Page {
+        if let d = dirty[number] { return d }
+        guard number <= header.headerPageCount else {
+            throw KuraError.corruption("reference to page \(number), beyond the last page (\(header.headerPageCount))", page: number, path: pager.path)
+        }
+        return try pager.page(number, snapshot)
+    }
+
+    /// The page, copied for change if this transaction has not changed it yet.
+    func writable(_ number: UInt32) throws(KuraError) -> Page {
+        modified = true
+        if let d = dirty[number] { return d }
+        let p = Page(copying: try page(number))
+        dirty[number] = p
+        return p
+    }
+
+    private var trunkCapacity: Int { (Node.usable(pageSize) - 12) / 4 }
+
+    /// A zeroed page to use, from the freelist or the end of the file.
+    func allocate() throws(KuraError) -> Page {
+        modified = true
+        let head = header.headerFreelistHead
+        if head != 0 {
+            let trunk = try writable(head)
+            guard trunk.u8(0) == NodeKind.freelistTrunk.rawValue else {
+                throw KuraError.corruption("freelist trunk page has kind \(trunk.u8(0))", page: head, path: pager.path)
+            }
+            let n = Int(trunk.u32(8))
+            guard n <= trunkCapacity, header.headerFreeCount > 0 else {
+                throw KuraError.corruption("freelist trunk claims \(n) entries", page: head, path: pager.path)
+            }
+            header.headerFreeCount -= 1
+            if n > 0 {
+                let leaf = trunk.u32(12 + 4 * (n - 1))
+                guard leaf > 1 && leaf <= header.headerPageCount && dirty[leaf] == nil else {
+                    throw KuraError.corruption("freelist entry names page \(leaf)", page: head, path: pager.path)
+                }
+                trunk.setU32(8, UInt32(n - 1))
+                let p = Page(number: leaf, size: pageSize)
+                dirty[leaf] = p
+                return p
+            }
+            let next = trunk.u32(4)
+            guard next <= header.headerPageCount, next != head else {
+                throw KuraError.corruption("freelist trunk points to page \(next)", page: head, path: pager.path)
+            }
+            header.headerFreelistHead = next
+            trunk.zero()
+            return trunk
+        }
+        guard header.headerPageCount < UInt32.max - 1 else {
+            throw KuraError(.tooBig, "the store has reached the maximum number of pages", path: pager.path)
+        }
+        header.headerPageCount += 1
+        let p = Page(number: header.headerPageCount, size: pageSize)
+        dirty[p.number] = p
+        return p
+    }
+
+    /// Returns `number` to the freelist. The caller no longer references it.
+    func free(_ number: UInt32) throws(KuraError) {
+        precondition(number > 1)
+        modified = true
+        let head = header.headerFreelistHead
+        if head != 0 {
+            let trunk = try writable(head)
+            let n = Int(trunk.u32(8))
+            guard trunk.u8(0) == NodeKind.freelistTrunk.rawValue, n <= trunkCapacity else {
+                throw KuraError.corruption("freelist trunk is malformed", page: head, path: pager.path)
+            }
+            if n < trunkCapacity {
+                trunk.setU32(12 + 4 * n, number)
+                trunk.setU32(8, UInt32(n + 1))
+                header.headerFreeCount += 1
+                dirty[number] = nil
+                return
+            }
+        }
+        let p = Page(number: number, size: pageSize)
+        p.setU8(0, NodeKind.freelistTrunk.rawValue)
+        p.setU32(4, head)
+        dirty[number] = p
+        header.headerFreelistHead = number
+        header.headerFreeCount += 1
+    }
+
+    /// Commits every changed page as one transaction.
+    func commit() throws(KuraError) {
+        header.headerChangeCounter &+= 1
+        try pager.commit(Array(dirty.values), pageCount: header.headerPageCount)
+    }
+
+    /// Whether the transaction changed any page (set by `writable`, `allocate`,
+    /// `free` and `markModified`).
+    private(set) var modified = false
+
+    /// Records a change made directly to `header`.
+    func markModified() { modified = true }
+}

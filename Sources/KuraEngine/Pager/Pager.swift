@@ -1,0 +1,474 @@
+// Pager: pages, snapshots, commit and checkpoint over a store file and its log.
+//
+// On-disk format: FORMAT.md, "Pages", "The header page", "The write-ahead log".
+//
+// A reader's view of the database is a `Snapshot`: the log generation and last
+// committed frame it started at, and the page count then. Page n in snapshot S is:
+//
+//     1. S.preserved[n], if a checkpoint saved S's version of n before
+//        overwriting it (see below);
+//     2. else, if S is attached to the current log generation, the newest log
+//        frame for n numbered <= S.maxFrame;
+//     3. else page n of the database file.
+//
+// Invariants:
+//   - A committed page image never changes: log frames are append-only within a
+//     generation, and a database-file page changes only in a checkpoint.
+//   - Before a checkpoint overwrites database-file pages or resets the log, every
+//     active snapshot gets, in `preserved`, its own version of each page the
+//     checkpoint writes, and is detached from the log. So a checkpoint never waits
+//     for in-process readers and the log never grows because readers overlap.
+//     Across processes, a checkpoint needs the reader lock byte exclusively; while
+//     another process is inside a transaction the checkpoint is skipped and tried
+//     again after the next commit (FORMAT.md, "Keeping the log bounded").
+//   - Pages come from disk only through `load`, which verifies the checksum (and
+//     hands tree pages to `validator`) before anything else sees them.
+//
+// State machine of a connection's locks (functions that perform each transition):
+//
+//     idle --beginTransaction--> reading (reader byte shared, counted)
+//     reading --beginWrite--> writing (writer byte exclusive) --endWrite--> reading
+//     writing --checkpoint--> checkpointing (reader byte exclusive) --> writing
+//     reading --endTransaction (last one)--> idle
+//
+// Lock order inside a process: writerMutex -> txnLock -> fileLock -> state.
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Durability of commits (FORMAT.md, "Commit").
+public enum Durability: String, Sendable, CaseIterable {
+    /// Sync the log at every commit (F_FULLFSYNC on Darwin). A commit that
+    /// returned survives power loss.
+    case full
+    /// Sync only at checkpoints. A power loss may drop the last commits, never
+    /// corrupt the store. A process crash loses nothing.
+    case normal
+    /// Never sync. A process crash loses nothing; a power loss may corrupt.
+    case off
+}
+
+/// One reader's view of the database. See the header comment for how a page is
+/// resolved in a snapshot.
+final class Snapshot: @unchecked Sendable {
+    // @unchecked Sendable: `preserved`, `detached` and `users` are guarded by the
+    // owning pager's `state` lock; the `let` fields are immutable.
+    let generation: UInt32
+    let maxFrame: Int
+    let pageCount: UInt32
+    var detached = false
+    var preserved: [UInt32: Page] = [:]
+    var users = 0
+
+    init(generation: UInt32, maxFrame: Int, pageCount: UInt32) {
+        self.generation = generation
+        self.maxFrame = maxFrame
+        self.pageCount = pageCount
+    }
+}
+
+final class Pager: @unchecked Sendable {
+    // @unchecked Sendable: mutable state is guarded as documented per field; the
+    // lock order is in the header comment.
+    let path: String
+    let file: StorageFile
+    let walFile: StorageFile
+    let wal: WriteAheadLog
+    let pageSize: Int
+    let databaseID: UInt64
+    let durability: Durability
+    let busyTimeout: Double
+    let checkpointThreshold: Int
+    /// Validates a tree page's structure after its checksum, on every load from
+    /// disk (the tree layer's `Node.validate`, passed in to keep calls going down).
+    let validator: @Sendable (Page) throws(KuraError) -> Void
+
+    /// Guards cache, snapshots, `latest`, `checkpointEpoch` and the log's index.
+    let state = ThreadLock()
+    private var cache: PageCache
+    private(set) var latest: Snapshot
+    private var checkpointEpoch = 0
+    /// Snapshots with at least one reader (checkpoints preserve pages for them).
+    private var active: [ObjectIdentifier: Snapshot] = [:]
+    /// Shared while reading database-file or log pages from disk; exclusive while
+    /// a checkpoint writes the database file and resets the log.
+    private let fileLock = ReadWriteLock()
+    /// Guards `openTransactions` and the mode of the reader lock byte.
+    private let txnLock = ThreadLock()
+    private var openTransactions = 0
+    /// One writer per connection: guards `writerActive`.
+    let writerMutex = ThreadLock()
+    private var writerActive = false
+    private var closed = false
+
+    /// Opens (or creates) the store at `path` on `fs`.
+    init(path: String, fs: FileSystem, pageSize requestedPageSize: Int, cachePages: Int,
+         durability: Durability, busyTimeout: Double, checkpointThreshold: Int, create: Bool,
+         validator: @escaping @Sendable (Page) throws(KuraError) -> Void) throws(KuraError) {
+        self.path = path
+        self.validator = validator
+        self.durability = durability
+        self.busyTimeout = busyTimeout
+        self.checkpointThreshold = max(checkpointThreshold, 1)
+        let file = try fs.open(path, create: create)
+        self.file = file
+        var success = false
+        defer { if !success { file.close() } }
+
+        // Create: the first connection to find the file empty writes pages 1-2.
+        if try file.size() == 0 {
+            try Pager.waitForLock(file, .create, .exclusive, timeout: busyTimeout, what: "create the store")
+            defer { file.unlock(.create) }
+            if try file.size() == 0 {
+                guard FileHeader.isValidPageSize(requestedPageSize) else {
+                    throw KuraError(.invalidArgument, "page size \(requestedPageSize) is not a power of two from 512 to 65536", path: path)
+                }
+                try fs.remove(path + "-wal")
+                // The catalog tree is created by the first write transaction.
+                let header = Page(number: 1, size: requestedPageSize)
+                header.initializeHeader(pageSize: requestedPageSize, catalogRoot: 0)
+                header.sealChecksum()
+                try file.write(UnsafeRawBufferPointer(header.buffer), at: 0)
+                if durability != .off { try file.sync(full: durability == .full) }
+            }
+        }
+
+        // Read and check the header page straight from the file.
+        var first = [UInt8](repeating: 0, count: FileHeader.endOffset)
+        let n = try first.withMutableBytes { b throws(KuraError) in try file.read(into: b, at: 0) }
+        let (_, ps) = try first.withBytes { b throws(KuraError) in
+            try FileHeader.validate(UnsafeRawBufferPointer(rebasing: b[0..<n]), path: path)
+        }
+        pageSize = ps
+        let header = Page(number: 1, size: ps)
+        guard try file.readFully(into: header.buffer, at: 0) else {
+            throw KuraError(.corrupt, "file is shorter than its first page (\(ps) bytes); it is truncated", path: path, page: 1)
+        }
+        guard header.checksumIsValid else {
+            throw KuraError.corruption("header page checksum does not match its contents", page: 1, path: path)
+        }
+        databaseID = header.headerDatabaseID
+
+        walFile = try fs.open(path + "-wal", create: true)
+        wal = WriteAheadLog(file: walFile, pageSize: ps, databaseID: databaseID)
+        cache = PageCache(capacity: cachePages)
+        latest = Snapshot(generation: 0, maxFrame: 0, pageCount: max(header.headerPageCount, 1))
+        success = true
+        // Recovery: index the committed frames of the log.
+        try beginTransaction()
+        endTransaction()
+    }
+
+    static func waitForLock(_ file: StorageFile, _ byte: LockByte, _ mode: LockMode, timeout: Double, what: String) throws(KuraError) {
+        var waited = 0.0
+        var delay = 0.0001
+        while !(try file.lock(byte, mode)) {
+            if waited >= timeout {
+                throw KuraError(.busy, "another connection held the lock for \(timeout) s, so Kura could not \(what); retry, or raise the busy timeout", path: file.path)
+            }
+            usleep(UInt32(delay * 1e6))
+            waited += delay
+            delay = min(delay * 2, 0.01)
+        }
+    }
+
+    // MARK: Transactions
+
+    /// Enters a transaction: takes the reader byte (first transaction only), picks
+    /// up other processes' commits, and returns the snapshot to read from.
+    @discardableResult
+    func beginTransaction() throws(KuraError) -> Snapshot {
+        try txnLock.withLock { () throws(KuraError) in
+            if closed { throw KuraError(.misuse, "database is closed", path: path) }
+            if openTransactions == 0 {
+                try Pager.waitForLock(file, .reader, .shared, timeout: busyTimeout, what: "start a transaction (a checkpoint is running)")
+            }
+            openTransactions += 1
+        }
+        do {
+            return try state.withLock { () throws(KuraError) -> Snapshot in
+                try refreshLocked()
+                latest.users += 1
+                if latest.users == 1 { active[ObjectIdentifier(latest)] = latest }
+                return latest
+            }
+        } catch {
+            endTransaction()
+            throw error
+        }
+    }
+
+    /// Leaves a transaction started with `beginTransaction`.
+    func endTransaction(_ snapshot: Snapshot? = nil) {
+        if let snapshot {
+            state.withLock {
+                snapshot.users -= 1
+                if snapshot.users == 0 {
+                    snapshot.preserved.removeAll()
+                    active[ObjectIdentifier(snapshot)] = nil
+                }
+            }
+        }
+        txnLock.withLock {
+            openTransactions -= 1
+            if openTransactions == 0 { file.unlock(.reader) }
+        }
+    }
+
+    /// Reads the log for commits made by other connections. Caller holds `state`.
+    private func refreshLocked() throws(KuraError) {
+        let result = try wal.refresh()
+        switch result {
+        case .reset:
+            cache.removeAll()
+        case .appended(let n):
+            if n == 0 && latestIsCurrent && latest.generation == wal.generation && latest.maxFrame == wal.maxFrame { return }
+        }
+        var pageCount = wal.committedPageCount
+        if wal.maxFrame == 0 {
+            // Everything is in the database file: read its header page.
+            let probe = Snapshot(generation: wal.generation, maxFrame: 0, pageCount: 1)
+            probe.detached = true
+            let h = try pageLocked(1, probe)
+            pageCount = h.headerPageCount
+        }
+        latest = Snapshot(generation: wal.generation, maxFrame: wal.maxFrame, pageCount: pageCount)
+        latestIsCurrent = true
+    }
+
+    private var latestIsCurrent = false
+
+    // MARK: Reading pages
+
+    /// Page `number` as seen by `snapshot`. The page is immutable; keep it only
+    /// while the snapshot is in use.
+    func page(_ number: UInt32, _ snapshot: Snapshot) throws(KuraError) -> Page {
+        guard number >= 1 && number <= snapshot.pageCount else {
+            throw KuraError.corruption("reference to page \(number), beyond the last page (\(snapshot.pageCount))", page: number, path: path)
+        }
+        while true {
+            state.lock()
+            if !snapshot.preserved.isEmpty, let p = snapshot.preserved[number] {
+                state.unlock()
+                return p
+            }
+            var frame = 0
+            var key = UInt64(number)
+            if !snapshot.detached && snapshot.generation == wal.generation, let f = wal.index.lookup(number, limit: snapshot.maxFrame) {
+                frame = f
+                key = PageCache.frameKey(generation: wal.generation, frame: f)
+            }
+            if let p = cache.get(key) {
+                state.unlock()
+                return p
+            }
+            let epoch = checkpointEpoch
+            state.unlock()
+
+            fileLock.lockShared()
+            defer { fileLock.unlock() }
+            state.lock()
+            let stillValid = epoch == checkpointEpoch
+            state.unlock()
+            if !stillValid { continue }
+            let p = try load(number, frame: frame)
+            state.withLock { if epoch == checkpointEpoch { cache.put(key, p) } }
+            return p
+        }
+    }
+
+    /// Same as `page` for a caller that holds `state` (and excludes checkpoints).
+    private func pageLocked(_ number: UInt32, _ snapshot: Snapshot) throws(KuraError) -> Page {
+        if let p = snapshot.preserved[number] { return p }
+        var frame = 0
+        var key = UInt64(number)
+        if !snapshot.detached && snapshot.generation == wal.generation, let f = wal.index.lookup(number, limit: snapshot.maxFrame) {
+            frame = f
+            key = PageCache.frameKey(generation: wal.generation, frame: f)
+        }
+        if let p = cache.get(key) { return p }
+        let p = try load(number, frame: frame)
+        cache.put(key, p)
+        return p
+    }
+
+    /// Reads a page from the log (frame > 0) or the database file, verifying its
+    /// checksum and structure.
+    private func load(_ number: UInt32, frame: Int) throws(KuraError) -> Page {
+        let p = Page(number: number, size: pageSize)
+        if frame > 0 {
+            try wal.readFrame(frame, into: p)
+        } else {
+            let ok = try file.readFully(into: p.buffer, at: Int64(number - 1) * Int64(pageSize))
+            guard ok else {
+                throw KuraError(.corrupt, "page \(number) is past the end of the file; the file is truncated", path: path, page: number)
+            }
+        }
+        guard p.checksumIsValid else {
+            throw KuraError.corruption("checksum mismatch (stored \(hex(p.u64(pageSize - pageTrailerSize))), computed \(hex(p.computeChecksum())))" + (frame > 0 ? " in log frame \(frame)" : ""), page: number, path: path)
+        }
+        try validator(p)
+        return p
+    }
+
+    // MARK: Writing
+
+    /// Takes the connection's writer slot and the store's writer lock, then
+    /// enters a transaction. Waits for other writers in this connection; waits at
+    /// most the busy timeout for other connections.
+    func beginWrite() throws(KuraError) -> Snapshot {
+        writerMutex.lock()
+        while writerActive { writerMutex.wait() }
+        writerActive = true
+        writerMutex.unlock()
+        do {
+            try Pager.waitForLock(file, .writer, .exclusive, timeout: busyTimeout, what: "start a write transaction")
+        } catch {
+            releaseWriterSlot()
+            throw error
+        }
+        do {
+            return try beginTransaction()
+        } catch {
+            file.unlock(.writer)
+            releaseWriterSlot()
+            throw error
+        }
+    }
+
+    private func releaseWriterSlot() {
+        writerMutex.withLock {
+            writerActive = false
+            writerMutex.broadcast()
+        }
+    }
+
+    /// Ends a write transaction (after commit or rollback). With
+    /// `checkpointIfDue`, runs an automatic checkpoint first when the log is past
+    /// the threshold; a failing automatic checkpoint is not an error of the commit
+    /// (it is retried after the next one).
+    func endWrite(_ snapshot: Snapshot, checkpointIfDue: Bool = false) {
+        endTransaction(snapshot)
+        if checkpointIfDue && checkpointDue { _ = try? checkpoint() }
+        file.unlock(.writer)
+        releaseWriterSlot()
+    }
+
+    /// Commits `pages` (already final, any order) as one transaction with the
+    /// database now `pageCount` pages long. Returns once the commit is durable per
+    /// the durability mode. On a thrown error nothing is committed.
+    func commit(_ pages: [Page], pageCount: UInt32) throws(KuraError) {
+        precondition(!pages.isEmpty)
+        if !wal.hasHeader {
+            try withReaderExclusive { () throws(KuraError) in try wal.reset(sync: durability != .off) }
+        }
+        let sorted = pages.sorted { $0.number < $1.number }
+        for p in sorted { p.sealChecksum() }
+        let pending = try wal.writeFrames(sorted, pageCount: pageCount, sync: durability == .full, fullSync: true)
+        state.withLock {
+            let firstFrame = wal.maxFrame + 1
+            wal.publish(pending)
+            for (k, p) in sorted.enumerated() {
+                p.referenced = true
+                cache.put(PageCache.frameKey(generation: wal.generation, frame: firstFrame + k), p)
+            }
+            latest = Snapshot(generation: wal.generation, maxFrame: wal.maxFrame, pageCount: pageCount)
+        }
+    }
+
+    /// Frames in the log now.
+    var logFrames: Int { state.withLock { wal.maxFrame } }
+
+    /// Whether the log is past the automatic checkpoint threshold.
+    var checkpointDue: Bool { logFrames >= checkpointThreshold }
+
+    /// Runs `body` with the reader byte held exclusively (no other process in a
+    /// transaction). Returns nil without running it if that is not possible now.
+    @discardableResult
+    private func withReaderExclusive<T>(_ body: () throws(KuraError) -> T) throws(KuraError) -> T? {
+        txnLock.lock()
+        defer { txnLock.unlock() }
+        guard try file.lock(.reader, .exclusive) else { return nil }
+        defer {
+            if openTransactions > 0 { _ = try? file.lock(.reader, .shared) } else { file.unlock(.reader) }
+        }
+        return try body()
+    }
+
+    /// Copies the log into the database file and resets the log. The caller holds
+    /// the writer lock. Returns false if another process is inside a transaction
+    /// (then nothing happens; the next commit tries again).
+    @discardableResult
+    func checkpoint() throws(KuraError) -> Bool {
+        let done = try withReaderExclusive { () throws(KuraError) -> Bool in
+            guard wal.hasHeader else { return true }
+            if wal.maxFrame == 0 { return true }
+            if durability != .off { try walFile.sync(full: durability == .full) }
+            fileLock.lockExclusive()
+            defer { fileLock.unlock() }
+            try state.withLock { () throws(KuraError) in
+                // 1. Preserve every active snapshot's version of the pages about to change.
+                let newest = wal.maxFrame
+                let snapshots = Array(active.values)
+                for s in snapshots {
+                    let isNewest = !s.detached && s.generation == wal.generation && s.maxFrame == newest
+                    if !isNewest {
+                        for pageNo in wal.index.frames.keys where s.preserved[pageNo] == nil && pageNo <= s.pageCount {
+                            s.preserved[pageNo] = try pageLocked(pageNo, s)
+                        }
+                    }
+                }
+                // 2. Copy the newest version of each logged page into the file.
+                let current = Snapshot(generation: wal.generation, maxFrame: newest, pageCount: wal.committedPageCount)
+                var written: [Page] = []
+                written.reserveCapacity(wal.index.frames.count)
+                for pageNo in wal.index.frames.keys.sorted() where pageNo <= current.pageCount {
+                    let p = try pageLocked(pageNo, current)
+                    try file.write(UnsafeRawBufferPointer(p.buffer), at: Int64(pageNo - 1) * Int64(pageSize))
+                    written.append(p)
+                }
+                if durability != .off { try file.sync(full: durability == .full) }
+                // 3. Detach every snapshot from the log, then reset it.
+                for s in snapshots { s.detached = true }
+                checkpointEpoch += 1
+                try wal.reset(sync: durability != .off)
+                cache.removeFrames()
+                for p in written { cache.put(UInt64(p.number), p) }
+                latest = Snapshot(generation: wal.generation, maxFrame: 0, pageCount: current.pageCount)
+            }
+            return true
+        }
+        return done ?? false
+    }
+
+    /// Closes the files. Checkpoints first when possible.
+    func close() {
+        let wasClosed = txnLock.withLock { () -> Bool in
+            let c = closed
+            closed = true
+            return c
+        }
+        if wasClosed { return }
+        file.close()
+        walFile.close()
+    }
+
+    /// Runs a checkpoint as the writer (used by `close` and on request).
+    func checkpointAsWriter() throws(KuraError) -> Bool {
+        let s = try beginWrite()
+        endTransaction(s)
+        defer {
+            file.unlock(.writer)
+            releaseWriterSlot()
+        }
+        return try checkpoint()
+    }
+
+    /// Number of pages in the cache (for tests of the memory bound).
+    var cachedPageCount: Int { state.withLock { cache.count } }
+}
+
+func hex(_ v: UInt64) -> String { "0x" + String(v, radix: 16) }

@@ -1,0 +1,214 @@
+// Record: the self-describing encoding of one row's values (FORMAT.md, "Records").
+//
+//     record      = headerSize:varint  serialType:varint*  body
+//     headerSize  = number of bytes of the serialType varints (not counting itself)
+//
+// Serial types (the body of each value follows in column order, no padding):
+//
+//     0  null              0 bytes
+//     1  false             0 bytes
+//     2  true              0 bytes
+//     3  integer 0         0 bytes
+//     4  integer 1         0 bytes
+//     5  integer, 1 byte   two's complement, little-endian, sign-extended on read
+//     6  integer, 2 bytes
+//     7  integer, 4 bytes
+//     8  integer, 8 bytes
+//     9  double, 8 bytes   IEEE 754 binary64, little-endian
+//     10, 11               reserved (a decoder rejects them)
+//     n >= 12, even        blob of (n - 12) / 2 bytes
+//     n >= 13, odd         UTF-8 text of (n - 13) / 2 bytes
+//
+// Invariants: a record has as many serial types as it has values; a record with
+// fewer values than its table has columns reads the missing ones as null (that is
+// how adding a column rewrites nothing). Decoders are bounds-checked: a header that
+// runs past the record, a body shorter than its types promise, a reserved type or
+// invalid UTF-8 all throw `KuraError.corrupt`.
+
+/// Encodes and decodes records. Decoding works on borrowed bytes so that a scan
+/// touches only the columns it needs.
+public enum RecordCodec {
+    /// Serial type of `value` (see the table above).
+    @inline(__always)
+    static func serialType(_ value: Value) -> UInt64 {
+        switch value {
+        case .null: return 0
+        case .bool(let b): return b ? 2 : 1
+        case .integer(let v):
+            if v == 0 { return 3 }
+            if v == 1 { return 4 }
+            if v >= -128 && v <= 127 { return 5 }
+            if v >= -32768 && v <= 32767 { return 6 }
+            if v >= -2147483648 && v <= 2147483647 { return 7 }
+            return 8
+        case .double: return 9
+        case .blob(let b): return 12 + 2 * UInt64(b.count)
+        case .text(let s): return 13 + 2 * UInt64(s.utf8.count)
+        }
+    }
+
+    /// Body length of a serial type, or nil for a reserved type.
+    @inline(__always)
+    static func bodyLength(_ type: UInt64) -> Int? {
+        switch type {
+        case 0...4: return 0
+        case 5: return 1
+        case 6: return 2
+        case 7: return 4
+        case 8, 9: return 8
+        case 10, 11: return nil
+        default:
+            let n = (type - 12) / 2
+            return n > UInt64(Int32.max) ? nil : Int(n)
+        }
+    }
+
+    /// Encodes `values` as a record.
+    public static func encode(_ values: [Value]) -> [UInt8] {
+        var out: [UInt8] = []
+        encode(values, into: &out)
+        return out
+    }
+
+    /// Appends the encoding of `values` to `out`.
+    public static func encode(_ values: [Value], into out: inout [UInt8]) {
+        var headerSize = 0
+        var bodySize = 0
+        for v in values {
+            let t = serialType(v)
+            headerSize += Varint.size(t)
+            bodySize += bodyLength(t)!
+        }
+        out.reserveCapacity(out.count + Varint.size(UInt64(headerSize)) + headerSize + bodySize)
+        Varint.append(UInt64(headerSize), to: &out)
+        for v in values { Varint.append(serialType(v), to: &out) }
+        for v in values {
+            switch v {
+            case .null, .bool: break
+            case .integer(let i):
+                switch serialType(v) {
+                case 5: out.append(UInt8(bitPattern: Int8(i)))
+                case 6: withUnsafeBytes(of: Int16(i).littleEndian) { out.append(contentsOf: $0) }
+                case 7: withUnsafeBytes(of: Int32(i).littleEndian) { out.append(contentsOf: $0) }
+                case 8: withUnsafeBytes(of: i.littleEndian) { out.append(contentsOf: $0) }
+                default: break
+                }
+            case .double(let d):
+                withUnsafeBytes(of: d.bitPattern.littleEndian) { out.append(contentsOf: $0) }
+            case .blob(let b): out.append(contentsOf: b)
+            case .text(let s): out.append(contentsOf: s.utf8)
+            }
+        }
+    }
+
+    /// Decodes every value of a record.
+    public static func decode(_ bytes: [UInt8]) throws(KuraError) -> [Value] {
+        try bytes.withBytes { buf throws(KuraError) in try decode(buf) }
+    }
+
+    /// Decodes every value of a record held in `buf`.
+    public static func decode(_ buf: UnsafeRawBufferPointer) throws(KuraError) -> [Value] {
+        let view = try RecordView(buf)
+        var out: [Value] = []
+        out.reserveCapacity(view.count)
+        for i in 0..<view.count { out.append(try view.value(at: i)) }
+        return out
+    }
+}
+
+/// A borrowed, lazily decoded view of one record's bytes.
+///
+/// Lifetime: valid only while the bytes it was made from are; inside a cursor or
+/// transaction callback, do not let it escape. ``value(at:)`` decodes one column;
+/// columns past the end of the record read as `.null`.
+public struct RecordView {
+    let base: UnsafeRawPointer?
+    let length: Int
+    /// Offsets of each value's body, and its serial type, computed on first use.
+    private(set) var types: [UInt64] = []
+    private(set) var offsets: [Int] = []
+
+    /// Parses the header of the record in `buf`. Throws `corrupt` if it is malformed.
+    public init(_ buf: UnsafeRawBufferPointer) throws(KuraError) {
+        base = buf.baseAddress
+        length = buf.count
+        guard let p = base, length > 0 else {
+            throw KuraError(.corrupt, "record is empty")
+        }
+        guard let (hsize, hlen) = Varint.read(p, 0, length), hsize <= UInt64(length - hlen) else {
+            throw KuraError(.corrupt, "record header size runs past the record (\(length) bytes)")
+        }
+        let headerEnd = hlen + Int(hsize)
+        var pos = hlen
+        var body = headerEnd
+        // Each serial type takes at least one byte, so the loop is bounded by hsize.
+        while pos < headerEnd {
+            guard let (t, n) = Varint.read(p, pos, headerEnd), let blen = RecordCodec.bodyLength(t) else {
+                throw KuraError(.corrupt, "record header has a malformed or reserved serial type at byte \(pos)")
+            }
+            pos += n
+            types.append(t)
+            offsets.append(body)
+            body += blen
+            if body > length {
+                throw KuraError(.corrupt, "record body is shorter than its header promises (\(body) > \(length) bytes)")
+            }
+        }
+    }
+
+    /// Number of values stored in the record.
+    public var count: Int { types.count }
+
+    /// Decodes value `i`; values past the end of the record are `.null`.
+    public func value(at i: Int) throws(KuraError) -> Value {
+        guard i < types.count, let p = base else { return .null }
+        let t = types[i]
+        let o = offsets[i]
+        switch t {
+        case 0: return .null
+        case 1: return .bool(false)
+        case 2: return .bool(true)
+        case 3: return .integer(0)
+        case 4: return .integer(1)
+        case 5: return .integer(Int64(p.load(fromByteOffset: o, as: Int8.self)))
+        case 6: return .integer(Int64(Int16(littleEndian: p.loadUnaligned(fromByteOffset: o, as: Int16.self))))
+        case 7: return .integer(Int64(Int32(littleEndian: p.loadUnaligned(fromByteOffset: o, as: Int32.self))))
+        case 8: return .integer(Int64(littleEndian: p.loadUnaligned(fromByteOffset: o, as: Int64.self)))
+        case 9: return .double(Double(bitPattern: UInt64(littleEndian: p.loadUnaligned(fromByteOffset: o, as: UInt64.self))))
+        default:
+            let n = Int((t - 12) / 2)
+            let bytes = UnsafeRawBufferPointer(start: p + o, count: n)
+            if t & 1 == 0 { return .blob(Array(bytes)) }
+            guard let s = String(validating: bytes, as: UTF8.self) else {
+                throw KuraError(.corrupt, "record value \(i) is text that is not valid UTF-8")
+            }
+            return .text(s)
+        }
+    }
+
+    /// The raw UTF-8 bytes of value `i` if it is text, without building a String.
+    public func textBytes(at i: Int) -> UnsafeRawBufferPointer? {
+        guard i < types.count, let p = base else { return nil }
+        let t = types[i]
+        guard t >= 13, t & 1 == 1 else { return nil }
+        return UnsafeRawBufferPointer(start: p + offsets[i], count: Int((t - 13) / 2))
+    }
+
+    /// Value `i` as an integer without allocation, if it is one.
+    public func integer(at i: Int) -> Int64? {
+        guard i < types.count, types[i] >= 3, types[i] <= 8 else { return nil }
+        return (try? value(at: i))?.integerValue
+    }
+}
+
+extension String {
+    /// Strict UTF-8 validation of borrowed bytes.
+    init?(validating bytes: UnsafeRawBufferPointer, as _: UTF8.Type) {
+        let s = String(decoding: bytes, as: UTF8.self)
+        // String(decoding:) repairs invalid sequences with U+FFFD; a length
+        // mismatch or a replacement character that was not in the input means the
+        // bytes were invalid.
+        if s.utf8.count != bytes.count || !s.utf8.elementsEqual(bytes) { return nil }
+        self = s
+    }
+}

@@ -1,0 +1,301 @@
+// ReadTransaction / WriteTransaction: what `Database.read` and `Database.write`
+// hand to their closures.
+//
+// Tables are B+trees keyed by row ID (FORMAT.md, "Tables"). Row IDs are signed
+// 64-bit, allocated increasing per table from the catalog's next-row-ID counter
+// and never reused, even after the row with the largest ID is deleted.
+
+/// A transaction that reads one snapshot.
+///
+/// Lifetime: valid only inside the closure passed to `Database.read` (or
+/// `write`); afterwards every call throws `KuraError.misuse`. Thread rules: use
+/// it only on the thread running that closure.
+public class ReadTransaction {
+    let database: Database
+    let snapshotPages: SnapshotPages?
+    let writer: PageWriter?
+    var active = true
+
+    init(database: Database, pages: SnapshotPages) {
+        self.database = database
+        snapshotPages = pages
+        writer = nil
+    }
+
+    init(database: Database, writer: PageWriter) {
+        self.database = database
+        snapshotPages = nil
+        self.writer = writer
+    }
+
+    func invalidate() { active = false }
+
+    func checkActive() throws(KuraError) {
+        if !active {
+            throw KuraError(.misuse, "transaction used after its closure returned; do all work inside `read { }` or `write { }`", path: database.path)
+        }
+    }
+
+    /// The catalog as this transaction sees it.
+    func currentCatalog() throws(KuraError) -> Catalog {
+        if let s = snapshotPages { return try database.catalog(s) }
+        return try database.catalog(writer!)
+    }
+
+    // MARK: Tables
+
+    /// Names of all tables, sorted.
+    public func tableNames() throws(KuraError) -> [String] {
+        try checkActive()
+        return try currentCatalog().entries.values.filter { $0.kind == "table" }.map(\.name).sorted()
+    }
+
+    /// The table named `name`.
+    ///
+    /// - Throws: `KuraError.notFound` naming the table if there is none.
+    public func table(_ name: String) throws(KuraError) -> TableInfo {
+        try checkActive()
+        guard let info = try currentCatalog().entries[name], info.kind == "table" else {
+            throw KuraError(.notFound, "no table named \"\(name)\"", path: database.path)
+        }
+        return info
+    }
+
+    /// Whether a table named `name` exists.
+    public func tableExists(_ name: String) throws(KuraError) -> Bool {
+        try checkActive()
+        return try currentCatalog().entries[name]?.kind == "table"
+    }
+
+    /// Number of rows in `table`.
+    public func rowCount(_ table: TableInfo) throws(KuraError) -> Int {
+        try Int(self.table(table.name).rowCount)
+    }
+
+    // MARK: Rows
+
+    /// The record stored under `rowID`, decoded, or nil if there is none.
+    ///
+    /// - Throws: `.corrupt` if the page or record does not decode.
+    public func values(in table: TableInfo, rowID: Int64) throws(KuraError) -> [Value]? {
+        guard let bytes = try record(in: table, rowID: rowID) else { return nil }
+        return try RecordCodec.decode(bytes)
+    }
+
+    /// The encoded record stored under `rowID`, or nil (see `RecordView`).
+    public func record(in table: TableInfo, rowID: Int64) throws(KuraError) -> [UInt8]? {
+        try checkActive()
+        let tree = BTree(root: table.rootPage, kind: .table)
+        let key = RowIDKey.encode(rowID)
+        if let w = writer { return try tree.get(key, w) }
+        return try tree.get(key, snapshotPages!)
+    }
+
+    /// Whether a row with `rowID` exists.
+    public func contains(_ table: TableInfo, rowID: Int64) throws(KuraError) -> Bool {
+        try checkActive()
+        let tree = BTree(root: table.rootPage, kind: .table)
+        let key = RowIDKey.encode(rowID)
+        if let w = writer { return try tree.contains(key, w) }
+        return try tree.contains(key, snapshotPages!)
+    }
+
+    /// A cursor over the rows of `table` in row-ID order (or reverse order),
+    /// starting at the first row ID >= `start` (<= `start` when reversed).
+    ///
+    /// Lifetime: valid within this transaction. In a write transaction, changes
+    /// made to the table while iterating are seen from the cursor's position on.
+    public func rows(in table: TableInfo, from start: Int64? = nil, reverse: Bool = false) throws(KuraError) -> RowCursor {
+        try checkActive()
+        return RowCursor(transaction: self, table: table, start: start, reverse: reverse)
+    }
+
+    /// Counter of changes made in this transaction (cursors use it to re-seek).
+    var changeCount = 0
+}
+
+/// A transaction that reads its own snapshot and changes the database.
+///
+/// Everything it changes is committed atomically when the `write` closure
+/// returns, or discarded if the closure throws. Lifetime and thread rules are
+/// those of ``ReadTransaction``.
+public final class WriteTransaction: ReadTransaction {
+    private var catalog: Catalog?
+    private var changedTables: Set<String> = []
+    private var droppedTables: [TableInfo] = []
+
+    private func loadCatalog() throws(KuraError) -> Catalog {
+        if let c = catalog { return c }
+        let c = try database.catalog(writer!)
+        catalog = c
+        return c
+    }
+
+    override func currentCatalog() throws(KuraError) -> Catalog { try loadCatalog() }
+
+    /// Current catalog entry for `table`, by name, checking it is the same table.
+    private func entry(_ table: TableInfo) throws(KuraError) -> TableInfo {
+        try checkActive()
+        guard let info = try loadCatalog().entries[table.name], info.id == table.id else {
+            throw KuraError(.notFound, "no table named \"\(table.name)\" (was it dropped?)", path: database.path)
+        }
+        return info
+    }
+
+    // MARK: Tables
+
+    /// Creates a table. `definition` is stored verbatim in the catalog for the
+    /// layer above (a schema); raw tables leave it empty.
+    ///
+    /// - Throws: `.alreadyExists` if the name is taken; `.invalidArgument` for an
+    ///   empty name or one longer than 255 bytes.
+    @discardableResult
+    public func createTable(_ name: String, definition: [UInt8] = []) throws(KuraError) -> TableInfo {
+        try createObject(name, kind: "table", owner: nil, definition: definition)
+    }
+
+    /// Creates a table or index tree with a catalog entry.
+    package func createObject(_ name: String, kind: String, owner: String?, definition: [UInt8]) throws(KuraError) -> TableInfo {
+        try checkActive()
+        guard !name.isEmpty, name.utf8.count <= 255 else {
+            throw KuraError(.invalidArgument, "name \"\(name)\" must be 1 to 255 bytes of UTF-8", path: database.path)
+        }
+        var c = try loadCatalog()
+        if c.entries[name] != nil {
+            throw KuraError(.alreadyExists, "a table or index named \"\(name)\" already exists", path: database.path)
+        }
+        let w = writer!
+        if w.header.headerCatalogRoot == 0 {
+            w.header.headerCatalogRoot = try BTree.create(.table, in: w)
+            w.markModified()
+        }
+        let root = try BTree.create(kind == "index" ? .index : .table, in: w)
+        let info = TableInfo(name: name, id: c.nextID, rootPage: root, rowCount: 0, nextRowID: 1,
+                             definition: definition, kind: kind, owner: owner)
+        c.nextID += 1
+        c.entries[name] = info
+        catalog = c
+        changedTables.insert(name)
+        changeCount += 1
+        return info
+    }
+
+    /// Drops a table and frees all its pages.
+    ///
+    /// - Throws: `.notFound` if there is no such table.
+    public func dropTable(_ name: String) throws(KuraError) {
+        try dropObject(name)
+    }
+
+    package func dropObject(_ name: String) throws(KuraError) {
+        try checkActive()
+        var c = try loadCatalog()
+        guard let info = c.entries[name] else {
+            throw KuraError(.notFound, "no table or index named \"\(name)\"", path: database.path)
+        }
+        try BTree(root: info.rootPage, kind: info.kind == "index" ? .index : .table).destroy(writer!)
+        c.entries[name] = nil
+        catalog = c
+        changedTables.remove(name)
+        droppedTables.append(info)
+        changeCount += 1
+    }
+
+    /// Replaces the definition bytes of a table (the schema layer's).
+    package func setDefinition(_ definition: [UInt8], of table: TableInfo) throws(KuraError) {
+        var info = try entry(table)
+        info.definition = definition
+        catalog!.entries[info.name] = info
+        changedTables.insert(info.name)
+    }
+
+    // MARK: Rows
+
+    /// Inserts a row with the next row ID and returns that ID.
+    ///
+    /// - Throws: `.notFound` if the table was dropped; `.tooBig` when row IDs are
+    ///   exhausted.
+    @discardableResult
+    public func insert(_ values: [Value], into table: TableInfo) throws(KuraError) -> Int64 {
+        try insertRecord(RecordCodec.encode(values), into: table)
+    }
+
+    /// Inserts an encoded record with the next row ID.
+    @discardableResult
+    public func insertRecord(_ record: [UInt8], into table: TableInfo) throws(KuraError) -> Int64 {
+        var info = try entry(table)
+        let rowID = info.nextRowID
+        guard rowID < Int64.max else {
+            throw KuraError(.tooBig, "table \"\(info.name)\" has used every row ID", path: database.path)
+        }
+        guard try BTree(root: info.rootPage, kind: .table).insert(RowIDKey.encode(rowID), record, mode: .insertNew, writer!) else {
+            throw KuraError(.corrupt, "table \"\(info.name)\" already holds row \(rowID), at or past its next row ID", page: info.rootPage)
+        }
+        info.nextRowID = rowID + 1
+        info.rowCount += 1
+        catalog!.entries[info.name] = info
+        changedTables.insert(info.name)
+        changeCount += 1
+        return rowID
+    }
+
+    /// Inserts a row under an explicit row ID. Later inserts without one get
+    /// IDs above it.
+    ///
+    /// - Throws: `.alreadyExists` naming the row ID if the table has that row.
+    public func insert(_ values: [Value], into table: TableInfo, rowID: Int64) throws(KuraError) {
+        var info = try entry(table)
+        guard try BTree(root: info.rootPage, kind: .table).insert(RowIDKey.encode(rowID), RecordCodec.encode(values), mode: .insertNew, writer!) else {
+            throw KuraError(.alreadyExists, "table \"\(info.name)\" already has a row with ID \(rowID)", path: database.path)
+        }
+        if rowID >= info.nextRowID { info.nextRowID = rowID == Int64.max ? Int64.max : rowID + 1 }
+        info.rowCount += 1
+        catalog!.entries[info.name] = info
+        changedTables.insert(info.name)
+        changeCount += 1
+    }
+
+    /// Replaces the values of row `rowID`. Returns false if there is no such row.
+    @discardableResult
+    public func update(_ values: [Value], in table: TableInfo, rowID: Int64) throws(KuraError) -> Bool {
+        try updateRecord(RecordCodec.encode(values), in: table, rowID: rowID)
+    }
+
+    /// Replaces the encoded record of row `rowID`. Returns false if there is none.
+    @discardableResult
+    public func updateRecord(_ record: [UInt8], in table: TableInfo, rowID: Int64) throws(KuraError) -> Bool {
+        let info = try entry(table)
+        let done = try BTree(root: info.rootPage, kind: .table).insert(RowIDKey.encode(rowID), record, mode: .replaceExisting, writer!)
+        if done { changeCount += 1 }
+        return done
+    }
+
+    /// Deletes row `rowID`. Returns false if there was no such row.
+    @discardableResult
+    public func delete(from table: TableInfo, rowID: Int64) throws(KuraError) -> Bool {
+        var info = try entry(table)
+        guard try BTree(root: info.rootPage, kind: .table).delete(RowIDKey.encode(rowID), writer!) else { return false }
+        info.rowCount -= 1
+        catalog!.entries[info.name] = info
+        changedTables.insert(info.name)
+        changeCount += 1
+        return true
+    }
+
+    // MARK: Commit
+
+    /// Writes changed catalog entries and commits. Called by `Database.write`.
+    func commit() throws(KuraError) {
+        try checkActive()
+        let w = writer!
+        let root = w.header.headerCatalogRoot
+        if let c = catalog {
+            for info in droppedTables { try Catalog.remove(info, root: root, w) }
+            for name in changedTables.sorted() {
+                if let info = c.entries[name] { try Catalog.store(info, root: root, w) }
+            }
+        }
+        guard w.modified else { return }
+        try w.commit()
+    }
+}

@@ -1,0 +1,271 @@
+// WriteAheadLog: the `<store>-wal` file (FORMAT.md, "The write-ahead log").
+//
+//     WAL header, 40 bytes                 Frame = 24-byte header + one page image
+//     0   4  magic 0x4B57414C ("KWAL")     0   4  page number
+//     4   4  format version                4   4  commit: database page count after
+//     8   4  page size                            this transaction; 0 if not the last
+//     12  4  generation (bumped by reset)         frame of a transaction
+//     16  4  salt 1 (random per reset)     8   4  salt 1 (copy of the header's)
+//     20  4  salt 2 (random per reset)     12  4  salt 2
+//     24  8  database ID (header page's)   16  8  chain checksum (below)
+//     32  8  XXH64(header[0..<32], 0)
+//
+// Frame i's chain checksum is XXH64(page image, seed: XXH64(frameHeader[0..<16],
+// seed: checksum of frame i-1)), where frame 0's "checksum" is the header's. All
+// integers little-endian. Frames start at offset 32 and follow each other with no
+// gap: frame n (1-based) is at 40 + (n-1) * (24 + pageSize). A log whose
+// database ID differs from the store's is ignored (and reset by the next writer).
+//
+// Validity: a frame is valid if its salts equal the header's and its chain
+// checksum matches. Recovery reads frames in order and stops at the first invalid
+// one; the valid prefix is cut back to its last commit frame. So a torn tail, a
+// half-written transaction, and stale frames of an older generation (whose salts
+// or chain differ) are all ignored, and exactly the committed transactions apply.
+//
+// State machine of the log (the pager performs each transition):
+//
+//     absent/invalid header --(first commit: reset())--> empty (valid header, 0 frames)
+//     empty/frames --(commit: append())--> frames
+//     frames --(checkpoint: pages copied to the store, synced; reset())--> empty
+//
+// Not thread-safe: the pager calls it under its state lock or as the one writer.
+
+struct WALFrameIndex {
+    /// page number -> frame numbers holding it, ascending.
+    var frames: [UInt32: [Int]] = [:]
+
+    /// The newest frame for `page` that is <= `limit`.
+    @inline(__always)
+    func lookup(_ page: UInt32, limit: Int) -> Int? {
+        guard let list = frames[page] else { return nil }
+        var i = list.count - 1
+        while i >= 0 {
+            if list[i] <= limit { return list[i] }
+            i -= 1
+        }
+        return nil
+    }
+}
+
+final class WriteAheadLog {
+    static let magic: UInt32 = 0x4B57_414C
+    static let headerSize = 40
+    static let frameHeaderSize = 24
+
+    let file: StorageFile
+    let pageSize: Int
+    /// The store's database ID (header page); a log with another ID is ignored.
+    let databaseID: UInt64
+    var frameSize: Int { Self.frameHeaderSize + pageSize }
+
+    /// Whether the file holds a valid header.
+    private(set) var hasHeader = false
+    private(set) var generation: UInt32 = 0
+    private(set) var salt1: UInt32 = 0
+    private(set) var salt2: UInt32 = 0
+    private var headerChecksum: UInt64 = 0
+
+    /// Last committed frame (0 when empty); frames after it are not part of the log.
+    private(set) var maxFrame = 0
+    /// Chain checksum of frame `maxFrame` (or the header's when 0).
+    private var lastChecksum: UInt64 = 0
+    /// Database page count after the last committed transaction (0 if none).
+    private(set) var committedPageCount: UInt32 = 0
+    private(set) var index = WALFrameIndex()
+
+    init(file: StorageFile, pageSize: Int, databaseID: UInt64) {
+        self.file = file
+        self.pageSize = pageSize
+        self.databaseID = databaseID
+    }
+
+    func frameOffset(_ frame: Int) -> Int64 {
+        Int64(Self.headerSize) + Int64(frame - 1) * Int64(frameSize)
+    }
+
+    /// What `refresh` found.
+    enum RefreshResult {
+        /// Same generation; `newFrames` committed frames were appended by someone.
+        case appended(newFrames: Int)
+        /// The log was reset or replaced: any cached copy of database-file pages
+        /// may be stale.
+        case reset
+    }
+
+    /// Brings the index up to date with the file: reads the header and any frames
+    /// past `maxFrame`. This is recovery on open and how a connection sees other
+    /// processes' commits. Bounded by the file size.
+    func refresh() throws(KuraError) -> RefreshResult {
+        let size = try file.size()
+        var hdr = [UInt8](repeating: 0, count: Self.headerSize)
+        let got = size >= Int64(Self.headerSize)
+            ? try hdr.withMutableBytes { b throws(KuraError) in try file.readFully(into: b, at: 0) }
+            : false
+        let parsed = got ? parseHeader(hdr) : nil
+        guard let h = parsed else {
+            let wasValid = hasHeader
+            hasHeader = false
+            clearIndex()
+            return wasValid ? .reset : .appended(newFrames: 0)
+        }
+        var result = RefreshResult.appended(newFrames: 0)
+        if !hasHeader || h.generation != generation || h.salt1 != salt1 || h.salt2 != salt2 || h.checksum != headerChecksum {
+            hasHeader = true
+            generation = h.generation
+            salt1 = h.salt1
+            salt2 = h.salt2
+            headerChecksum = h.checksum
+            clearIndex()
+            result = .reset
+        }
+        let added = try scanFrames(fileSize: size)
+        if case .appended = result { result = .appended(newFrames: added) }
+        return result
+    }
+
+    private func clearIndex() {
+        maxFrame = 0
+        lastChecksum = headerChecksum
+        committedPageCount = 0
+        index = WALFrameIndex()
+    }
+
+    private func parseHeader(_ h: [UInt8]) -> (generation: UInt32, salt1: UInt32, salt2: UInt32, checksum: UInt64)? {
+        h.withUnsafeBytes { b in
+            func u32(_ o: Int) -> UInt32 { UInt32(littleEndian: b.loadUnaligned(fromByteOffset: o, as: UInt32.self)) }
+            guard u32(0) == Self.magic, u32(4) == FileHeader.formatVersion, Int(u32(8)) == pageSize else { return nil }
+            guard UInt64(littleEndian: b.loadUnaligned(fromByteOffset: 24, as: UInt64.self)) == databaseID else { return nil }
+            let sum = UInt64(littleEndian: b.loadUnaligned(fromByteOffset: 32, as: UInt64.self))
+            guard Checksum.xxh64(b.baseAddress!, count: 32, seed: 0) == sum else { return nil }
+            return (u32(12), u32(16), u32(20), sum)
+        }
+    }
+
+    /// Reads frames after `maxFrame` in chunks, validating the chain; commits
+    /// the valid prefix up to its last commit frame. Returns the number of frames
+    /// newly committed.
+    private func scanFrames(fileSize: Int64) throws(KuraError) -> Int {
+        let available = Int((fileSize - frameOffset(maxFrame + 1)) / Int64(frameSize))
+        guard available > 0 else { return 0 }
+        let chunkFrames = max(1, min(available, (1 << 20) / frameSize))
+        var buffer = [UInt8](repeating: 0, count: chunkFrames * frameSize)
+        var frame = maxFrame + 1
+        var chain = lastChecksum
+        var pending: [(page: UInt32, frame: Int)] = []
+        var added = 0
+        let lastFrame = maxFrame + available
+        scan: while frame <= lastFrame {
+            let n = min(chunkFrames, lastFrame - frame + 1)
+            let ok = try buffer.withMutableBytes { b throws(KuraError) in
+                try file.readFully(into: UnsafeMutableRawBufferPointer(rebasing: b[0..<n * frameSize]), at: frameOffset(frame))
+            }
+            if !ok { break }
+            for k in 0..<n {
+                let valid: (page: UInt32, commit: UInt32, sum: UInt64)? = buffer.withUnsafeBytes { b in
+                    let base = b.baseAddress! + k * frameSize
+                    func u32(_ o: Int) -> UInt32 { UInt32(littleEndian: base.loadUnaligned(fromByteOffset: o, as: UInt32.self)) }
+                    guard u32(8) == salt1, u32(12) == salt2, u32(0) != 0 else { return nil }
+                    let seed = Checksum.xxh64(base, count: 16, seed: chain)
+                    let sum = Checksum.xxh64(base + Self.frameHeaderSize, count: pageSize, seed: seed)
+                    guard sum == UInt64(littleEndian: base.loadUnaligned(fromByteOffset: 16, as: UInt64.self)) else { return nil }
+                    return (u32(0), u32(4), sum)
+                }
+                guard let v = valid else { break scan }
+                chain = v.sum
+                pending.append((v.page, frame))
+                if v.commit != 0 {
+                    for (p, f) in pending { index.frames[p, default: []].append(f) }
+                    added += pending.count
+                    pending.removeAll(keepingCapacity: true)
+                    maxFrame = frame
+                    lastChecksum = chain
+                    committedPageCount = v.commit
+                }
+                frame += 1
+            }
+        }
+        return added
+    }
+
+    /// Reads the page image of `frame` into `page`. Throws `corrupt` on a short
+    /// read (the log shrank under us, which only a foreign writer can cause).
+    func readFrame(_ frame: Int, into page: Page) throws(KuraError) {
+        precondition(frame >= 1 && frame <= maxFrame)
+        let ok = try file.readFully(into: page.buffer, at: frameOffset(frame) + Int64(Self.frameHeaderSize))
+        if !ok {
+            throw KuraError.corruption("log frame \(frame) is past the end of the log file", page: page.number, path: file.path)
+        }
+    }
+
+    /// Starts a new generation: writes a fresh header (new salts) and truncates the
+    /// frames. The caller guarantees that no reader needs the old frames.
+    func reset(sync: Bool) throws(KuraError) {
+        let newGeneration = hasHeader ? generation &+ 1 : UInt32.random(in: 1...UInt32.max / 2)
+        var h = [UInt8](repeating: 0, count: Self.headerSize)
+        let s1 = UInt32.random(in: 0...UInt32.max)
+        let s2 = UInt32.random(in: 0...UInt32.max)
+        h.withUnsafeMutableBytes { b in
+            b.storeBytes(of: Self.magic.littleEndian, toByteOffset: 0, as: UInt32.self)
+            b.storeBytes(of: FileHeader.formatVersion.littleEndian, toByteOffset: 4, as: UInt32.self)
+            b.storeBytes(of: UInt32(pageSize).littleEndian, toByteOffset: 8, as: UInt32.self)
+            b.storeBytes(of: newGeneration.littleEndian, toByteOffset: 12, as: UInt32.self)
+            b.storeBytes(of: s1.littleEndian, toByteOffset: 16, as: UInt32.self)
+            b.storeBytes(of: s2.littleEndian, toByteOffset: 20, as: UInt32.self)
+            b.storeBytes(of: databaseID.littleEndian, toByteOffset: 24, as: UInt64.self)
+            let sum = Checksum.xxh64(b.baseAddress!, count: 32, seed: 0)
+            b.storeBytes(of: sum.littleEndian, toByteOffset: 32, as: UInt64.self)
+        }
+        try file.truncate(to: Int64(Self.headerSize))
+        try h.withBytes { b throws(KuraError) in try file.write(b, at: 0) }
+        if sync { try file.sync(full: false) }
+        hasHeader = true
+        generation = newGeneration
+        salt1 = s1
+        salt2 = s2
+        headerChecksum = h.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: 32, as: UInt64.self)) }
+        clearIndex()
+    }
+
+    /// Frames written to the file but not yet part of the index.
+    struct PendingCommit {
+        let pages: [UInt32]
+        let chain: UInt64
+        let pageCount: UInt32
+    }
+
+    /// Writes one transaction's frames after the last commit: `pages` in order,
+    /// the last marked as the commit with `pageCount`, then syncs if asked. Pages
+    /// must already carry their checksum trailer. Changes nothing in memory: on
+    /// failure the partial frames on disk are not a valid commit and the next
+    /// append overwrites them. Only the writer calls it; readers may run meanwhile.
+    func writeFrames(_ pages: [Page], pageCount: UInt32, sync: Bool, fullSync: Bool) throws(KuraError) -> PendingCommit {
+        precondition(hasHeader && !pages.isEmpty)
+        var buffer = [UInt8](repeating: 0, count: pages.count * frameSize)
+        var chain = lastChecksum
+        buffer.withUnsafeMutableBytes { b in
+            for (k, page) in pages.enumerated() {
+                let base = b.baseAddress! + k * frameSize
+                base.storeBytes(of: page.number.littleEndian, toByteOffset: 0, as: UInt32.self)
+                let commit: UInt32 = k == pages.count - 1 ? pageCount : 0
+                base.storeBytes(of: commit.littleEndian, toByteOffset: 4, as: UInt32.self)
+                base.storeBytes(of: salt1.littleEndian, toByteOffset: 8, as: UInt32.self)
+                base.storeBytes(of: salt2.littleEndian, toByteOffset: 12, as: UInt32.self)
+                (base + Self.frameHeaderSize).copyMemory(from: page.bytes, byteCount: pageSize)
+                let seed = Checksum.xxh64(base, count: 16, seed: chain)
+                chain = Checksum.xxh64(base + Self.frameHeaderSize, count: pageSize, seed: seed)
+                base.storeBytes(of: chain.littleEndian, toByteOffset: 16, as: UInt64.self)
+            }
+        }
+        try buffer.withBytes { b throws(KuraError) in try file.write(b, at: frameOffset(maxFrame + 1)) }
+        if sync { try file.sync(full: fullSync) }
+        return PendingCommit(pages: pages.map(\.number), chain: chain, pageCount: pageCount)
+    }
+
+    /// Makes written frames part of the log. Called under the pager's state lock.
+    func publish(_ c: PendingCommit) {
+        for (k, page) in c.pages.enumerated() { index.frames[page, default: []].append(maxFrame + 1 + k) }
+        maxFrame += c.pages.count
+        lastChecksum = c.chain
+        committedPageCount = c.pageCount
+    }
+}
