@@ -1,0 +1,187 @@
+// IntegrityCheck: a full check of one snapshot of a store.
+//
+// What it verifies (each violation is reported with its page, never thrown):
+//   - every page's checksum (by reading it) and node structure;
+//   - each tree: page kinds and owner, key order inside pages and against the
+//     parent's separators, every leaf at the same depth, no empty non-root page,
+//     depth bound, overflow chains of the right length and kind;
+//   - records in table trees decode; row keys are row IDs below the table's next
+//     row ID; the catalog's row count equals the rows found;
+//   - the freelist: trunk kinds, entries in range, the header's free count;
+//   - every page from 2 to the page count is used exactly once or is free.
+//
+// Loops are bounded by the page count, so a cyclic or garbage structure ends the
+// walk with a report instead of hanging.
+
+/// One problem found by an integrity check.
+public struct IntegrityProblem: Sendable, CustomStringConvertible, Hashable {
+    /// The page involved (0 if none).
+    public let page: UInt32
+    /// What is wrong.
+    public let message: String
+    public var description: String { page == 0 ? message : "page \(page): \(message)" }
+}
+
+extension ReadTransaction {
+    /// Checks the whole snapshot. Returns at most `limit` problems; empty means
+    /// the store is consistent.
+    ///
+    /// - Throws: only `.misuse`; damage is reported, not thrown.
+    public func checkIntegrity(limit: Int = 100) throws(KuraError) -> [IntegrityProblem] {
+        try checkActive()
+        if let w = writer {
+            var checker = IntegrityChecker(source: w, limit: limit)
+            return checker.run()
+        }
+        var checker = IntegrityChecker(source: snapshotPages!, limit: limit)
+        return checker.run()
+    }
+}
+
+struct IntegrityChecker<S: PageSource> {
+    let source: S
+    let limit: Int
+    var problems: [IntegrityProblem] = []
+    var owner: [UInt32: String] = [:]
+    var pageCount: UInt32 = 0
+
+    init(source: S, limit: Int) {
+        self.source = source
+        self.limit = limit
+    }
+
+    var full: Bool { problems.count >= limit }
+
+    mutating func report(_ page: UInt32, _ message: String) {
+        if problems.count < limit { problems.append(IntegrityProblem(page: page, message: message)) }
+    }
+
+    /// Marks `page` as used by `what`; false if it was already used or is out of range.
+    mutating func claim(_ page: UInt32, _ what: String) -> Bool {
+        guard page >= 2 && page <= pageCount else {
+            report(page, "\(what) refers to page \(page), outside 2...\(pageCount)")
+            return false
+        }
+        if let other = owner[page] {
+            report(page, "used twice: by \(other) and by \(what)")
+            return false
+        }
+        owner[page] = what
+        return true
+    }
+
+    mutating func run() -> [IntegrityProblem] {
+        let header: Page
+        do { header = try source.page(1) } catch {
+            report(1, "header page unreadable: \(error)")
+            return problems
+        }
+        pageCount = header.headerPageCount
+        checkFreelist(head: header.headerFreelistHead, expected: header.headerFreeCount)
+        let catalogRoot = header.headerCatalogRoot
+        var catalog = Catalog()
+        if catalogRoot != 0 {
+            _ = walkTree(BTree(root: catalogRoot, kind: .table), name: "catalog", nextRowID: nil)
+            do { catalog = try Catalog.load(root: catalogRoot, source) } catch {
+                report(catalogRoot, "catalog unreadable: \(error)")
+            }
+        }
+        for info in catalog.entries.values.sorted(by: { $0.id < $1.id }) where !full {
+            let isIndex = info.kind == "index"
+            let rows = walkTree(BTree(root: info.rootPage, kind: isIndex ? .index : .table),
+                                name: "\(info.kind) \"\(info.name)\"", nextRowID: isIndex ? nil : info.nextRowID)
+            if let rows, !isIndex, rows != info.rowCount {
+                report(info.rootPage, "table \"\(info.name)\" holds \(rows) rows but the catalog counts \(info.rowCount)")
+            }
+        }
+        if !full && pageCount >= 2 {
+            for p in 2...pageCount where owner[p] == nil {
+                report(p, "page is neither in a tree nor free (leaked)")
+                if full { break }
+            }
+        }
+        return problems
+    }
+
+    mutating func checkFreelist(head: UInt32, expected: UInt32) {
+        var trunk = head
+        var count: UInt32 = 0
+        while trunk != 0 && !full {
+            guard claim(trunk, "freelist trunk") else { return }
+            count += 1
+            guard let p = try? source.page(trunk) else { report(trunk, "freelist trunk unreadable"); return }
+            guard p.u8(0) == NodeKind.freelistTrunk.rawValue else {
+                report(trunk, "freelist trunk has kind \(p.u8(0))")
+                return
+            }
+            let n = Int(p.u32(8))
+            guard n <= (Node.usable(p.size) - 12) / 4 else { report(trunk, "freelist trunk claims \(n) entries"); return }
+            for i in 0..<n {
+                if claim(p.u32(12 + 4 * i), "freelist") { count += 1 }
+            }
+            trunk = p.u32(4)
+        }
+        if count != expected { report(1, "header counts \(expected) free pages, freelist holds \(count)") }
+    }
+
+    /// Walks a tree; returns its number of leaf cells (nil if the walk failed).
+    mutating func walkTree(_ tree: BTree, name: String, nextRowID: Int64?) -> Int64? {
+        var leafDepth: Int?
+        var rows: Int64 = 0
+        // (page, depth, lower bound exclusive, upper bound inclusive)
+        var stack: [(UInt32, Int, [UInt8]?, [UInt8]?)] = [(tree.root, 0, nil, nil)]
+        var steps = 0
+        while let (number, depth, lo, hi) = stack.popLast() {
+            steps += 1
+            if full || steps > Int(pageCount) + 1 { return nil }
+            guard claim(number, name) else { continue }
+            let p: Page
+            do { p = try tree.node(number, source) } catch {
+                report(number, "\(name): \(error.message)")
+                continue
+            }
+            if depth > BTree.maxDepth { report(number, "\(name) is deeper than \(BTree.maxDepth)"); return nil }
+            let n = p.cellCount
+            if n == 0 && number != tree.root { report(number, "\(name): empty non-root page") }
+            var prev = lo
+            for i in 0..<n {
+                let key = p.keyBytes(i)
+                if let pk = prev, !lexLess(pk, key) { report(number, "\(name): key \(i) out of order"); break }
+                if let h = hi, lexLess(h, key) { report(number, "\(name): key \(i) above its parent's separator") }
+                prev = key
+            }
+            if p.isLeafNode {
+                if let d = leafDepth, d != depth { report(number, "\(name): leaf at depth \(depth), others at \(d)") }
+                leafDepth = depth
+                rows += Int64(n)
+                for i in 0..<n {
+                    do {
+                        for o in try tree.overflowPages(p, i, source) { _ = claim(o, "\(name) overflow") }
+                        if tree.kind == .table {
+                            let (ko, kl) = p.cellKey(i)
+                            guard let (rid, used) = RowIDKey.decode(p.bytes, ko, ko + kl), used == kl else {
+                                report(number, "\(name): cell \(i) key is not a row ID")
+                                continue
+                            }
+                            if let next = nextRowID, rid >= next { report(number, "\(name): row \(rid) is not below the next row ID \(next)") }
+                            _ = try RecordCodec.decode(tree.value(p, i, source))
+                        }
+                    } catch {
+                        report(number, "\(name): cell \(i): \(error.message)")
+                    }
+                }
+            } else {
+                var lower = lo
+                for i in 0...n {
+                    let upper = i < n ? p.keyBytes(i) : hi
+                    stack.append((p.child(i), depth + 1, lower, upper))
+                    lower = upper
+                }
+            }
+        }
+        return rows
+    }
+}
+
+@inline(__always)
+func lexLess(_ a: [UInt8], _ b: [UInt8]) -> Bool { a.lexicographicallyPrecedes(b) }
