@@ -89,6 +89,7 @@ public final class Database: Sendable {
     ///
     /// - Throws: whatever `body` throws; `KuraError` for I/O errors, corruption,
     ///   or `.busy` if another process is checkpointing past the busy timeout.
+    @discardableResult
     public func read<T>(_ body: (ReadTransaction) throws -> T) throws -> T {
         let snapshot = try pager.beginTransaction()
         defer { pager.endTransaction(snapshot) }
@@ -103,6 +104,7 @@ public final class Database: Sendable {
     /// - Throws: whatever `body` throws; `KuraError.busy` if another connection
     ///   holds the write lock past the busy timeout; `.diskFull` or `.io` if the
     ///   commit cannot be written (then nothing is committed).
+    @discardableResult
     public func write<T>(_ body: (WriteTransaction) throws -> T) throws -> T {
         let snapshot = try pager.beginWrite()
         var committed = false

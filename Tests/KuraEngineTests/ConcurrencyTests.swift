@@ -1,0 +1,157 @@
+import Foundation
+import XCTest
+@testable import KuraEngine
+
+final class ConcurrencyTests: XCTestCase {
+    func testReaderKeepsItsSnapshotWhileAWriterCommits() throws {
+        let db = try Database.inMemory()
+        try db.write { tx in try tx.insert([.integer(1)], into: try tx.createTable("t")) }
+        let inside = DispatchSemaphore(value: 0)
+        let committed = DispatchSemaphore(value: 0)
+        let result = Locked<[Int]>([])
+        let reader = Thread {
+            try? db.read { tx in
+                let t = try tx.table("t")
+                result.mutate { $0.append(try! tx.rowCount(t)) }
+                inside.signal()
+                committed.wait()
+                result.mutate { $0.append(try! tx.rowCount(t)) }
+                let c = try tx.rows(in: t)
+                var n = 0
+                while try c.next() != nil { n += 1 }
+                result.mutate { $0.append(n) }
+            }
+            inside.signal()
+        }
+        reader.start()
+        inside.wait()
+        try db.write { tx in
+            let t = try tx.table("t")
+            for i in 0..<500 { try tx.insert([.integer(Int64(i))], into: t) }
+        }
+        _ = try db.checkpoint()  // even a checkpoint does not disturb the old snapshot
+        committed.signal()
+        inside.wait()
+        XCTAssertEqual(result.value, [1, 1, 1])
+        try db.read { tx in XCTAssertEqual(try tx.rowCount(try tx.table("t")), 501) }
+    }
+
+    /// Money moves between accounts; every snapshot must see the same total, while
+    /// checkpoints run often and readers overlap continuously.
+    func testConcurrentReadersSeeConsistentSnapshotsAndTheLogStaysBounded() throws {
+        let dir = try TemporaryDirectory()
+        var o = Database.Options()
+        o.durability = .normal
+        o.checkpointThreshold = 30
+        o.cacheSize = 64 * 4096
+        let db = try Database(path: dir.path + "/bank.kura", options: o)
+        let accounts = 200
+        try db.write { tx in
+            let t = try tx.createTable("accounts")
+            for _ in 0..<accounts { try tx.insert([.integer(100)], into: t) }
+        }
+        let stop = Locked(false)
+        let reads = Locked(0)
+        let failures = Locked<[String]>([])
+        let maxLog = Locked(0)
+        let group = DispatchGroup()
+        for _ in 0..<3 {
+            group.enter()
+            Thread {
+                defer { group.leave() }
+                while !stop.value {
+                    do {
+                        try db.read { tx in
+                            let c = try tx.rows(in: try tx.table("accounts"))
+                            var sum: Int64 = 0
+                            var n = 0
+                            while let r = try c.next() { sum += try r.value(at: 0).integerValue!; n += 1 }
+                            if sum != Int64(accounts * 100) || n != accounts { failures.mutate { $0.append("sum \(sum) over \(n) rows") } }
+                        }
+                        reads.mutate { $0 += 1 }
+                    } catch {
+                        failures.mutate { $0.append("\(error)") }
+                    }
+                }
+            }.start()
+        }
+        var rng = SplitMix64(seed: 5)
+        let deadline = Date().addingTimeInterval(2)
+        var transfers = 0
+        while Date() < deadline {
+            try db.write { tx in
+                let t = try tx.table("accounts")
+                let a = Int64(1 + rng.next() % UInt64(accounts)), b = Int64(1 + rng.next() % UInt64(accounts))
+                let va = try tx.values(in: t, rowID: a)![0].integerValue!
+                try tx.update([.integer(va - 7)], in: t, rowID: a)
+                let vb = try tx.values(in: t, rowID: b)![0].integerValue!
+                try tx.update([.integer(vb + 7)], in: t, rowID: b)
+            }
+            transfers += 1
+            maxLog.mutate { $0 = max($0, db.logFrameCount) }
+        }
+        stop.mutate { $0 = true }
+        print("bank: transfers \(transfers), snapshot reads \(reads.value), max log frames \(maxLog.value)")
+        group.wait()
+        XCTAssertEqual(failures.value, [])
+        XCTAssertGreaterThan(reads.value, 10)
+        XCTAssertGreaterThan(transfers, 100)
+        // Readers overlapped the whole time, yet the log never grew past the
+        // checkpoint threshold plus one transaction's pages.
+        XCTAssertLessThanOrEqual(maxLog.value, 30 + 10)
+        try db.read { tx in XCTAssertEqual(try tx.checkIntegrity(), []) }
+    }
+
+    func testTwoConnectionsSeeEachOthersCommitsAndWritersExcludeEachOther() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.path + "/two.kura"
+        var o = Database.Options()
+        o.busyTimeout = 0.2
+        let a = try Database(path: path, options: o)
+        let b = try Database(path: path, options: o)
+        try a.write { tx in try tx.insert([.text("from a")], into: try tx.createTable("t")) }
+        try b.read { tx in XCTAssertEqual(try tx.values(in: try tx.table("t"), rowID: 1), [.text("from a")]) }
+        try b.write { tx in try tx.insert([.text("from b")], into: try tx.table("t")) }
+        try a.read { tx in XCTAssertEqual(try tx.rowCount(try tx.table("t")), 2) }
+        // a holds the write lock; b gives up after its busy timeout with `busy`.
+        let holding = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        Thread {
+            try? a.write { tx in
+                try tx.insert([.text("slow")], into: try tx.table("t"))
+                holding.signal()
+                release.wait()
+            }
+            holding.signal()
+        }.start()
+        holding.wait()
+        let started = Date()
+        XCTAssertThrowsError(try b.write { tx in try tx.insert([.null], into: try tx.table("t")) }) { e in
+            guard case KuraError.busy = e else { return XCTFail("expected busy, got \(e)") }
+            XCTAssertTrue("\(e)".contains("busy timeout"), "\(e)")
+        }
+        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started), 0.2)
+        // Readers are not blocked by the writer.
+        try b.read { tx in XCTAssertEqual(try tx.rowCount(try tx.table("t")), 2) }
+        release.signal()
+        holding.wait()
+        try b.read { tx in XCTAssertEqual(try tx.rowCount(try tx.table("t")), 3) }
+        // b's checkpoint and a's later reads and writes interleave safely.
+        XCTAssertTrue(try b.checkpoint())
+        try a.write { tx in try tx.insert([.text("after checkpoint")], into: try tx.table("t")) }
+        try b.read { tx in
+            XCTAssertEqual(try tx.rowCount(try tx.table("t")), 4)
+            XCTAssertEqual(try tx.checkIntegrity(), [])
+        }
+    }
+}
+
+/// A value behind a lock, for test threads.
+final class Locked<T>: @unchecked Sendable {
+    // @unchecked Sendable: `stored` is only touched while holding `lock`.
+    private let lock = NSLock()
+    private var stored: T
+    init(_ v: T) { stored = v }
+    var value: T { lock.lock(); defer { lock.unlock() }; return stored }
+    func mutate(_ f: (inout T) throws -> Void) rethrows { lock.lock(); defer { lock.unlock() }; try f(&stored) }
+}
