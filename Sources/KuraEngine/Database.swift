@@ -136,7 +136,7 @@ public final class Database: Sendable {
     package var cachedPageCount: Int { pager.cachedPageCount }
 
     /// Frames in the log (for tests and `kura info`).
-    package var logFrameCount: Int { pager.logFrames }
+    public var logFrameCount: Int { pager.logFrames }
 
     // MARK: Catalog cache
 
