@@ -137,3 +137,16 @@ public enum KuraFunction: String, Hashable, Sendable, CaseIterable {
         }
     }
 }
+
+extension KuraExpression {
+    /// This expression followed by more keys, kept in canonical shape: keys merge
+    /// into an existing `.keyPath` or `.member` instead of nesting.
+    public func appending(_ keys: [String]) -> KuraExpression {
+        if keys.isEmpty { return self }
+        switch self {
+        case .keyPath(let k): return .keyPath(k + keys)
+        case .member(let base, let k): return .member(base, k + keys)
+        default: return .member(self, keys)
+        }
+    }
+}

@@ -67,7 +67,7 @@ public enum KuraQuantifier: String, Hashable, Sendable, CaseIterable {
     /// `ALL`: true if it holds for every element (true for an empty collection).
     case all = "ALL"
     /// `NONE`: true if it holds for no element (true for an empty collection).
-    case none = "NONE"
+    case noneOf = "NONE"
 }
 
 /// Comparison operators, in their canonical spelling.

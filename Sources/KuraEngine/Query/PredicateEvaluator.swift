@@ -1,0 +1,643 @@
+// PredicateEvaluator: evaluates predicate trees against objects, with the semantics
+// of NSPredicate's in-memory evaluation (-evaluateWithObject:), as Core Data uses
+// for unsaved objects.
+//
+// SEMANTICS (decisions are marked *)
+// - Equality: null == null; null equals nothing else, so `x != 'a'` is true for a
+//   null x. Integers, doubles and booleans compare numerically and exactly (YES == 1).
+//   Text uses Swift String equality (canonical equivalence). Dates compare with dates
+//   and, by seconds since 2001, with numbers*. Collections are equal element-wise.
+//   Objects are equal when their `predicateIdentity` values are; an object equals a
+//   scalar equal to its identity*.
+// - Ordering (<, <=, >, >=, BETWEEN): numbers/booleans/dates numerically, text in
+//   Unicode scalar order (after [c]/[d] folding), blobs bytewise. Anything else,
+//   null included, is incomparable and the comparison is false (never an error)*.
+// - BEGINSWITH, ENDSWITH, CONTAINS and IN (on strings) are false when either side
+//   is null or the right-hand string is empty, as in Foundation. LIKE: `*` and `?`;
+//   MATCHES: ICU regular expression (NSRegularExpression) over the whole string.
+//   Non-text operands are false. CONTAINS/IN also test membership in collections.
+// - [c] folds case, [d] folds diacritics (TextFolding); [n] and [l] change nothing.
+// - ANY/SOME, ALL, NONE iterate the left-hand value: a collection's elements, no
+//   elements for null, and a lone value as a one-element collection*. ALL and NONE
+//   of nothing are true.
+// - Key paths through collections map over the elements and flatten one level*
+//   (`children.pets.name` is every pet's name). Collection operators: @count, @sum,
+//   @avg, @min, @max, @unionOfObjects, @distinctUnionOfObjects; others throw
+//   `.unsupported`.
+// - SUBQUERY binds the variable and SELF to each element.
+// - Arithmetic: null operands give null*. Integer +, -, * that overflow Int64 are
+//   done in Double instead (never trap); `/` and `**` always give a double (as
+//   NSExpression's divide:by: and raise:toPower: do). Dates plus or minus seconds give
+//   dates, date minus date gives seconds*. Anything else that is not a number throws
+//   `.typeMismatch`.
+// - Functions: sum count min max average median mode stddev (one collection
+//   argument, or several values; nulls are skipped except by count), sqrt log ln exp
+//   floor ceiling abs trunc, now, lowercase uppercase. `mode` returns a collection
+//   of the most frequent values; `stddev` is the population standard deviation.
+// - Unset variables throw `.invalidArgument`. Errors thrown by the context propagate.
+//
+// Recursion is bounded by the tree depth, which the parser limits.
+
+import Foundation
+
+extension KuraPredicate {
+    /// Evaluates the predicate with `object` as `SELF`.
+    ///
+    /// - Parameter variables: values for `$NAME` variables not replaced by
+    ///   ``substituting(_:)``.
+    /// - Throws: ``KuraError``: `.typeMismatch` for arithmetic on non-numbers or a key
+    ///   on a scalar, `.invalidArgument` for an unset variable or a bad regular
+    ///   expression, `.unsupported` for unknown collection operators, and whatever the
+    ///   context throws. Comparisons themselves never throw.
+    public func evaluate(with object: EvaluatedValue, variables: [String: EvaluatedValue] = [:]) throws(KuraError) -> Bool {
+        try PredicateEvaluator(object: object, variables: variables).evaluate(self)
+    }
+
+    /// Evaluates the predicate with `object` as `SELF`; see ``evaluate(with:variables:)-(EvaluatedValue,_)``.
+    public func evaluate(with object: any PredicateEvaluationContext, variables: [String: EvaluatedValue] = [:]) throws(KuraError) -> Bool {
+        try evaluate(with: .object(object), variables: variables)
+    }
+}
+
+extension KuraExpression {
+    /// The value of the expression with `object` as `SELF`.
+    ///
+    /// - Throws: ``KuraError`` as ``KuraPredicate/evaluate(with:variables:)-(EvaluatedValue,_)`` does.
+    public func evaluate(with object: EvaluatedValue = .null, variables: [String: EvaluatedValue] = [:]) throws(KuraError) -> EvaluatedValue {
+        try PredicateEvaluator(object: object, variables: variables).value(self)
+    }
+}
+
+struct PredicateEvaluator {
+    let object: EvaluatedValue
+    let variables: [String: EvaluatedValue]
+
+    // MARK: Predicates
+
+    func evaluate(_ p: KuraPredicate) throws(KuraError) -> Bool {
+        switch p {
+        case .truePredicate: return true
+        case .falsePredicate: return false
+        case .and(let ps):
+            for q in ps where !(try evaluate(q)) { return false }
+            return true
+        case .or(let ps):
+            for q in ps where try evaluate(q) { return true }
+            return false
+        case .not(let q):
+            return !(try evaluate(q))
+        case .comparison(let c):
+            let left = try value(c.left)
+            let test = try PredicateComparisonTest(c.operator, right: try value(c.right), options: c.options)
+            switch c.quantifier {
+            case .direct:
+                return try test.holds(for: left)
+            case .any:
+                for e in left.elements where try test.holds(for: e) { return true }
+                return false
+            case .all:
+                for e in left.elements where !(try test.holds(for: e)) { return false }
+                return true
+            case .noneOf:
+                for e in left.elements where try test.holds(for: e) { return false }
+                return true
+            }
+        }
+    }
+
+    // MARK: Expressions
+
+    func value(_ e: KuraExpression) throws(KuraError) -> EvaluatedValue {
+        switch e {
+        case .keyPath(let keys):
+            return try Self.resolve(object, keys)
+        case .constant(let v):
+            return .scalar(v)
+        case .date(let d):
+            return .date(d)
+        case .variable(let name):
+            return try variable(name)
+        case .member(let base, let keys):
+            return try Self.resolve(value(base), keys)
+        case .variableKeyPath(let base, let name):
+            let b = try value(base)
+            guard case .scalar(.text(let path)) = try variable(name) else {
+                throw KuraError(.typeMismatch, "the variable $\(name) is used as a key path but is not text")
+            }
+            return try Self.resolve(b, path.split(separator: ".").map(String.init))
+        case .aggregate(let items):
+            var out: [EvaluatedValue] = []
+            out.reserveCapacity(items.count)
+            for x in items { out.append(try value(x)) }
+            return .collection(out)
+        case .index(let base, let index):
+            return try self.index(value(base), index)
+        case .function(let f, let args):
+            return try function(f, args)
+        case .binary(let op, let l, let r):
+            return try Self.arithmetic(op, value(l), value(r))
+        case .unary(let op, let x):
+            return try Self.unary(op, value(x))
+        case .subquery(let collection, let variable, let predicate):
+            var out: [EvaluatedValue] = []
+            for element in try value(collection).elements {
+                var bindings = variables
+                bindings[variable] = element
+                if try PredicateEvaluator(object: element, variables: bindings).evaluate(predicate) {
+                    out.append(element)
+                }
+            }
+            return .collection(out)
+        case .cast(let x, let type):
+            return try Self.cast(value(x), to: type)
+        }
+    }
+
+    private func variable(_ name: String) throws(KuraError) -> EvaluatedValue {
+        guard let v = variables[name] else {
+            throw KuraError(.invalidArgument, "the variable $\(name) has no value; pass it in `variables:` or call substituting(_:) first")
+        }
+        return v
+    }
+
+    /// Reads `keys` from `base`, applying `@` collection operators.
+    static func resolve(_ base: EvaluatedValue, _ keys: [String]) throws(KuraError) -> EvaluatedValue {
+        guard let opIndex = keys.firstIndex(where: { $0.hasPrefix("@") }) else {
+            return try base.value(forKeyPath: keys)
+        }
+        let current = try base.value(forKeyPath: Array(keys[..<opIndex]))
+        return try collectionOperator(keys[opIndex], current, rest: Array(keys[(opIndex + 1)...]))
+    }
+
+    private static func collectionOperator(_ op: String, _ base: EvaluatedValue, rest: [String]) throws(KuraError) -> EvaluatedValue {
+        let elements = base.elements
+        if op == "@count" { return .scalar(.integer(Int64(elements.count))) }
+        var values: [EvaluatedValue] = []
+        values.reserveCapacity(elements.count)
+        for e in elements {
+            let v = rest.isEmpty ? e : try resolve(e, rest)
+            if !rest.isEmpty, case .collection(let inner) = v { values.append(contentsOf: inner) } else { values.append(v) }
+        }
+        switch op {
+        case "@sum": return try PredicateAggregates.sum(values)
+        case "@avg": return try PredicateAggregates.average(values)
+        case "@min": return try PredicateAggregates.extreme(values, maximum: false)
+        case "@max": return try PredicateAggregates.extreme(values, maximum: true)
+        case "@unionOfObjects": return .collection(values)
+        case "@distinctUnionOfObjects":
+            var out: [EvaluatedValue] = []
+            for v in values where !out.contains(where: { PredicateComparisonTest.equal($0, v, []) }) { out.append(v) }
+            return .collection(out)
+        default:
+            throw KuraError(.unsupported, "the collection operator \(op) is not supported; use @count, @sum, @avg, @min, @max, @unionOfObjects or @distinctUnionOfObjects")
+        }
+    }
+
+    private func index(_ base: EvaluatedValue, _ index: KuraIndex) throws(KuraError) -> EvaluatedValue {
+        if base.isNull { return .null }
+        switch index {
+        case .size:
+            guard case .collection(let xs) = base else { break }
+            return .scalar(.integer(Int64(xs.count)))
+        case .first:
+            guard case .collection(let xs) = base else { break }
+            return xs.first ?? .null
+        case .last:
+            guard case .collection(let xs) = base else { break }
+            return xs.last ?? .null
+        case .expression(let x):
+            let k = try value(x)
+            switch (base, k) {
+            case (.collection(let xs), .scalar(let v)):
+                guard let d = v.doubleValue, let i = Int(exactly: d) else { break }
+                return i >= 0 && i < xs.count ? xs[i] : .null
+            case (.object(let o), .scalar(.text(let key))):
+                return try o.value(forKey: key)
+            default:
+                break
+            }
+            throw KuraError(.typeMismatch, "cannot index a \(base.typeName) value with a \(k.typeName) value")
+        }
+        throw KuraError(.typeMismatch, "cannot index a \(base.typeName) value; FIRST, LAST and SIZE need a collection")
+    }
+
+    // MARK: Functions
+
+    private func function(_ f: KuraFunction, _ args: [KuraExpression]) throws(KuraError) -> EvaluatedValue {
+        if f == .now { return .date(Date().timeIntervalSinceReferenceDate) }
+        if f.arity == nil {
+            var values: [EvaluatedValue]
+            if args.count == 1 {
+                values = try value(args[0]).elements
+            } else {
+                values = []
+                for a in args { values.append(try value(a)) }
+            }
+            switch f {
+            case .sum: return try PredicateAggregates.sum(values)
+            case .count: return .scalar(.integer(Int64(values.count)))
+            case .min: return try PredicateAggregates.extreme(values, maximum: false)
+            case .max: return try PredicateAggregates.extreme(values, maximum: true)
+            case .average: return try PredicateAggregates.average(values)
+            case .median: return try PredicateAggregates.median(values)
+            case .mode: return PredicateAggregates.mode(values)
+            case .stddev: return try PredicateAggregates.standardDeviation(values)
+            default: break
+            }
+        }
+        guard args.count == 1 else {
+            throw KuraError(.invalidArgument, "\(f.rawValue)() takes 1 argument but got \(args.count)")
+        }
+        let v = try value(args[0])
+        if v.isNull { return .null }
+        switch f {
+        case .lowercase, .uppercase:
+            guard case .scalar(.text(let s)) = v else {
+                throw KuraError(.typeMismatch, "\(f.rawValue)() needs text but got a \(v.typeName) value")
+            }
+            return .scalar(.text(f == .lowercase ? s.lowercased() : s.uppercased()))
+        default:
+            break
+        }
+        let n = try PredicateNumber(v, for: f.rawValue + "()")
+        switch (f, n) {
+        case (.abs, .integer(let i)): return i == .min ? .scalar(.double(-Double(i))) : .scalar(.integer(Swift.abs(i)))
+        case (.abs, .double(let d)): return .scalar(.double(Swift.abs(d)))
+        case (.floor, .integer), (.ceiling, .integer), (.trunc, .integer): return n.value
+        case (.floor, .double(let d)): return .scalar(.double(d.rounded(.down)))
+        case (.ceiling, .double(let d)): return .scalar(.double(d.rounded(.up)))
+        case (.trunc, .double(let d)): return .scalar(.double(d.rounded(.towardZero)))
+        case (.sqrt, _): return .scalar(.double(Foundation.sqrt(n.double)))
+        case (.log, _): return .scalar(.double(Foundation.log10(n.double)))
+        case (.ln, _): return .scalar(.double(Foundation.log(n.double)))
+        case (.exp, _): return .scalar(.double(Foundation.exp(n.double)))
+        default:
+            throw KuraError(.invalidArgument, "\(f.rawValue)() cannot be applied here")
+        }
+    }
+
+    // MARK: Arithmetic
+
+    static func arithmetic(_ op: KuraBinaryOperator, _ a: EvaluatedValue, _ b: EvaluatedValue) throws(KuraError) -> EvaluatedValue {
+        if a.isNull || b.isNull { return .null }
+        func mismatch() -> KuraError {
+            KuraError(.typeMismatch, "cannot apply '\(op.rawValue)' to a \(a.typeName) value and a \(b.typeName) value")
+        }
+        // Dates: date ± seconds, seconds + date, date - date.
+        switch (op, a, b) {
+        case (.add, .date(let d), _):
+            guard let n = try? PredicateNumber(b, for: "+") else { throw mismatch() }
+            return .date(d + n.double)
+        case (.add, _, .date(let d)):
+            guard let n = try? PredicateNumber(a, for: "+") else { throw mismatch() }
+            return .date(d + n.double)
+        case (.subtract, .date(let x), .date(let y)):
+            return .scalar(.double(x - y))
+        case (.subtract, .date(let d), _):
+            guard let n = try? PredicateNumber(b, for: "-") else { throw mismatch() }
+            return .date(d - n.double)
+        case (_, .date, _), (_, _, .date):
+            throw mismatch()
+        default:
+            break
+        }
+        guard let x = try? PredicateNumber(a, for: op.rawValue), let y = try? PredicateNumber(b, for: op.rawValue) else { throw mismatch() }
+        switch op {
+        case .add, .subtract, .multiply:
+            if case .integer(let i) = x, case .integer(let j) = y {
+                let (r, overflow) = op == .add ? i.addingReportingOverflow(j)
+                    : op == .subtract ? i.subtractingReportingOverflow(j) : i.multipliedReportingOverflow(by: j)
+                if !overflow { return .scalar(.integer(r)) }
+            }
+            let p = x.double, q = y.double
+            return .scalar(.double(op == .add ? p + q : op == .subtract ? p - q : p * q))
+        case .divide:
+            return .scalar(.double(x.double / y.double))
+        case .power:
+            return .scalar(.double(Foundation.pow(x.double, y.double)))
+        case .bitwiseAnd, .bitwiseOr, .bitwiseXor, .leftShift, .rightShift:
+            guard let i = x.exactInteger, let j = y.exactInteger else {
+                throw KuraError(.typeMismatch, "'\(op.rawValue)' needs integers but got \(x.double) and \(y.double)")
+            }
+            switch op {
+            case .bitwiseAnd: return .scalar(.integer(i & j))
+            case .bitwiseOr: return .scalar(.integer(i | j))
+            case .bitwiseXor: return .scalar(.integer(i ^ j))
+            case .leftShift: return .scalar(.integer(i << j))  // smart shift: never traps
+            default: return .scalar(.integer(i >> j))
+            }
+        }
+    }
+
+    static func unary(_ op: KuraUnaryOperator, _ a: EvaluatedValue) throws(KuraError) -> EvaluatedValue {
+        if a.isNull { return .null }
+        let n = try PredicateNumber(a, for: op.rawValue)
+        switch (op, n) {
+        case (.negate, .integer(let i)): return i == .min ? .scalar(.double(-Double(i))) : .scalar(.integer(-i))
+        case (.negate, .double(let d)): return .scalar(.double(-d))
+        case (.bitwiseNot, _):
+            guard let i = n.exactInteger else {
+                throw KuraError(.typeMismatch, "'~' needs an integer but got \(n.double)")
+            }
+            return .scalar(.integer(~i))
+        }
+    }
+
+    // MARK: CAST
+
+    static func cast(_ v: EvaluatedValue, to type: KuraCastType) throws(KuraError) -> EvaluatedValue {
+        if v.isNull { return .null }
+        switch (type, v) {
+        case (.number, .scalar(.integer)), (.number, .scalar(.double)): return v
+        case (.number, .scalar(.bool(let b))): return .scalar(.integer(b ? 1 : 0))
+        case (.number, .date(let d)): return .scalar(.double(d))
+        case (.number, .scalar(.text(let s))):
+            let t = s.trimmingCharacters(in: .whitespaces)
+            if let i = Int64(t) { return .scalar(.integer(i)) }
+            if let d = Double(t) { return .scalar(.double(d)) }
+            return .null
+        case (.string, .scalar(.text)): return v
+        case (.string, .scalar(.integer(let i))): return .scalar(.text(String(i)))
+        case (.string, .scalar(.double(let d))):
+            if let i = Int64(exactly: d), Swift.abs(d) < 1e15 { return .scalar(.text(String(i))) }
+            return .scalar(.text(String(d)))
+        case (.string, .scalar(.bool(let b))): return .scalar(.text(b ? "1" : "0"))
+        case (.string, .date(let d)): return .scalar(.text(Date(timeIntervalSinceReferenceDate: d).description))
+        case (.date, .date): return v
+        case (.date, .scalar(let s)) where s.doubleValue != nil: return .date(s.doubleValue!)
+        case (.data, .scalar(.blob)): return v
+        case (.data, .scalar(.text(let s))):
+            if let bytes = PredicateParser.decodeHex(s) { return .scalar(.blob(bytes)) }
+        default: break
+        }
+        throw KuraError(.typeMismatch, "cannot CAST a \(v.typeName) value to \(type.rawValue)")
+    }
+}
+
+/// A number taken from a value: integers and booleans as integers, doubles as doubles.
+enum PredicateNumber {
+    case integer(Int64)
+    case double(Double)
+
+    init(_ v: EvaluatedValue, for what: String) throws(KuraError) {
+        switch v {
+        case .scalar(.integer(let i)): self = .integer(i)
+        case .scalar(.bool(let b)): self = .integer(b ? 1 : 0)
+        case .scalar(.double(let d)): self = .double(d)
+        default: throw KuraError(.typeMismatch, "\(what) needs a number but got a \(v.typeName) value")
+        }
+    }
+
+    var double: Double {
+        switch self {
+        case .integer(let i): return Double(i)
+        case .double(let d): return d
+        }
+    }
+
+    var exactInteger: Int64? {
+        switch self {
+        case .integer(let i): return i
+        case .double(let d): return Int64(exactly: d)
+        }
+    }
+
+    var value: EvaluatedValue {
+        switch self {
+        case .integer(let i): return .scalar(.integer(i))
+        case .double(let d): return .scalar(.double(d))
+        }
+    }
+}
+
+/// The aggregate functions and collection operators.
+enum PredicateAggregates {
+    private static func numbers(_ values: [EvaluatedValue], _ what: String) throws(KuraError) -> [PredicateNumber] {
+        var out: [PredicateNumber] = []
+        out.reserveCapacity(values.count)
+        for v in values where !v.isNull { out.append(try PredicateNumber(v, for: what)) }
+        return out
+    }
+
+    static func sum(_ values: [EvaluatedValue]) throws(KuraError) -> EvaluatedValue {
+        var intSum: Int64 = 0
+        var doubleSum = 0.0
+        var useDouble = false
+        for n in try numbers(values, "sum") {
+            switch n {
+            case .integer(let i) where !useDouble:
+                let (r, overflow) = intSum.addingReportingOverflow(i)
+                if overflow { useDouble = true; doubleSum = Double(intSum) + Double(i) } else { intSum = r }
+            default:
+                if !useDouble { useDouble = true; doubleSum = Double(intSum) }
+                doubleSum += n.double
+            }
+        }
+        return useDouble ? .scalar(.double(doubleSum)) : .scalar(.integer(intSum))
+    }
+
+    static func average(_ values: [EvaluatedValue]) throws(KuraError) -> EvaluatedValue {
+        let ns = try numbers(values, "average")
+        if ns.isEmpty { return .null }
+        return .scalar(.double(ns.reduce(0.0) { $0 + $1.double } / Double(ns.count)))
+    }
+
+    static func extreme(_ values: [EvaluatedValue], maximum: Bool) throws(KuraError) -> EvaluatedValue {
+        var best: EvaluatedValue?
+        for v in values where !v.isNull {
+            guard let b = best else { best = v; continue }
+            guard let c = PredicateComparisonTest.order(v, b, []) else {
+                throw KuraError(.typeMismatch, "cannot find the \(maximum ? "max" : "min")imum of a \(v.typeName) value and a \(b.typeName) value")
+            }
+            if maximum ? c > 0 : c < 0 { best = v }
+        }
+        return best ?? .null
+    }
+
+    static func median(_ values: [EvaluatedValue]) throws(KuraError) -> EvaluatedValue {
+        let ns = try numbers(values, "median").sorted { $0.double < $1.double }
+        if ns.isEmpty { return .null }
+        if ns.count % 2 == 1 { return ns[ns.count / 2].value }
+        return .scalar(.double((ns[ns.count / 2 - 1].double + ns[ns.count / 2].double) / 2))
+    }
+
+    static func mode(_ values: [EvaluatedValue]) -> EvaluatedValue {
+        var counts: [Value: Int] = [:]
+        var order: [(Value, EvaluatedValue)] = []
+        for v in values {
+            guard case .scalar(var s) = v else { continue }
+            // Numbers that are equal count together (1, 1.0 and YES).
+            if case .bool(let b) = s { s = .integer(b ? 1 : 0) }
+            if case .double(let d) = s, let i = Int64(exactly: d) { s = .integer(i) }
+            if counts[s] == nil { order.append((s, v)) }
+            counts[s, default: 0] += 1
+        }
+        let top = counts.values.max() ?? 0
+        return .collection(order.filter { counts[$0.0] == top }.map(\.1))
+    }
+
+    static func standardDeviation(_ values: [EvaluatedValue]) throws(KuraError) -> EvaluatedValue {
+        let ns = try numbers(values, "stddev").map(\.double)
+        if ns.isEmpty { return .null }
+        let mean = ns.reduce(0, +) / Double(ns.count)
+        let variance = ns.reduce(0) { $0 + ($1 - mean) * ($1 - mean) } / Double(ns.count)
+        return .scalar(.double(variance.squareRoot()))
+    }
+}
+
+/// One comparison operator with its right-hand value and options, ready to test
+/// many left-hand values (LIKE patterns and regular expressions compiled once).
+struct PredicateComparisonTest {
+    let op: KuraComparisonOperator
+    let right: EvaluatedValue
+    let options: KuraComparisonOptions
+    private var like: LikePattern?
+    private var regex: NSRegularExpression?
+
+    private var folds: Bool { !options.isDisjoint(with: [.caseInsensitive, .diacriticInsensitive]) }
+
+    init(_ op: KuraComparisonOperator, right: EvaluatedValue, options: KuraComparisonOptions) throws(KuraError) {
+        self.op = op
+        self.right = right
+        self.options = options
+        if case .scalar(.text(let pattern)) = right {
+            if op == .like { like = LikePattern(pattern, options: options) }
+            if op == .matches {
+                let p = options.contains(.diacriticInsensitive) ? TextFolding.removingDiacritics(pattern) : pattern
+                regex = try PredicateRegexCache.shared.regex(p, caseInsensitive: options.contains(.caseInsensitive))
+            }
+        }
+    }
+
+    func holds(for left: EvaluatedValue) throws(KuraError) -> Bool {
+        switch op {
+        case .equalTo: return Self.equal(left, right, options)
+        case .notEqualTo: return !Self.equal(left, right, options)
+        case .lessThan: return Self.order(left, right, options).map { $0 < 0 } ?? false
+        case .lessThanOrEqualTo: return Self.order(left, right, options).map { $0 <= 0 } ?? false
+        case .greaterThan: return Self.order(left, right, options).map { $0 > 0 } ?? false
+        case .greaterThanOrEqualTo: return Self.order(left, right, options).map { $0 >= 0 } ?? false
+        case .between:
+            guard case .collection(let bounds) = right, bounds.count == 2 else {
+                if right.isNull { return false }
+                throw KuraError(.typeMismatch, "BETWEEN needs a two-element collection {lower, upper} but got a \(right.typeName) value")
+            }
+            guard let lo = Self.order(left, bounds[0], options), let hi = Self.order(left, bounds[1], options) else { return false }
+            return lo >= 0 && hi <= 0
+        case .in:
+            switch right {
+            case .collection(let xs): return xs.contains { Self.equal(left, $0, options) }
+            default: return substring(of: right, needle: left, anchoredAt: nil)
+            }
+        case .contains:
+            switch left {
+            case .collection(let xs): return xs.contains { Self.equal($0, right, options) }
+            default: return substring(of: left, needle: right, anchoredAt: nil)
+            }
+        case .beginsWith: return substring(of: left, needle: right, anchoredAt: .start)
+        case .endsWith: return substring(of: left, needle: right, anchoredAt: .end)
+        case .like:
+            guard let like, case .scalar(.text(let s)) = left else { return false }
+            return like.matches(s)
+        case .matches:
+            guard let regex, case .scalar(.text(var s)) = left else { return false }
+            if options.contains(.diacriticInsensitive) { s = TextFolding.removingDiacritics(s) }
+            return regex.firstMatch(in: s, options: [.anchored], range: NSRange(location: 0, length: s.utf16.count)) != nil
+        }
+    }
+
+    private enum Anchor { case start, end }
+
+    /// Substring tests on text (after folding) and blobs. Foundation's rule: an empty
+    /// or null needle never matches.
+    private func substring(of haystack: EvaluatedValue, needle: EvaluatedValue, anchoredAt anchor: Anchor?) -> Bool {
+        switch (haystack, needle) {
+        case (.scalar(.text(let h)), .scalar(.text(let n))):
+            if n.isEmpty { return false }
+            let hf = folds ? TextFolding.fold(h, options: options) : h
+            let nf = folds ? TextFolding.fold(n, options: options) : n
+            switch anchor {
+            case .start: return hf.hasPrefix(nf)
+            case .end: return hf.hasSuffix(nf)
+            case nil: return hf.firstRange(of: nf) != nil
+            }
+        case (.scalar(.blob(let h)), .scalar(.blob(let n))):
+            if n.isEmpty || n.count > h.count { return false }
+            switch anchor {
+            case .start: return h.starts(with: n)
+            case .end: return h.suffix(n.count).elementsEqual(n)
+            case nil: return h.firstRange(of: n) != nil
+            }
+        default:
+            return false
+        }
+    }
+
+    /// NSPredicate equality; see the header.
+    static func equal(_ a: EvaluatedValue, _ b: EvaluatedValue, _ options: KuraComparisonOptions) -> Bool {
+        switch (a, b) {
+        case (.scalar(.null), .scalar(.null)): return true
+        case (.scalar(.null), _), (_, .scalar(.null)): return false
+        case (.scalar(.text(let x)), .scalar(.text(let y))):
+            if options.isDisjoint(with: [.caseInsensitive, .diacriticInsensitive]) { return x == y }
+            return TextFolding.fold(x, options: options) == TextFolding.fold(y, options: options)
+        case (.scalar(.blob(let x)), .scalar(.blob(let y))): return x == y
+        case (.scalar(let x), .scalar(let y)): return ValueOrdering.compareNumbers(x, y) == 0
+        case (.date(let x), .date(let y)): return x == y
+        case (.date(let x), .scalar(let y)), (.scalar(let y), .date(let x)):
+            return ValueOrdering.compareNumbers(.double(x), y) == 0
+        case (.collection(let xs), .collection(let ys)):
+            return xs.count == ys.count && zip(xs, ys).allSatisfy { equal($0, $1, options) }
+        case (.object(let o), .object(let p)):
+            guard let i = o.predicateIdentity, let j = p.predicateIdentity else { return false }
+            return equal(.scalar(i), .scalar(j), options)
+        case (.object(let o), .scalar(let v)), (.scalar(let v), .object(let o)):
+            guard let i = o.predicateIdentity else { return false }
+            return equal(.scalar(i), .scalar(v), options)
+        default:
+            return false
+        }
+    }
+
+    /// NSPredicate ordering; nil when the values are not comparable.
+    static func order(_ a: EvaluatedValue, _ b: EvaluatedValue, _ options: KuraComparisonOptions) -> Int? {
+        switch (a, b) {
+        case (.scalar(.text(let x)), .scalar(.text(let y))):
+            if options.isDisjoint(with: [.caseInsensitive, .diacriticInsensitive]) { return ValueOrdering.compareText(x, y) }
+            return ValueOrdering.compareText(TextFolding.fold(x, options: options), TextFolding.fold(y, options: options))
+        case (.scalar(.blob(let x)), .scalar(.blob(let y))): return ValueOrdering.compareBytes(x, y)
+        case (.scalar(let x), .scalar(let y)): return ValueOrdering.compareNumbers(x, y)
+        case (.date(let x), .date(let y)): return ValueOrdering.compareDoubles(x, y)
+        case (.date(let x), .scalar(let y)): return ValueOrdering.compareNumbers(.double(x), y)
+        case (.scalar(let x), .date(let y)): return ValueOrdering.compareNumbers(x, .double(y))
+        default: return nil
+        }
+    }
+}
+
+/// Compiled regular expressions, shared by all evaluations. Bounded: cleared when
+/// it holds more than `limit` patterns.
+final class PredicateRegexCache: @unchecked Sendable {
+    static let shared = PredicateRegexCache()
+    private let lock = NSLock()
+    private var entries: [String: NSRegularExpression] = [:]
+    private let limit = 256
+
+    func regex(_ pattern: String, caseInsensitive: Bool) throws(KuraError) -> NSRegularExpression {
+        let key = (caseInsensitive ? "i:" : "s:") + pattern
+        lock.lock()
+        defer { lock.unlock() }
+        if let r = entries[key] { return r }
+        let compiled: NSRegularExpression
+        do {
+            // ICU's matches(): the whole string, hence the \z after a group.
+            compiled = try NSRegularExpression(pattern: "(?:" + pattern + ")\\z",
+                                               options: caseInsensitive ? [.caseInsensitive] : [])
+        } catch {
+            throw KuraError(.invalidArgument, "the MATCHES pattern '\(pattern)' is not a valid ICU regular expression")
+        }
+        if entries.count >= limit { entries.removeAll(keepingCapacity: true) }
+        entries[key] = compiled
+        return compiled
+    }
+}
