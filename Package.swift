@@ -14,7 +14,13 @@ let package = Package(
     targets: [
         .target(
             name: "KuraEngine",
-            swiftSettings: [.swiftLanguageMode(.v6)]
+            swiftSettings: [
+                .swiftLanguageMode(.v6),
+                // The engine is always optimized: `swift test` (a debug build)
+                // runs hundreds of thousands of operations, and an unoptimized
+                // engine makes that ten times slower. Preconditions stay on.
+                .unsafeFlags(["-O"], .when(configuration: .debug)),
+            ]
         ),
         .executableTarget(
             name: "KuraCLI",
@@ -32,7 +38,12 @@ let package = Package(
         .testTarget(
             name: "KuraEngineTests",
             dependencies: ["KuraEngine", "KuraTestChild"],
-            swiftSettings: [.swiftLanguageMode(.v6)]
+            swiftSettings: [
+                .swiftLanguageMode(.v6),
+                // Optimized for the same reason as KuraEngine: the reference
+                // models and naive evaluators run millions of steps.
+                .unsafeFlags(["-O"], .when(configuration: .debug)),
+            ]
         ),
     ]
 )

@@ -112,6 +112,8 @@ public class ReadTransaction {
 
     /// Counter of changes made in this transaction (cursors use it to re-seek).
     var changeCount = 0
+    /// Decoded schemas by table name, with the definition they came from.
+    var schemaCache: [String: (id: Int64, definition: [UInt8], schema: TableSchema?)] = [:]
 }
 
 /// A transaction that reads its own snapshot and changes the database.
@@ -120,11 +122,13 @@ public class ReadTransaction {
 /// returns, or discarded if the closure throws. Lifetime and thread rules are
 /// those of ``ReadTransaction``.
 public final class WriteTransaction: ReadTransaction {
-    private var catalog: Catalog?
-    private var changedTables: Set<String> = []
-    private var droppedTables: [TableInfo] = []
+    var catalog: Catalog?
+    var changedTables: Set<String> = []
+    var droppedTables: [TableInfo] = []
+    /// Indexes per table name, cached until an index is created or dropped.
+    var indexCache: [String: [IndexDefinition]] = [:]
 
-    private func loadCatalog() throws(KuraError) -> Catalog {
+    func loadCatalog() throws(KuraError) -> Catalog {
         if let c = catalog { return c }
         let c = try database.catalog(writer!)
         catalog = c
@@ -134,7 +138,7 @@ public final class WriteTransaction: ReadTransaction {
     override func currentCatalog() throws(KuraError) -> Catalog { try loadCatalog() }
 
     /// Current catalog entry for `table`, by name, checking it is the same table.
-    private func entry(_ table: TableInfo) throws(KuraError) -> TableInfo {
+    func entry(_ table: TableInfo) throws(KuraError) -> TableInfo {
         try checkActive()
         guard let info = try loadCatalog().entries[table.name], info.id == table.id else {
             throw KuraError(.notFound, "no table named \"\(table.name)\" (was it dropped?)", path: database.path)
@@ -184,6 +188,9 @@ public final class WriteTransaction: ReadTransaction {
     ///
     /// - Throws: `.notFound` if there is no such table.
     public func dropTable(_ name: String) throws(KuraError) {
+        let info = try table(name)
+        for index in try indexes(of: info.name) { try dropObject(index.name) }
+        indexCache[info.name] = nil
         try dropObject(name)
     }
 
@@ -217,20 +224,42 @@ public final class WriteTransaction: ReadTransaction {
     ///   exhausted.
     @discardableResult
     public func insert(_ values: [Value], into table: TableInfo) throws(KuraError) -> Int64 {
-        try insertRecord(RecordCodec.encode(values), into: table)
+        try insertEncoded(encodeRow(values, try entry(table)), into: table)
     }
 
-    /// Inserts an encoded record with the next row ID.
+    /// Inserts an encoded record with the next row ID. A table with a schema
+    /// checks the record's values against it.
+    ///
+    /// - Throws: `.corrupt` if the bytes are not a record; `.typeMismatch` and
+    ///   `.constraintViolation` as `insert(_:into:)`.
     @discardableResult
     public func insertRecord(_ record: [UInt8], into table: TableInfo) throws(KuraError) -> Int64 {
+        try insertEncoded(checkedRecord(record, try entry(table)), into: table)
+    }
+
+    /// The record itself, re-encoded with defaults and normalized values if the
+    /// table has a schema.
+    private func checkedRecord(_ record: [UInt8], _ info: TableInfo) throws(KuraError) -> [UInt8] {
+        guard try schema(of: info) != nil else {
+            _ = try record.withBytes { b throws(KuraError) in try RecordView(b) }
+            return record
+        }
+        return try encodeRow(RecordCodec.decode(record), info)
+    }
+
+    func insertEncoded(_ record: [UInt8], into table: TableInfo) throws(KuraError) -> Int64 {
         var info = try entry(table)
         let rowID = info.nextRowID
         guard rowID < Int64.max else {
             throw KuraError(.tooBig, "table \"\(info.name)\" has used every row ID", path: database.path)
         }
+        let indexes = try self.indexes(of: info.name)
+        let keys = try indexKeys(indexes, record: record, rowID: rowID, table: info)
+        try checkUnique(indexes, keys, rowID: rowID, table: info.name)
         guard try BTree(root: info.rootPage, kind: .table).insert(RowIDKey.encode(rowID), record, mode: .insertNew, writer!) else {
             throw KuraError(.corrupt, "table \"\(info.name)\" already holds row \(rowID), at or past its next row ID", page: info.rootPage)
         }
+        try addIndexEntries(indexes, keys)
         info.nextRowID = rowID + 1
         info.rowCount += 1
         catalog!.entries[info.name] = info
@@ -245,9 +274,16 @@ public final class WriteTransaction: ReadTransaction {
     /// - Throws: `.alreadyExists` naming the row ID if the table has that row.
     public func insert(_ values: [Value], into table: TableInfo, rowID: Int64) throws(KuraError) {
         var info = try entry(table)
-        guard try BTree(root: info.rootPage, kind: .table).insert(RowIDKey.encode(rowID), RecordCodec.encode(values), mode: .insertNew, writer!) else {
+        let record = try encodeRow(values, info)
+        let tree = BTree(root: info.rootPage, kind: .table)
+        if try tree.contains(RowIDKey.encode(rowID), writer!) {
             throw KuraError(.alreadyExists, "table \"\(info.name)\" already has a row with ID \(rowID)", path: database.path)
         }
+        let indexes = try self.indexes(of: info.name)
+        let keys = try indexKeys(indexes, record: record, rowID: rowID, table: info)
+        try checkUnique(indexes, keys, rowID: rowID, table: info.name)
+        try tree.insert(RowIDKey.encode(rowID), record, mode: .insertNew, writer!)
+        try addIndexEntries(indexes, keys)
         if rowID >= info.nextRowID { info.nextRowID = rowID == Int64.max ? Int64.max : rowID + 1 }
         info.rowCount += 1
         catalog!.entries[info.name] = info
@@ -258,23 +294,49 @@ public final class WriteTransaction: ReadTransaction {
     /// Replaces the values of row `rowID`. Returns false if there is no such row.
     @discardableResult
     public func update(_ values: [Value], in table: TableInfo, rowID: Int64) throws(KuraError) -> Bool {
-        try updateRecord(RecordCodec.encode(values), in: table, rowID: rowID)
+        try updateEncoded(encodeRow(values, try entry(table)), in: table, rowID: rowID)
     }
 
     /// Replaces the encoded record of row `rowID`. Returns false if there is none.
     @discardableResult
     public func updateRecord(_ record: [UInt8], in table: TableInfo, rowID: Int64) throws(KuraError) -> Bool {
+        try updateEncoded(checkedRecord(record, try entry(table)), in: table, rowID: rowID)
+    }
+
+    func updateEncoded(_ record: [UInt8], in table: TableInfo, rowID: Int64) throws(KuraError) -> Bool {
         let info = try entry(table)
-        let done = try BTree(root: info.rootPage, kind: .table).insert(RowIDKey.encode(rowID), record, mode: .replaceExisting, writer!)
-        if done { changeCount += 1 }
-        return done
+        let tree = BTree(root: info.rootPage, kind: .table)
+        let indexes = try self.indexes(of: info.name)
+        if indexes.isEmpty {
+            let done = try tree.insert(RowIDKey.encode(rowID), record, mode: .replaceExisting, writer!)
+            if done { changeCount += 1 }
+            return done
+        }
+        guard let old = try tree.get(RowIDKey.encode(rowID), writer!) else { return false }
+        let oldKeys = try indexKeys(indexes, record: old, rowID: rowID, table: info)
+        let newKeys = try indexKeys(indexes, record: record, rowID: rowID, table: info)
+        let changed = zip(oldKeys, newKeys).map { $0.key != $1.key }
+        try checkUnique(indexes, newKeys, rowID: rowID, table: info.name, only: changed)
+        try tree.insert(RowIDKey.encode(rowID), record, mode: .replaceExisting, writer!)
+        for (i, index) in indexes.enumerated() where changed[i] {
+            try index.tree.delete(oldKeys[i].key, writer!)
+            try index.tree.insert(newKeys[i].key, [], mode: .insertNew, writer!)
+        }
+        changeCount += 1
+        return true
     }
 
     /// Deletes row `rowID`. Returns false if there was no such row.
     @discardableResult
     public func delete(from table: TableInfo, rowID: Int64) throws(KuraError) -> Bool {
         var info = try entry(table)
-        guard try BTree(root: info.rootPage, kind: .table).delete(RowIDKey.encode(rowID), writer!) else { return false }
+        let tree = BTree(root: info.rootPage, kind: .table)
+        let indexes = try self.indexes(of: info.name)
+        if !indexes.isEmpty {
+            guard let old = try tree.get(RowIDKey.encode(rowID), writer!) else { return false }
+            for k in try indexKeys(indexes, record: old, rowID: rowID, table: info) { try k.index.tree.delete(k.key, writer!) }
+        }
+        guard try tree.delete(RowIDKey.encode(rowID), writer!) else { return false }
         info.rowCount -= 1
         catalog!.entries[info.name] = info
         changedTables.insert(info.name)

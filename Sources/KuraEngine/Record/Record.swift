@@ -162,28 +162,7 @@ public struct RecordView {
     /// Decodes value `i`; values past the end of the record are `.null`.
     public func value(at i: Int) throws(KuraError) -> Value {
         guard i < types.count, let p = base else { return .null }
-        let t = types[i]
-        let o = offsets[i]
-        switch t {
-        case 0: return .null
-        case 1: return .bool(false)
-        case 2: return .bool(true)
-        case 3: return .integer(0)
-        case 4: return .integer(1)
-        case 5: return .integer(Int64(p.load(fromByteOffset: o, as: Int8.self)))
-        case 6: return .integer(Int64(Int16(littleEndian: p.loadUnaligned(fromByteOffset: o, as: Int16.self))))
-        case 7: return .integer(Int64(Int32(littleEndian: p.loadUnaligned(fromByteOffset: o, as: Int32.self))))
-        case 8: return .integer(Int64(littleEndian: p.loadUnaligned(fromByteOffset: o, as: Int64.self)))
-        case 9: return .double(Double(bitPattern: UInt64(littleEndian: p.loadUnaligned(fromByteOffset: o, as: UInt64.self))))
-        default:
-            let n = Int((t - 12) / 2)
-            let bytes = UnsafeRawBufferPointer(start: p + o, count: n)
-            if t & 1 == 0 { return .blob(Array(bytes)) }
-            guard let s = String(validating: bytes, as: UTF8.self) else {
-                throw KuraError(.corrupt, "record value \(i) is text that is not valid UTF-8")
-            }
-            return .text(s)
-        }
+        return try RecordCodec.decodeBody(types[i], p + offsets[i], column: i)
     }
 
     /// The raw UTF-8 bytes of value `i` if it is text, without building a String.
@@ -210,5 +189,77 @@ extension String {
         // bytes were invalid.
         if s.utf8.count != bytes.count || !s.utf8.elementsEqual(bytes) { return nil }
         self = s
+    }
+}
+
+extension RecordCodec {
+    /// Decodes only value `index` of the record in `buf`, walking the header
+    /// without allocating. Values past the end of the record are `.null`.
+    ///
+    /// - Throws: `.corrupt` for a malformed header or body.
+    public static func value(at index: Int, in buf: UnsafeRawBufferPointer) throws(KuraError) -> Value {
+        guard let p = buf.baseAddress, buf.count > 0,
+              let (hsize, hlen) = Varint.read(p, 0, buf.count), hsize <= UInt64(buf.count - hlen) else {
+            throw KuraError(.corrupt, "record header size runs past the record (\(buf.count) bytes)")
+        }
+        let headerEnd = hlen + Int(hsize)
+        var pos = hlen
+        var body = headerEnd
+        var i = 0
+        while pos < headerEnd {
+            guard let (t, n) = Varint.read(p, pos, headerEnd), let blen = bodyLength(t) else {
+                throw KuraError(.corrupt, "record header has a malformed or reserved serial type at byte \(pos)")
+            }
+            guard body + blen <= buf.count else {
+                throw KuraError(.corrupt, "record body is shorter than its header promises")
+            }
+            if i == index { return try decodeBody(t, p + body, column: i) }
+            pos += n
+            body += blen
+            i += 1
+        }
+        return .null
+    }
+
+    /// Number of values in the record in `buf`.
+    public static func count(in buf: UnsafeRawBufferPointer) throws(KuraError) -> Int {
+        guard let p = buf.baseAddress, buf.count > 0,
+              let (hsize, hlen) = Varint.read(p, 0, buf.count), hsize <= UInt64(buf.count - hlen) else {
+            throw KuraError(.corrupt, "record header size runs past the record (\(buf.count) bytes)")
+        }
+        var pos = hlen
+        var n = 0
+        while pos < hlen + Int(hsize) {
+            guard let (_, len) = Varint.read(p, pos, hlen + Int(hsize)) else {
+                throw KuraError(.corrupt, "record header has a malformed serial type at byte \(pos)")
+            }
+            pos += len
+            n += 1
+        }
+        return n
+    }
+
+    @inline(__always)
+    static func decodeBody(_ t: UInt64, _ p: UnsafeRawPointer, column i: Int) throws(KuraError) -> Value {
+        switch t {
+        case 0: return .null
+        case 1: return .bool(false)
+        case 2: return .bool(true)
+        case 3: return .integer(0)
+        case 4: return .integer(1)
+        case 5: return .integer(Int64(p.load(as: Int8.self)))
+        case 6: return .integer(Int64(Int16(littleEndian: p.loadUnaligned(as: Int16.self))))
+        case 7: return .integer(Int64(Int32(littleEndian: p.loadUnaligned(as: Int32.self))))
+        case 8: return .integer(Int64(littleEndian: p.loadUnaligned(as: Int64.self)))
+        case 9: return .double(Double(bitPattern: UInt64(littleEndian: p.loadUnaligned(as: UInt64.self))))
+        default:
+            let n = Int((t - 12) / 2)
+            let bytes = UnsafeRawBufferPointer(start: p, count: n)
+            if t & 1 == 0 { return .blob(Array(bytes)) }
+            guard let s = String(validating: bytes, as: UTF8.self) else {
+                throw KuraError(.corrupt, "record value \(i) is text that is not valid UTF-8")
+            }
+            return .text(s)
+        }
     }
 }

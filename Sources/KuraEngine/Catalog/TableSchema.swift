@@ -1,0 +1,170 @@
+import Foundation
+
+// TableSchema: typed, nullable columns with defaults, stored in the catalog entry's
+// definition (FORMAT.md, "Schemas").
+//
+// The definition of a table with a schema is a record:
+//
+//     0  integer 1                       schema format version
+//     1  integer n                       number of columns
+//     then per column, four values:
+//        name text, type text (integer|double|text|blob|bool|date),
+//        nullable bool, default value (null for none)
+//
+// Rows store values in column order. Adding a column appends it to the schema
+// and rewrites no row: a record shorter than the schema reads the missing
+// columns as their default (or null). Text is stored in Unicode NFC. A `date` is stored as a double: seconds
+// since 2001-01-01 00:00:00 UTC (Foundation's reference date).
+
+/// The type of a column.
+public enum ColumnType: String, Sendable, CaseIterable, Hashable {
+    case integer, double, text, blob, bool, date
+
+    /// Whether `value` may be stored in a column of this type (null aside).
+    /// Integers are accepted into double and date columns and stored as doubles.
+    func accepts(_ value: Value) -> Bool {
+        switch (self, value) {
+        case (_, .null): return true
+        case (.integer, .integer), (.double, .double), (.double, .integer), (.text, .text),
+             (.blob, .blob), (.bool, .bool), (.date, .double), (.date, .integer):
+            return true
+        default: return false
+        }
+    }
+
+    /// The stored form of an accepted value: integers in double and date columns
+    /// become doubles; text is stored in Unicode NFC, so that byte equality (what
+    /// an index compares) agrees with canonical equivalence (what `==` means).
+    func normalize(_ value: Value) -> Value {
+        switch value {
+        case .integer(let i) where self == .double || self == .date: return .double(Double(i))
+        case .text(let s) where !s.utf8.allSatisfy({ $0 < 0x80 }): return .text(s.precomposedStringWithCanonicalMapping)
+        default: return value
+        }
+    }
+}
+
+/// One column of a table.
+public struct ColumnDefinition: Sendable, Hashable {
+    public var name: String
+    public var type: ColumnType
+    public var isNullable: Bool
+    /// The value a row gets when none is given, and what rows written before the
+    /// column was added read as.
+    public var defaultValue: Value
+
+    public init(_ name: String, _ type: ColumnType, nullable: Bool = true, default defaultValue: Value = .null) {
+        self.name = name
+        self.type = type
+        self.isNullable = nullable
+        self.defaultValue = defaultValue
+    }
+}
+
+/// The columns of a table.
+public struct TableSchema: Sendable, Hashable {
+    public private(set) var columns: [ColumnDefinition]
+    private var positions: [String: Int]
+
+    /// - Throws: `.invalidArgument` for duplicate or empty names, or a default
+    ///   that does not fit its column.
+    public init(_ columns: [ColumnDefinition]) throws(KuraError) {
+        self.columns = []
+        positions = [:]
+        for c in columns { try append(c) }
+    }
+
+    mutating func append(_ c: ColumnDefinition) throws(KuraError) {
+        guard !c.name.isEmpty else { throw KuraError(.invalidArgument, "a column needs a name") }
+        guard positions[c.name] == nil else {
+            throw KuraError(.invalidArgument, "column \"\(c.name)\" is defined twice")
+        }
+        guard c.type.accepts(c.defaultValue) else {
+            throw KuraError(.typeMismatch, "default \(c.defaultValue) of column \"\(c.name)\" is not a \(c.type.rawValue)")
+        }
+        var c = c
+        c.defaultValue = c.type.normalize(c.defaultValue)
+        positions[c.name] = columns.count
+        columns.append(c)
+    }
+
+    /// Position of the column named `name`, or nil.
+    public func position(of name: String) -> Int? { positions[name] }
+
+    /// The column named `name`.
+    ///
+    /// - Throws: `.notFound` naming the column and the table.
+    public func column(_ name: String, table: String) throws(KuraError) -> (position: Int, definition: ColumnDefinition) {
+        guard let p = positions[name] else {
+            throw KuraError(.notFound, "table \"\(table)\" has no column \"\(name)\" (columns: \(columns.map(\.name).joined(separator: ", ")))")
+        }
+        return (p, columns[p])
+    }
+
+    /// Checks and normalizes a full row of values for `table`.
+    ///
+    /// - Throws: `.typeMismatch` or `.constraintViolation` (null in a non-null
+    ///   column), naming the table and column; `.invalidArgument` for a wrong count.
+    func validate(_ values: [Value], table: String) throws(KuraError) -> [Value] {
+        guard values.count <= columns.count else {
+            throw KuraError(.invalidArgument, "table \"\(table)\" has \(columns.count) columns, got \(values.count) values")
+        }
+        var out = values
+        out.reserveCapacity(columns.count)
+        while out.count < columns.count { out.append(columns[out.count].defaultValue) }
+        for (i, c) in columns.enumerated() {
+            let v = out[i]
+            if v.isNull {
+                if !c.isNullable {
+                    throw KuraError(.constraintViolation, "column \"\(c.name)\" of table \"\(table)\" may not be null")
+                }
+                continue
+            }
+            guard c.type.accepts(v) else {
+                throw KuraError(.typeMismatch, "column \"\(c.name)\" of table \"\(table)\" holds \(c.type.rawValue) values, not \(v.typeName) (\(v))")
+            }
+            out[i] = c.type.normalize(v)
+        }
+        return out
+    }
+
+    /// Builds a full row from named values, filling defaults.
+    func row(from named: [String: Value], table: String) throws(KuraError) -> [Value] {
+        for name in named.keys where positions[name] == nil {
+            throw KuraError(.notFound, "table \"\(table)\" has no column \"\(name)\"")
+        }
+        return try validate(columns.map { named[$0.name] ?? $0.defaultValue }, table: table)
+    }
+
+    // MARK: Encoding (the catalog definition)
+
+    var encoded: [UInt8] {
+        var v: [Value] = [.integer(1), .integer(Int64(columns.count))]
+        for c in columns {
+            v += [.text(c.name), .text(c.type.rawValue), .bool(c.isNullable), c.defaultValue]
+        }
+        return RecordCodec.encode(v)
+    }
+
+    /// Decodes a definition; nil for an empty one (a raw table).
+    static func decode(_ bytes: [UInt8], table: String) throws(KuraError) -> TableSchema? {
+        guard !bytes.isEmpty else { return nil }
+        let v = try RecordCodec.decode(bytes)
+        func bad() -> KuraError { KuraError(.corrupt, "schema of table \"\(table)\" in the catalog is malformed") }
+        guard v.count >= 2, v[0] == .integer(1), case .integer(let n) = v[1], n >= 0, v.count == 2 + 4 * Int(n) else { throw bad() }
+        var cols: [ColumnDefinition] = []
+        for i in 0..<Int(n) {
+            let b = 2 + 4 * i
+            guard case .text(let name) = v[b], case .text(let t) = v[b + 1], let type = ColumnType(rawValue: t),
+                  case .bool(let nullable) = v[b + 2] else { throw bad() }
+            cols.append(ColumnDefinition(name, type, nullable: nullable, default: v[b + 3]))
+        }
+        do { return try TableSchema(cols) } catch { throw bad() }
+    }
+
+    /// Value of column `i` in a record (the default if the record is shorter).
+    @inline(__always)
+    func value(_ view: RecordView, _ i: Int) throws(KuraError) -> Value {
+        i < view.count ? try view.value(at: i) : columns[i].defaultValue
+    }
+}

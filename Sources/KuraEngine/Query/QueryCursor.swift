@@ -1,0 +1,326 @@
+// QueryCursor: runs a `QueryPlan`, streaming matching rows.
+//
+// Memory: a query whose order comes from its access path (no sort, or a sort an
+// index provides) holds one page path and one row at a time, however many rows
+// match. A query that must sort keeps (sort values, row ID) per match — only the
+// best `offset + limit` of them when there is a limit — then reads those rows.
+
+/// Iterates the rows a `TableQuery` selects.
+///
+/// Lifetime: valid inside the transaction that made it (`next()` throws
+/// `.misuse` afterwards). Thread rules: that transaction's thread only.
+public final class QueryCursor {
+    let transaction: ReadTransaction
+    let query: TableQuery
+    let info: TableInfo
+    let schema: TableSchema?
+    let columns: ColumnMap
+    let plan: QueryPlan
+    private var skipped = 0
+    private var returned = 0
+    private var source: CandidateSource
+    private var sorted: [Int64]?
+    private var sortedPosition = 0
+
+    init(transaction: ReadTransaction, query: TableQuery, info: TableInfo, schema: TableSchema?, plan: QueryPlan) {
+        self.transaction = transaction
+        self.query = query
+        self.info = info
+        self.schema = schema
+        self.columns = ColumnMap(table: info.name, schema: schema)
+        self.plan = plan
+        source = CandidateSource(plan: plan, table: info)
+    }
+
+    /// The next matching row, or nil at the end.
+    ///
+    /// - Throws: `.corrupt` for damaged pages; evaluation errors (`.typeMismatch`
+    ///   for arithmetic on text, ...); `.misuse` outside the transaction.
+    public func next() throws(KuraError) -> Row? {
+        try transaction.checkActive()
+        if let limit = query.limit, returned >= limit { return nil }
+        if let w = transaction.writer { return try step(w) }
+        return try step(transaction.snapshotPages!)
+    }
+
+    private func step<S: PageSource>(_ s: S) throws(KuraError) -> Row? {
+        if !plan.ordered {
+            if sorted == nil { sorted = try sortMatches(s) }
+            while sortedPosition < sorted!.count {
+                let id = sorted![sortedPosition]
+                sortedPosition += 1
+                guard let record = try BTree(root: info.rootPage, kind: .table).get(RowIDKey.encode(id), s) else { continue }
+                if skipped < query.offset { skipped += 1; continue }
+                returned += 1
+                return Row(rowID: id, record: record)
+            }
+            return nil
+        }
+        while let row = try source.next(s, matching: matches) {
+            if skipped < query.offset { skipped += 1; continue }
+            returned += 1
+            return row
+        }
+        return nil
+    }
+
+    /// Whether the record satisfies the predicate.
+    func matches(_ record: UnsafeRawBufferPointer) throws(KuraError) -> Bool {
+        guard let p = query.predicate else { return true }
+        return try p.evaluate(with: RowContext(record: record, columns: columns))
+    }
+
+    /// Row IDs of every match in sort order (only the first offset+limit when limited).
+    private func sortMatches<S: PageSource>(_ s: S) throws(KuraError) -> [Int64] {
+        var keys: [(values: [Value], rowID: Int64)] = []
+        let keep = query.limit.map { query.offset + $0 }
+        var positions: [(Int, ColumnDefinition?)] = []
+        for k in query.sort {
+            guard let schema, let p = schema.position(of: k.column) else {
+                throw KuraError(.notFound, "cannot sort by \"\(k.column)\": table \"\(info.name)\" has no such column")
+            }
+            positions.append((p, schema.columns[p]))
+        }
+        let sortKeys = query.sort
+        func less(_ a: (values: [Value], rowID: Int64), _ b: (values: [Value], rowID: Int64)) -> Bool {
+            for (i, k) in sortKeys.enumerated() {
+                var c: Int
+                if k.caseInsensitive, case .text(let x) = a.values[i], case .text(let y) = b.values[i] {
+                    c = ValueOrdering.compareText(TextFolding.fold(x, options: [.caseInsensitive]), TextFolding.fold(y, options: [.caseInsensitive]))
+                } else {
+                    c = ValueOrdering.compare(a.values[i], b.values[i])
+                }
+                if !k.ascending { c = -c }
+                if c != 0 { return c < 0 }
+            }
+            return a.rowID < b.rowID
+        }
+        var source = CandidateSource(plan: plan, table: info)
+        while let row = try source.next(s, matching: matches) {
+            var values: [Value] = []
+            values.reserveCapacity(positions.count)
+            try row.record.withBytes { b throws(KuraError) in
+                for (p, def) in positions {
+                    values.append(p < (try RecordCodec.count(in: b)) ? try RecordCodec.value(at: p, in: b) : def?.defaultValue ?? .null)
+                }
+            }
+            keys.append((values, row.rowID))
+            if let keep, keys.count >= 2 * keep + 64 {
+                keys.sort(by: less)
+                keys.removeSubrange(keep...)
+            }
+        }
+        keys.sort(by: less)
+        if let keep, keys.count > keep { keys.removeSubrange(keep...) }
+        return keys.map(\.rowID)
+    }
+}
+
+/// Produces candidate rows from the access path, filtered by `matching`.
+struct CandidateSource {
+    let plan: QueryPlan
+    let table: TableInfo
+    let tableTree: BTree
+    private var cursor: TreeCursor?
+    private var rangeIndex = 0
+    private var started = false
+    /// Rows of the current run of equal order values, already in row-ID order.
+    private var run: [Row] = []
+    private var runPosition = 0
+
+    init(plan: QueryPlan, table: TableInfo) {
+        self.plan = plan
+        self.table = table
+        tableTree = BTree(root: table.rootPage, kind: .table)
+    }
+
+    mutating func next<S: PageSource>(_ s: S, matching: (UnsafeRawBufferPointer) throws(KuraError) -> Bool) throws(KuraError) -> Row? {
+        switch plan.access {
+        case .tableScan:
+            return try nextFromTable(s, matching)
+        case .index(let index, let ranges, let reverse):
+            if runPosition < run.count {
+                runPosition += 1
+                return run[runPosition - 1]
+            }
+            // Ties in the order columns must come out in row-ID order; the index
+            // gives that by itself only when walked forward over all its columns.
+            let needsRun = plan.orderColumns > 0 && (reverse || plan.orderColumns < index.columns.count)
+            while true {
+                run.removeAll(keepingCapacity: true)
+                runPosition = 0
+                var runKey: [UInt8]?
+                var exhausted = true
+                while let (key, rowID) = try nextIndexEntry(s, index, ranges, reverse) {
+                    if needsRun {
+                        let orderKey = try IndexKeyParser.prefix(key, columns: plan.orderColumns, of: index)
+                        if let rk = runKey, orderKey != rk {
+                            // One past the run: step back so it is read again next time.
+                            try stepBack(s, reverse)
+                            exhausted = false
+                            break
+                        }
+                        runKey = orderKey
+                    }
+                    guard let record = try tableTree.get(RowIDKey.encode(rowID), s) else {
+                        throw KuraError(.corrupt, "index \"\(index.name)\" names row \(rowID), which table \"\(table.name)\" does not have", page: index.info.rootPage)
+                    }
+                    if try record.withBytes({ b throws(KuraError) in try matching(b) }) {
+                        run.append(Row(rowID: rowID, record: record))
+                        if !needsRun {
+                            exhausted = false
+                            break
+                        }
+                    }
+                }
+                if !run.isEmpty {
+                    if run.count > 1 { run.sort { $0.rowID < $1.rowID } }
+                    runPosition = 1
+                    return run[0]
+                }
+                if exhausted { return nil }
+            }
+        }
+    }
+
+    private mutating func stepBack<S: PageSource>(_ s: S, _ reverse: Bool) throws(KuraError) {
+        if reverse { try cursor!.next(s) } else { try cursor!.previous(s) }
+    }
+
+    private mutating func nextFromTable<S: PageSource>(_ s: S, _ matching: (UnsafeRawBufferPointer) throws(KuraError) -> Bool) throws(KuraError) -> Row? {
+        if !started {
+            started = true
+            cursor = TreeCursor(tree: tableTree)
+            try cursor!.first(s)
+        } else {
+            try cursor!.next(s)
+        }
+        while cursor!.isValid {
+            let leaf = cursor!.leaf
+            let i = cursor!.index
+            let v = leaf.leafValue(i)
+            let matched: Bool
+            var full: [UInt8]?
+            if v.overflow == 0 {
+                matched = try matching(UnsafeRawBufferPointer(start: leaf.bytes + v.offset, count: v.length))
+            } else {
+                full = try tableTree.value(leaf, i, s)
+                matched = try full!.withBytes { b throws(KuraError) in try matching(b) }
+            }
+            if matched {
+                let k = cursor!.key
+                guard let (rowID, n) = RowIDKey.decode(k.baseAddress!, 0, k.count), n == k.count else {
+                    throw KuraError(.corrupt, "table \"\(table.name)\" has a key that is not a row ID", page: leaf.number)
+                }
+                return Row(rowID: rowID, record: full ?? Array(UnsafeRawBufferPointer(start: leaf.bytes + v.offset, count: v.length)))
+            }
+            try cursor!.next(s)
+        }
+        return nil
+    }
+
+    /// The next index entry inside the ranges, as (key, row ID).
+    private mutating func nextIndexEntry<S: PageSource>(_ s: S, _ index: IndexDefinition, _ ranges: [KeyRange], _ reverse: Bool) throws(KuraError) -> ([UInt8], Int64)? {
+        while rangeIndex < ranges.count {
+            let r = ranges[reverse ? ranges.count - 1 - rangeIndex : rangeIndex]
+            if !started {
+                started = true
+                cursor = TreeCursor(tree: index.tree)
+                if reverse {
+                    // Position on the last key within the upper prefix bound.
+                    var past = r.upper
+                    if !incrementPrefix(&past) { try cursor!.last(s) } else {
+                        try past.withBytes { b throws(KuraError) in try cursor!.seek(b, s) }
+                        if cursor!.isValid { try cursor!.previous(s) } else { try cursor!.last(s) }
+                    }
+                } else {
+                    try r.lower.withBytes { b throws(KuraError) in try cursor!.seek(b, s) }
+                }
+            } else {
+                if reverse { try cursor!.previous(s) } else { try cursor!.next(s) }
+            }
+            if cursor!.isValid {
+                let key = Array(cursor!.key)
+                let inRange = reverse ? !key.lexicographicallyPrecedes(r.lower) : withinUpper(key, r.upper)
+                if inRange {
+                    return (key, try IndexKeyParser.rowID(key, of: index))
+                }
+            }
+            rangeIndex += 1
+            started = false
+        }
+        return nil
+    }
+
+    private func withinUpper(_ key: [UInt8], _ upper: [UInt8]) -> Bool {
+        upper.isEmpty || key.starts(with: upper) || !upper.lexicographicallyPrecedes(key)
+    }
+
+    /// The smallest byte string greater than every string starting with `p`;
+    /// false if there is none (p is empty or all 0xFF).
+    private func incrementPrefix(_ p: inout [UInt8]) -> Bool {
+        while let last = p.last {
+            if last < 0xFF { p[p.count - 1] = last + 1; return true }
+            p.removeLast()
+        }
+        return false
+    }
+}
+
+/// Splits index keys into their column segments and row ID.
+enum IndexKeyParser {
+    /// Length of the segment at `offset`, or nil if malformed.
+    static func segmentLength(_ key: [UInt8], _ offset: Int, descending: Bool) -> Int? {
+        func byte(_ i: Int) -> UInt8? { i < key.count ? (descending ? ~key[i] : key[i]) : nil }
+        guard let tag = byte(offset) else { return nil }
+        switch tag {
+        case IndexKey.nullTag: return 1
+        case IndexKey.integerTag:
+            guard let b = byte(offset + 1) else { return nil }
+            let k = b >= 0x80 ? Int(b - 0x80) : Int(0x7F - b)
+            guard k <= 8, offset + 2 + k <= key.count else { return nil }
+            return 2 + k
+        case IndexKey.doubleTag:
+            return offset + 9 <= key.count ? 9 : nil
+        case IndexKey.textTag, IndexKey.blobTag:
+            var i = offset + 1
+            while let b = byte(i) {
+                if b == 0 {
+                    guard let n = byte(i + 1) else { return nil }
+                    if n == 0 { return i + 2 - offset }
+                    i += 2
+                } else {
+                    i += 1
+                }
+            }
+            return nil
+        default:
+            return nil
+        }
+    }
+
+    /// The bytes of the first `columns` segments.
+    static func prefix(_ key: [UInt8], columns: Int, of index: IndexDefinition) throws(KuraError) -> [UInt8] {
+        var pos = 0
+        for c in index.columns.prefix(columns) {
+            guard let n = segmentLength(key, pos, descending: c.descending) else {
+                throw KuraError(.corrupt, "index \"\(index.name)\" has a malformed key", page: index.info.rootPage)
+            }
+            pos += n
+        }
+        return Array(key[0..<pos])
+    }
+
+    /// The row ID at the end of an index key.
+    static func rowID(_ key: [UInt8], of index: IndexDefinition) throws(KuraError) -> Int64 {
+        let p = try prefix(key, columns: index.columns.count, of: index).count
+        let id: Int64? = key.withUnsafeBytes { b in
+            guard let (v, n) = RowIDKey.decode(b.baseAddress!, p, b.count), p + n == b.count else { return nil }
+            return v
+        }
+        guard let id else {
+            throw KuraError(.corrupt, "index \"\(index.name)\" has a key that does not end in a row ID", page: index.info.rootPage)
+        }
+        return id
+    }
+}

@@ -1,0 +1,289 @@
+// QueryPlanner: chooses how to read a table for a `TableQuery`.
+//
+// Access paths:
+//   - table scan in row-ID order;
+//   - index scan over key ranges: an equality prefix on the leading index columns
+//     (`==`), then on the next column one of `IN`, a range (`<`, `<=`, `>`, `>=`,
+//     `BETWEEN`), `BEGINSWITH` or a `LIKE` with a literal prefix;
+//   - index walk in index order, when no index narrows the rows but one gives the
+//     requested sort and there is a limit (stop as soon as the limit is reached).
+//
+// Correctness rule: an index only chooses *candidates*. Every candidate row is
+// checked against the whole predicate by the same evaluator a table scan uses,
+// so the answer is identical on every path; the key ranges only need to be a
+// superset of the matches. That is why bounds are inclusive, why an integer
+// column compared with 2.5 scans from 2, and why a folded index serves `==`,
+// `BEGINSWITH` and `LIKE` with or without `[c]`/`[d]` (folding both sides keeps
+// every match). An index whose column is not folded serves text comparisons
+// only without `[c]`/`[d]`. Ranges never use a folded index (folded order is not
+// the column's order). Only conjuncts at the top level of the predicate (joined
+// by AND) are used.
+
+/// An inclusive key range: keys k with lower <= k and (k <= upper or k starts
+/// with upper). `upper` works as a prefix bound.
+struct KeyRange: Hashable {
+    var lower: [UInt8]
+    var upper: [UInt8]
+}
+
+struct QueryPlan {
+    enum Access {
+        case tableScan
+        case index(IndexDefinition, ranges: [KeyRange], reverse: Bool)
+    }
+    var access: Access
+    /// True when rows come out of `access` already in the query's sort order.
+    var ordered: Bool
+    /// Index columns (from the first) whose values decide the order; ties inside a
+    /// run of equal values are put back in row-ID order by the executor.
+    var orderColumns: Int = 0
+    /// Lines for `explain`.
+    var notes: [String] = []
+}
+
+/// A comparison of one column with constants, taken from the predicate.
+struct ColumnConstraint {
+    enum Kind {
+        case equal(Value)
+        case oneOf([Value])
+        case range(lower: Value?, upper: Value?)
+        case prefix(String)
+    }
+    let column: String
+    let kind: Kind
+    let options: KuraComparisonOptions
+    let text: String
+}
+
+enum QueryPlanner {
+    static func plan(_ q: TableQuery, schema: TableSchema?, indexes: [IndexDefinition]) -> QueryPlan {
+        let constraints = q.predicate.map { conjuncts($0).compactMap(constraint) } ?? []
+        var best: (score: Int, plan: QueryPlan)?
+        for index in indexes {
+            guard let schema, let candidate = indexPlan(index, constraints, schema: schema, sort: q.sort) else { continue }
+            if best == nil || candidate.score > best!.score { best = candidate }
+        }
+        if let best { return best.plan }
+        // No index narrows the rows: use one for the order if there is a limit.
+        if q.limit != nil && !q.sort.isEmpty {
+            for index in indexes {
+                if let (reverse, n) = sortMatch(index, from: 0, q.sort) {
+                    var plan = QueryPlan(access: .index(index, ranges: [KeyRange(lower: [], upper: [])], reverse: reverse), ordered: true, orderColumns: n)
+                    plan.notes = ["walk index \"\(index.name)\" \(reverse ? "backward" : "forward") in sort order, stopping at the limit"]
+                    return plan
+                }
+            }
+        }
+        return QueryPlan(access: .tableScan, ordered: q.sort.isEmpty, notes: ["scan table \"\(q.table)\" in row-ID order"])
+    }
+
+    /// Top-level AND operands.
+    static func conjuncts(_ p: KuraPredicate) -> [KuraPredicate] {
+        if case .and(let xs) = p { return xs.flatMap(conjuncts) }
+        return [p]
+    }
+
+    static func constant(_ e: KuraExpression) -> Value? {
+        switch e {
+        case .constant(let v): return v
+        case .date(let s): return .double(s)
+        default: return nil
+        }
+    }
+
+    static func column(_ e: KuraExpression) -> String? {
+        if case .keyPath(let k) = e, k.count == 1, !k[0].hasPrefix("@") { return k[0] }
+        return nil
+    }
+
+    /// A usable `column op constant` (or `constant op column`) comparison.
+    static func constraint(_ p: KuraPredicate) -> ColumnConstraint? {
+        guard case .comparison(let c) = p, c.quantifier == .direct else { return nil }
+        var op = c.operator
+        var col = column(c.left)
+        var other = c.right
+        if col == nil, let r = column(c.right) {
+            col = r
+            other = c.left
+            switch op {
+            case .lessThan: op = .greaterThan
+            case .lessThanOrEqualTo: op = .greaterThanOrEqualTo
+            case .greaterThan: op = .lessThan
+            case .greaterThanOrEqualTo: op = .lessThanOrEqualTo
+            case .equalTo, .notEqualTo: break
+            default: return nil
+            }
+        }
+        guard let name = col else { return nil }
+        let text = KuraPredicate.comparison(c).predicateFormat
+        switch op {
+        case .equalTo:
+            guard let v = constant(other) else { return nil }
+            return ColumnConstraint(column: name, kind: .equal(v), options: c.options, text: text)
+        case .in:
+            guard case .aggregate(let xs) = other, xs.count <= 1000 else { return nil }
+            var vs: [Value] = []
+            for x in xs { guard let v = constant(x) else { return nil }; vs.append(v) }
+            return ColumnConstraint(column: name, kind: .oneOf(vs), options: c.options, text: text)
+        case .lessThan, .lessThanOrEqualTo:
+            guard let v = constant(other), !v.isNull else { return nil }
+            return ColumnConstraint(column: name, kind: .range(lower: nil, upper: v), options: c.options, text: text)
+        case .greaterThan, .greaterThanOrEqualTo:
+            guard let v = constant(other), !v.isNull else { return nil }
+            return ColumnConstraint(column: name, kind: .range(lower: v, upper: nil), options: c.options, text: text)
+        case .between:
+            guard case .aggregate(let xs) = other, xs.count == 2, let lo = constant(xs[0]), let hi = constant(xs[1]),
+                  !lo.isNull, !hi.isNull else { return nil }
+            return ColumnConstraint(column: name, kind: .range(lower: lo, upper: hi), options: c.options, text: text)
+        case .beginsWith:
+            guard case .text(let s)? = constant(other), !s.isEmpty else { return nil }
+            return ColumnConstraint(column: name, kind: .prefix(s), options: c.options, text: text)
+        case .like:
+            guard case .text(let s)? = constant(other) else { return nil }
+            let prefix = LikePattern(s).literalPrefix
+            guard !prefix.isEmpty, !prefix.contains("\\") else { return nil }
+            return ColumnConstraint(column: name, kind: .prefix(prefix), options: c.options, text: text)
+        default:
+            return nil
+        }
+    }
+
+    /// The value as stored in a column of `type`, for a key bound; nil if the
+    /// constant cannot be compared with that column through the index.
+    /// `roundDown` picks the bound side when an integer column meets a fraction.
+    static func bound(_ v: Value, _ type: ColumnType, roundDown: Bool) -> Value? {
+        switch (type, v) {
+        case (.integer, .integer): return v
+        case (.integer, .double(let d)):
+            guard d.isFinite else { return nil }
+            let r = roundDown ? d.rounded(.down) : d.rounded(.up)
+            guard r >= -9.2e18 && r <= 9.2e18 else { return nil }
+            return .integer(Int64(r))
+        case (.double, .double), (.date, .double): return v
+        case (.double, .integer(let i)), (.date, .integer(let i)):
+            let d = Double(i)
+            return abs(i) < (1 << 53) ? .double(d) : .double(roundDown ? d.nextDown : d.nextUp)
+        case (.text, .text), (.blob, .blob), (.bool, .bool): return v
+        default: return nil
+        }
+    }
+
+    static func segment(_ v: Value, _ c: IndexColumn) -> [UInt8] {
+        var out: [UInt8] = []
+        IndexKey.append(v, descending: c.descending, folded: c.folded, to: &out)
+        return out
+    }
+
+    /// Whether a text constraint with `options` may use index column `c`.
+    static func textUsable(_ c: IndexColumn, _ options: KuraComparisonOptions) -> Bool {
+        c.folded || options.intersection([.caseInsensitive, .diacriticInsensitive]).isEmpty
+    }
+
+    static func indexPlan(_ index: IndexDefinition, _ constraints: [ColumnConstraint], schema: TableSchema, sort: [SortKey]) -> (score: Int, plan: QueryPlan)? {
+        var prefixes: [[UInt8]] = [[]]
+        var ranges: [KeyRange]?
+        var used: [String] = []
+        var equalities = 0
+        var terminalColumn = index.columns.count
+        columns: for (k, col) in index.columns.enumerated() {
+            let type = schema.columns[col.position].type
+            let mine = constraints.filter { $0.column == col.name }
+            // Equality first.
+            for c in mine {
+                guard case .equal(let v) = c.kind else { continue }
+                if v.isNull {
+                    prefixes = prefixes.map { $0 + segment(.null, col) }
+                } else {
+                    guard let b = bound(v, type, roundDown: true), b == v || type != .integer else { continue }
+                    if type == .text && !textUsable(col, c.options) { continue }
+                    if type != .text && !c.options.isEmpty { continue }
+                    prefixes = prefixes.map { $0 + segment(b, col) }
+                }
+                used.append(c.text)
+                equalities += 1
+                continue columns
+            }
+            terminalColumn = k
+            for c in mine {
+                switch c.kind {
+                case .oneOf(let vs):
+                    if type == .text && !textUsable(col, c.options) { continue }
+                    if type != .text && !c.options.isEmpty { continue }
+                    var segs = Set<[UInt8]>()
+                    for v in vs {
+                        if v.isNull { segs.insert(segment(.null, col)); continue }
+                        guard let b = bound(v, type, roundDown: true) else { continue }
+                        if case .integer = b, case .double(let d) = v, d.rounded() != d { continue }  // can never be equal
+                        segs.insert(segment(b, col))
+                    }
+                    let sorted = segs.sorted { $0.lexicographicallyPrecedes($1) }
+                    ranges = prefixes.flatMap { p in sorted.map { KeyRange(lower: p + $0, upper: p + $0) } }
+                case .range(let lo, let hi):
+                    if col.folded || (type == .text && !c.options.isEmpty) || (type != .text && !c.options.isEmpty) { continue }
+                    var lower: [UInt8]? = nil
+                    var upper: [UInt8]? = nil
+                    if let lo { guard let b = bound(lo, type, roundDown: true) else { continue }; lower = segment(b, col) }
+                    if let hi { guard let b = bound(hi, type, roundDown: false) else { continue }; upper = segment(b, col) }
+                    if col.descending { swap(&lower, &upper) }
+                    ranges = prefixes.map { p in KeyRange(lower: p + (lower ?? []), upper: p + (upper ?? [])) }
+                case .prefix(let s):
+                    guard type == .text, textUsable(col, c.options) else { continue }
+                    var seg: [UInt8] = [IndexKey.textTag]
+                    let folded = col.folded ? TextFolding.fold(s, caseInsensitive: true, diacriticInsensitive: true) : s
+                    for b in folded.utf8 { seg.append(b); if b == 0 { seg.append(0xFF) } }
+                    if col.descending { seg = seg.map { ~$0 } }
+                    ranges = prefixes.map { p in KeyRange(lower: p + seg, upper: p + seg) }
+                case .equal:
+                    continue
+                }
+                used.append(c.text)
+                break columns
+            }
+            break
+        }
+        if ranges == nil {
+            guard equalities > 0 else { return nil }
+            ranges = prefixes.map { KeyRange(lower: $0, upper: $0) }
+        }
+        let terminal = used.count > equalities
+        var score = equalities * 4 + (terminal ? 2 : 0)
+        if index.isUnique && equalities == index.columns.count { score += 100 }
+        // Order: after the equality prefix, the index orders by the next columns.
+        // With no sort, rows must come in row-ID order: an index gives that only
+        // when every column is fixed by one equality (keys then differ by row ID).
+        var ordered = sort.isEmpty && equalities == index.columns.count && ranges!.count == 1
+        var reverse = false
+        var orderColumns = 0
+        let orderFrom = terminal && ranges!.count > 1 ? terminalColumn : equalities
+        if !sort.isEmpty, let (r, n) = sortMatch(index, from: orderFrom, sort) {
+            ordered = true
+            reverse = r
+            orderColumns = orderFrom + n
+            score += 1
+        }
+        var plan = QueryPlan(access: .index(index, ranges: ranges!, reverse: reverse), ordered: ordered, orderColumns: orderColumns)
+        plan.notes = ["search index \"\(index.name)\" (\(index.columns.map { $0.name + ($0.descending ? " desc" : "") + ($0.folded ? " folded" : "") }.joined(separator: ", "))) using " + used.joined(separator: " AND "),
+                      "key ranges: \(ranges!.count)" + (ranges!.count <= 4 ? " " + ranges!.map { "[\(hexBytes($0.lower)) ... \(hexBytes($0.upper))*]" }.joined(separator: ", ") : ""),
+                      ordered && !sort.isEmpty ? "rows come out in sort order (\(reverse ? "backward" : "forward") index walk)" : ""].filter { !$0.isEmpty }
+        return (score, plan)
+    }
+
+    /// Whether `sort` is the order of the index's columns from `from` on (all in
+    /// the index's directions, or all reversed). Returns (reverse, columns used).
+    static func sortMatch(_ index: IndexDefinition, from: Int, _ sort: [SortKey]) -> (Bool, Int)? {
+        guard from + sort.count <= index.columns.count else { return nil }
+        var reverse: Bool?
+        for (i, s) in sort.enumerated() {
+            let c = index.columns[from + i]
+            guard c.name == s.column, !s.caseInsensitive, !c.folded else { return nil }
+            let r = s.ascending == c.descending
+            if let rev = reverse, rev != r { return nil }
+            reverse = r
+        }
+        return (reverse ?? false, sort.count)
+    }
+}
+
+func hexBytes(_ b: [UInt8]) -> String {
+    b.isEmpty ? "start" : b.map { String($0, radix: 16).leftPadded(2) }.joined()
+}

@@ -1,0 +1,226 @@
+// Transaction+Schema: typed tables and secondary indexes.
+//
+// A table created with a `TableSchema` checks every row written to it (types,
+// nulls) and fills defaults. Indexes need a schema (so each column holds one type
+// and its key encoding is ordered, FORMAT.md "Index keys"). Every insert, update
+// and delete keeps every index of its table consistent in the same transaction.
+// Unique indexes are checked before anything is written, so a violation leaves
+// the transaction exactly as it was before the call.
+
+extension ReadTransaction {
+    /// The schema of `table`, or nil for a raw table created without one.
+    ///
+    /// - Throws: `.corrupt` if the stored schema does not decode.
+    public func schema(of table: TableInfo) throws(KuraError) -> TableSchema? {
+        try checkActive()
+        let info = try self.table(table.name)
+        if let cached = schemaCache[info.name], cached.id == info.id, cached.definition == info.definition { return cached.schema }
+        let s = try TableSchema.decode(info.definition, table: info.name)
+        schemaCache[info.name] = (info.id, info.definition, s)
+        return s
+    }
+
+    /// The indexes of the table named `table`, in creation order.
+    public func indexes(of table: String) throws(KuraError) -> [IndexDefinition] {
+        try checkActive()
+        if let w = self as? WriteTransaction, let cached = w.indexCache[table] { return cached }
+        var out: [IndexDefinition] = []
+        for info in try currentCatalog().entries.values where info.kind == "index" && info.owner == table {
+            out.append(try IndexDefinition(info: info))
+        }
+        out.sort { $0.info.id < $1.info.id }
+        if let w = self as? WriteTransaction { w.indexCache[table] = out }
+        return out
+    }
+
+    /// The index named `name`.
+    ///
+    /// - Throws: `.notFound` naming the index.
+    public func index(_ name: String) throws(KuraError) -> IndexDefinition {
+        try checkActive()
+        guard let info = try currentCatalog().entries[name], info.kind == "index" else {
+            throw KuraError(.notFound, "no index named \"\(name)\"", path: database.path)
+        }
+        return try IndexDefinition(info: info)
+    }
+
+    /// Index entries (keys) of a row, one per index, in the order of `indexes`.
+    func indexKeys(_ indexes: [IndexDefinition], record: [UInt8], rowID: Int64, table: TableInfo) throws(KuraError) -> [(index: IndexDefinition, key: [UInt8], prefixLength: Int, hasNull: Bool)] {
+        guard !indexes.isEmpty else { return [] }
+        let schema = try self.schema(of: table)
+        return try record.withBytes { b throws(KuraError) in
+            let view = try RecordView(b)
+            var out: [(index: IndexDefinition, key: [UInt8], prefixLength: Int, hasNull: Bool)] = []
+            for index in indexes {
+                var (key, hasNull) = try index.valuePrefix { (i: Int) throws(KuraError) -> Value in
+                    if let schema, i < schema.columns.count { return try schema.value(view, i) }
+                    return try view.value(at: i)
+                }
+                let prefix = key.count
+                RowIDKey.append(rowID, to: &key)
+                if key.count > Node.maxKey(database.pageSize) {
+                    throw KuraError(.tooBig, "row \(rowID)'s key for index \"\(index.name)\" is \(key.count) bytes; keys may be at most \(Node.maxKey(database.pageSize)) bytes at this page size (index a shorter column, or use larger pages)")
+                }
+                out.append((index, key, prefix, hasNull))
+            }
+            return out
+        }
+    }
+}
+
+extension WriteTransaction {
+    /// Encodes a row for `info`, checking it against the table's schema if it has one.
+    func encodeRow(_ values: [Value], _ info: TableInfo) throws(KuraError) -> [UInt8] {
+        guard let schema = try schema(of: info) else { return RecordCodec.encode(values) }
+        return RecordCodec.encode(try schema.validate(values, table: info.name))
+    }
+
+    /// Throws `.constraintViolation` if a unique index already holds one of the
+    /// new keys' values for another row. Checks only `only[i]` where given.
+    func checkUnique(_ indexes: [IndexDefinition], _ keys: [(index: IndexDefinition, key: [UInt8], prefixLength: Int, hasNull: Bool)],
+                     rowID: Int64, table: String, only: [Bool]? = nil) throws(KuraError) {
+        for (i, k) in keys.enumerated() where k.index.isUnique && !k.hasNull && (only?[i] ?? true) {
+            let prefix = Array(k.key[0..<k.prefixLength])
+            if let other = try firstRow(in: k.index, withPrefix: prefix, excluding: rowID) {
+                throw KuraError(.constraintViolation,
+                                "unique index \"\(k.index.name)\" on table \"\(table)\" already holds \(k.index.columns.map(\.name).joined(separator: ", ")) = \(try describeValues(k.index, rowID: other, table: table)) (row \(other))",
+                                path: database.path)
+            }
+        }
+    }
+
+    /// A row other than `excluding` whose key in `index` starts with `prefix`.
+    func firstRow(in index: IndexDefinition, withPrefix prefix: [UInt8], excluding: Int64) throws(KuraError) -> Int64? {
+        var c = TreeCursor(tree: index.tree)
+        try prefix.withBytes { p throws(KuraError) in try c.seek(p, writer!) }
+        var steps = 0
+        while c.isValid && steps < 2 {
+            let key = c.key
+            guard key.count > prefix.count, key.starts(with: prefix) else { return nil }
+            let rest = UnsafeRawBufferPointer(rebasing: key[prefix.count...])
+            guard let (rid, n) = RowIDKey.decode(rest.baseAddress!, 0, rest.count), n == rest.count else {
+                throw KuraError(.corrupt, "index \"\(index.name)\" has a key that does not end in a row ID", page: c.leaf.number)
+            }
+            if rid != excluding { return rid }
+            steps += 1
+            try c.next(writer!)
+        }
+        return nil
+    }
+
+    private func describeValues(_ index: IndexDefinition, rowID: Int64, table: String) throws(KuraError) -> String {
+        guard let values = try values(in: self.table(table), rowID: rowID) else { return "?" }
+        let shown = index.columns.map { $0.position < values.count ? values[$0.position].description : "null" }
+        return shown.count == 1 ? shown[0] : "(" + shown.joined(separator: ", ") + ")"
+    }
+
+    func addIndexEntries(_ indexes: [IndexDefinition], _ keys: [(index: IndexDefinition, key: [UInt8], prefixLength: Int, hasNull: Bool)]) throws(KuraError) {
+        for k in keys {
+            guard try k.index.tree.insert(k.key, [], mode: .insertNew, writer!) else {
+                throw KuraError(.corrupt, "index \"\(k.index.name)\" already holds an entry for this row", page: k.index.info.rootPage)
+            }
+        }
+    }
+
+    // MARK: Typed tables
+
+    /// Creates a table whose rows are checked against `schema`.
+    ///
+    /// - Throws: `.alreadyExists`, `.invalidArgument` as `createTable(_:)`.
+    @discardableResult
+    public func createTable(_ name: String, schema: TableSchema) throws(KuraError) -> TableInfo {
+        try createTable(name, definition: schema.encoded)
+    }
+
+    /// Adds a column to a table's schema. No row is rewritten: existing rows read
+    /// the column's default.
+    ///
+    /// - Throws: `.invalidArgument` for a raw table, a duplicate name, or a
+    ///   non-null column without a default on a table that has rows.
+    public func addColumn(_ column: ColumnDefinition, to table: TableInfo) throws(KuraError) {
+        let info = try entry(table)
+        guard var schema = try schema(of: info) else {
+            throw KuraError(.invalidArgument, "table \"\(info.name)\" has no schema; create it with one to add columns")
+        }
+        if !column.isNullable && column.defaultValue.isNull && info.rowCount > 0 {
+            throw KuraError(.invalidArgument, "column \"\(column.name)\" may not be null and has no default, but table \"\(info.name)\" has rows")
+        }
+        do { try schema.append(column) } catch { throw KuraError(error.code, error.message + " in table \"\(info.name)\"") }
+        try setDefinition(schema.encoded, of: info)
+    }
+
+    /// Inserts a row given by column name; missing columns get their defaults.
+    ///
+    /// - Throws: `.notFound` for an unknown column, `.typeMismatch` or
+    ///   `.constraintViolation` naming the column, `.invalidArgument` for a raw table.
+    @discardableResult
+    public func insert(_ values: [String: Value], into table: TableInfo) throws(KuraError) -> Int64 {
+        let info = try entry(table)
+        guard let schema = try schema(of: info) else {
+            throw KuraError(.invalidArgument, "table \"\(info.name)\" has no schema; insert values by position")
+        }
+        return try insertEncoded(RecordCodec.encode(schema.row(from: values, table: info.name)), into: info)
+    }
+
+    // MARK: Indexes
+
+    /// Creates an index on `table`'s columns and fills it from the table's rows
+    /// (sorted once, written page by page).
+    ///
+    /// - Throws: `.alreadyExists` if the name is taken; `.notFound` for an unknown
+    ///   column; `.invalidArgument` for a raw table or no columns; for a unique
+    ///   index, `.constraintViolation` naming two rows that share values. On any
+    ///   error nothing is created.
+    @discardableResult
+    public func createIndex(_ name: String, on table: TableInfo, columns: [IndexColumn], unique: Bool = false) throws(KuraError) -> IndexDefinition {
+        let info = try entry(table)
+        guard let schema = try schema(of: info) else {
+            throw KuraError(.invalidArgument, "table \"\(info.name)\" has no schema; indexes need typed columns")
+        }
+        guard !columns.isEmpty, columns.count <= 32 else {
+            throw KuraError(.invalidArgument, "an index needs 1 to 32 columns")
+        }
+        var resolved = columns
+        for i in resolved.indices {
+            let (pos, def) = try schema.column(resolved[i].name, table: info.name)
+            if resolved[i].folded && def.type != .text {
+                throw KuraError(.invalidArgument, "column \"\(def.name)\" is \(def.type.rawValue); only text columns can be folded")
+            }
+            resolved[i].position = pos
+        }
+        if try currentCatalog().entries[name] != nil {
+            throw KuraError(.alreadyExists, "a table or index named \"\(name)\" already exists", path: database.path)
+        }
+        // Compute and sort every key first, so a failure creates nothing.
+        let definition = IndexDefinition.encode(columns: resolved, unique: unique)
+        let probe = try IndexDefinition(info: TableInfo(name: name, id: 0, rootPage: 1, rowCount: 0, nextRowID: 1, definition: definition, kind: "index", owner: info.name))
+        var entries: [(key: [UInt8], prefix: Int, hasNull: Bool, rowID: Int64)] = []
+        entries.reserveCapacity(Int(info.rowCount))
+        let rows = try self.rows(in: info)
+        while let row = try rows.next() {
+            guard let k = try indexKeys([probe], record: row.record, rowID: row.rowID, table: info).first else { continue }
+            entries.append((k.key, k.prefixLength, k.hasNull, row.rowID))
+        }
+        entries.sort { $0.key.lexicographicallyPrecedes($1.key) }
+        if unique {
+            for i in entries.indices.dropFirst() where !entries[i].hasNull && entries[i].prefix == entries[i - 1].prefix
+                && entries[i].key[0..<entries[i].prefix] == entries[i - 1].key[0..<entries[i - 1].prefix] {
+                throw KuraError(.constraintViolation, "cannot create unique index \"\(name)\": rows \(entries[i - 1].rowID) and \(entries[i].rowID) of table \"\(info.name)\" share \(resolved.map(\.name).joined(separator: ", ")) = \(try describeValues(probe, rowID: entries[i].rowID, table: info.name))")
+            }
+        }
+        let created = try createObject(name, kind: "index", owner: info.name, definition: definition)
+        let index = try IndexDefinition(info: created)
+        try index.tree.bulkLoad(keys: entries.map(\.key), writer!)
+        indexCache[info.name] = nil
+        return index
+    }
+
+    /// Drops an index.
+    ///
+    /// - Throws: `.notFound` naming the index.
+    public func dropIndex(_ name: String) throws(KuraError) {
+        let index = try self.index(name)
+        try dropObject(index.name)
+        indexCache[index.table] = nil
+    }
+}
