@@ -65,7 +65,7 @@ public final class Database: Sendable {
         self.path = path
         self.options = options
         pager = try Pager(path: path, fs: options.fileSystem, pageSize: options.pageSize,
-                          cachePages: max(options.cacheSize / max(options.pageSize, 512), 8),
+                          cacheBytes: options.cacheSize,
                           durability: options.durability, busyTimeout: options.busyTimeout,
                           checkpointThreshold: options.checkpointThreshold, create: options.createIfMissing,
                           validator: { (p: Page) throws(KuraError) in try Node.validate(p) })

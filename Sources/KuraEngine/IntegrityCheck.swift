@@ -7,6 +7,9 @@
 //     depth bound, overflow chains of the right length and kind;
 //   - records in table trees decode; row keys are row IDs below the table's next
 //     row ID; the catalog's row count equals the rows found;
+//   - every index holds exactly one entry per row of its table, equal to the key
+//     computed from the row now (so a stale entry, a missing one, or a key
+//     computed under other Unicode tables is reported);
 //   - the freelist: trunk kinds, entries in range, the header's free count;
 //   - every page from 2 to the page count is used exactly once or is free.
 //
@@ -94,6 +97,9 @@ struct IntegrityChecker<S: PageSource> {
                 report(info.rootPage, "table \"\(info.name)\" holds \(rows) rows but the catalog counts \(info.rowCount)")
             }
         }
+        for info in catalog.entries.values.sorted(by: { $0.id < $1.id }) where info.kind == "index" && !full {
+            checkIndexEntries(info, catalog)
+        }
         if !full && pageCount >= 2 {
             for p in 2...pageCount where owner[p] == nil {
                 report(p, "page is neither in a tree nor free (leaked)")
@@ -101,6 +107,56 @@ struct IntegrityChecker<S: PageSource> {
             }
         }
         return problems
+    }
+
+    /// Compares an index's entries with the keys its table's rows produce.
+    mutating func checkIndexEntries(_ info: TableInfo, _ catalog: Catalog) {
+        do {
+            let index = try IndexDefinition(info: info)
+            guard let table = catalog.entries[index.table], table.kind == "table" else {
+                report(info.rootPage, "index \"\(info.name)\" belongs to table \"\(index.table)\", which does not exist")
+                return
+            }
+            let schema = try TableSchema.decode(table.definition, table: table.name)
+            var expected = Set<[UInt8]>()
+            var rows = TreeCursor(tree: BTree(root: table.rootPage, kind: .table))
+            try rows.first(source)
+            var steps = 0
+            while rows.isValid && steps <= Int(table.rowCount) + 1 {
+                steps += 1
+                let k = rows.key
+                guard let (rowID, _) = RowIDKey.decode(k.baseAddress!, 0, k.count) else { try rows.next(source); continue }
+                let record = try rows.tree.value(rows.leaf, rows.index, source)
+                try record.withBytes { b throws(KuraError) in
+                    let view = try RecordView(b)
+                    var (key, _) = try index.valuePrefix { (i: Int) throws(KuraError) -> Value in
+                        if let schema, i < schema.columns.count { return try schema.value(view, i) }
+                        return try view.value(at: i)
+                    }
+                    RowIDKey.append(rowID, to: &key)
+                    expected.insert(key)
+                }
+                try rows.next(source)
+            }
+            var entries = TreeCursor(tree: index.tree)
+            try entries.first(source)
+            steps = 0
+            let bound = expected.count + Int(pageCount) * 512
+            while entries.isValid && steps <= bound {
+                steps += 1
+                let key = Array(entries.key)
+                if expected.remove(key) == nil {
+                    report(entries.leaf.number, "index \"\(info.name)\" has an entry that matches no row of table \"\(table.name)\" (\(hexBytes(key)))")
+                    if full { return }
+                }
+                try entries.next(source)
+            }
+            if !expected.isEmpty {
+                report(info.rootPage, "index \"\(info.name)\" is missing \(expected.count) entries for rows of table \"\(table.name)\"")
+            }
+        } catch {
+            report(info.rootPage, "index \"\(info.name)\": \(error.message)")
+        }
     }
 
     mutating func checkFreelist(head: UInt32, expected: UInt32) {

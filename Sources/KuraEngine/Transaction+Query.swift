@@ -19,7 +19,7 @@ extension ReadTransaction {
     public func fetch(_ query: TableQuery) throws(KuraError) -> [(rowID: Int64, values: [Value])] {
         let c = try select(query)
         var out: [(rowID: Int64, values: [Value])] = []
-        while let r = try c.next() { out.append((r.rowID, try r.values())) }
+        while let r = try c.next() { out.append((r.rowID, try decodeRow(r.record, c.info))) }
         return out
     }
 

@@ -2,8 +2,10 @@
 // hand to their closures.
 //
 // Tables are B+trees keyed by row ID (FORMAT.md, "Tables"). Row IDs are signed
-// 64-bit, allocated increasing per table from the catalog's next-row-ID counter
-// and never reused, even after the row with the largest ID is deleted.
+// 64-bit, allocated increasing per table from the catalog's next-row-ID counter:
+// an ID the engine hands out is never handed out again, even after the row with
+// the largest ID is deleted. (An explicit row ID given to `insert(_:into:rowID:)`
+// is the caller's choice and may be one that was used before.)
 
 /// A transaction that reads one snapshot.
 ///
@@ -77,9 +79,21 @@ public class ReadTransaction {
     /// The record stored under `rowID`, decoded, or nil if there is none.
     ///
     /// - Throws: `.corrupt` if the page or record does not decode.
+    ///
+    /// For a table with a schema, columns the record does not store (added after
+    /// it was written) read as their defaults.
     public func values(in table: TableInfo, rowID: Int64) throws(KuraError) -> [Value]? {
         guard let bytes = try record(in: table, rowID: rowID) else { return nil }
-        return try RecordCodec.decode(bytes)
+        return try decodeRow(bytes, table)
+    }
+
+    /// Decodes a row, filling schema defaults for columns it does not store.
+    func decodeRow(_ record: [UInt8], _ table: TableInfo) throws(KuraError) -> [Value] {
+        var values = try RecordCodec.decode(record)
+        if let schema = try schema(of: table), values.count < schema.columns.count {
+            for c in schema.columns[values.count...] { values.append(c.defaultValue) }
+        }
+        return values
     }
 
     /// The encoded record stored under `rowID`, or nil (see `RecordView`).
@@ -174,9 +188,12 @@ public final class WriteTransaction: ReadTransaction {
             w.markModified()
         }
         let root = try BTree.create(kind == "index" ? .index : .table, in: w)
-        let info = TableInfo(name: name, id: c.nextID, rootPage: root, rowCount: 0, nextRowID: 1,
+        // IDs come from the header's counter, so a dropped object's ID is never reused.
+        let id = max(w.header.headerNextCatalogID, c.nextID)
+        w.header.headerNextCatalogID = id + 1
+        let info = TableInfo(name: name, id: id, rootPage: root, rowCount: 0, nextRowID: 1,
                              definition: definition, kind: kind, owner: owner)
-        c.nextID += 1
+        c.nextID = id + 1
         c.entries[name] = info
         catalog = c
         changedTables.insert(name)
@@ -274,6 +291,9 @@ public final class WriteTransaction: ReadTransaction {
     /// - Throws: `.alreadyExists` naming the row ID if the table has that row.
     public func insert(_ values: [Value], into table: TableInfo, rowID: Int64) throws(KuraError) {
         var info = try entry(table)
+        guard rowID < Int64.max else {
+            throw KuraError(.invalidArgument, "row ID \(rowID) is reserved; explicit row IDs must be below Int64.max", path: database.path)
+        }
         let record = try encodeRow(values, info)
         let tree = BTree(root: info.rootPage, kind: .table)
         if try tree.contains(RowIDKey.encode(rowID), writer!) {
@@ -284,7 +304,7 @@ public final class WriteTransaction: ReadTransaction {
         try checkUnique(indexes, keys, rowID: rowID, table: info.name)
         try tree.insert(RowIDKey.encode(rowID), record, mode: .insertNew, writer!)
         try addIndexEntries(indexes, keys)
-        if rowID >= info.nextRowID { info.nextRowID = rowID == Int64.max ? Int64.max : rowID + 1 }
+        if rowID >= info.nextRowID { info.nextRowID = rowID + 1 }
         info.rowCount += 1
         catalog!.entries[info.name] = info
         changedTables.insert(info.name)

@@ -1,9 +1,10 @@
 // BTree+Insert: insertion, overflow chains and node splits.
 //
 // A cell that fits goes into its leaf in place. Otherwise the node splits:
-//   - a leaf split when the new cell goes at the end (appending keys in order)
-//     keeps every old cell in the old page and starts the new page with the new
-//     cell, so sequential inserts fill pages completely;
+//   - when the new cell goes after the last cell of a page that is its parent's
+//     right-most child (appending keys in order), the split keeps every old cell
+//     in the old page and starts the new page with the new cell (an interior
+//     page moves its second-to-last cell up), so sequential inserts fill pages;
 //   - any other split divides the bytes evenly;
 //   - an interior split moves its middle cell's key up;
 //   - the root splits by moving its contents to a new child first, so the root
@@ -44,6 +45,9 @@ extension BTree {
 
     /// Builds a leaf cell, writing the value's overflow chain if it needs one.
     func makeLeafCell(_ key: [UInt8], _ value: [UInt8], _ w: PageWriter) throws(KuraError) -> [UInt8] {
+        guard value.count <= Int(Int32.max) else {
+            throw KuraError(.tooBig, "a record of \(value.count) bytes is larger than the 2 GiB limit")
+        }
         let layout = Node.leafLayout(keyLength: key.count, valueLength: value.count, pageSize: w.pageSize)
         var cell: [UInt8] = []
         cell.reserveCapacity(layout.size)

@@ -149,6 +149,9 @@ struct BTree {
             }
             next = op.u32(4)
         }
+        guard next == 0, out.count == bound else {
+            throw KuraError(.corrupt, "overflow chain of a value on page \(leaf.number) has \(next == 0 ? "fewer" : "more") than the \(bound) pages its length needs", page: leaf.number)
+        }
         return out
     }
 

@@ -2,10 +2,12 @@
 //
 // Two implementations ship: `PosixFileSystem` (pread/pwrite/fsync and open file
 // description locks) and `MemoryFileSystem` (files in memory, for in-memory stores
-// and tests). The fault-injecting file for crash and I/O-error tests wraps either.
+// and tests). `FaultInjectingFileSystem`, for I/O-error tests, wraps either.
 //
-// Lock model: a store file has three lock bytes far past any page Kura writes (the
-// bytes need not exist in the file). Each handle holds at most one lock per byte.
+// Lock model: a store file has three lock bytes at fixed offsets near 2 GiB (the
+// bytes need not exist in the file; the locks are advisory, so pages stored at
+// those offsets in larger stores are unaffected). Each handle holds at most one
+// lock per byte.
 //
 //     writerLockByte      exclusive while a connection runs a write transaction
 //     readerLockByte      shared while a connection has any transaction open;
@@ -13,8 +15,9 @@
 //                         resets it), so no other process reads the WAL then
 //     createLockByte      exclusive while a new file's first page is written
 //
-// Locks belong to the handle (not the process), so two connections in one process
-// exclude each other exactly as two processes do.
+// On Linux, locks belong to the handle (not the process), so two connections in
+// one process exclude each other exactly as two processes do. Darwin has only
+// per-process locks (see PosixFile.swift).
 
 /// Which bytes of a store file carry advisory locks. See the comment above.
 public enum LockByte: Int64, Sendable, CaseIterable {
@@ -53,8 +56,8 @@ public protocol StorageFile: AnyObject, Sendable {
     /// Makes written data durable. `full` asks for a barrier through the drive's
     /// cache where the platform has one (F_FULLFSYNC on Darwin); otherwise `fsync`.
     func sync(full: Bool) throws(KuraError)
-    /// Takes an advisory lock on one lock byte. With `wait == false` returns false
-    /// at once if another handle holds a conflicting lock. Changing a held lock's
+    /// Takes an advisory lock on one lock byte without waiting: returns false at
+    /// once if another handle holds a conflicting lock. Changing a held lock's
     /// mode (shared to exclusive and back) is allowed.
     /// The corresponding C function is `fcntl(F_OFD_SETLK)`.
     func lock(_ byte: LockByte, _ mode: LockMode) throws(KuraError) -> Bool

@@ -13,7 +13,9 @@
 //     32      8     change counter (incremented by every commit)
 //     40      8     database ID: random, fixed at creation; the log carries it
 //                   too, so a log left over from another store is never applied
-//     48      -     zero up to the trailer
+//     48      8     next catalog ID: the ID the next table or index gets (IDs
+//                   are never reused, even after a drop); 0 means 1
+//     56      -     zero up to the trailer
 //     size-8  8     page checksum
 //
 // All integers little-endian. Page 1 is written through the log like any other
@@ -34,7 +36,8 @@ enum FileHeader {
     static let catalogRootOffset = freeCountOffset + 4
     static let changeCounterOffset = catalogRootOffset + 4
     static let databaseIDOffset = changeCounterOffset + 8
-    static let endOffset = databaseIDOffset + 8
+    static let nextCatalogIDOffset = databaseIDOffset + 8
+    static let endOffset = nextCatalogIDOffset + 8
 
     static let minPageSize = 512
     static let maxPageSize = 65536
@@ -84,6 +87,10 @@ extension Page {
     var headerDatabaseID: UInt64 {
         get { u64(FileHeader.databaseIDOffset) }
         set { setU64(FileHeader.databaseIDOffset, newValue) }
+    }
+    var headerNextCatalogID: Int64 {
+        get { max(Int64(bitPattern: u64(FileHeader.nextCatalogIDOffset)), 1) }
+        set { setU64(FileHeader.nextCatalogIDOffset, UInt64(bitPattern: newValue)) }
     }
     var headerChangeCounter: UInt64 {
         get { u64(FileHeader.changeCounterOffset) }

@@ -105,7 +105,7 @@ final class Pager: @unchecked Sendable {
     private var closed = false
 
     /// Opens (or creates) the store at `path` on `fs`.
-    init(path: String, fs: FileSystem, pageSize requestedPageSize: Int, cachePages: Int,
+    init(path: String, fs: FileSystem, pageSize requestedPageSize: Int, cacheBytes: Int,
          durability: Durability, busyTimeout: Double, checkpointThreshold: Int, create: Bool,
          validator: @escaping @Sendable (Page) throws(KuraError) -> Void) throws(KuraError) {
         self.path = path
@@ -118,7 +118,7 @@ final class Pager: @unchecked Sendable {
         var success = false
         defer { if !success { file.close() } }
 
-        // Create: the first connection to find the file empty writes pages 1-2.
+        // Create: the first connection to find the file empty writes page 1.
         if try file.size() == 0 {
             try Pager.waitForLock(file, .create, .exclusive, timeout: busyTimeout, what: "create the store")
             defer { file.unlock(.create) }
@@ -136,26 +136,23 @@ final class Pager: @unchecked Sendable {
             }
         }
 
-        // Read and check the header page straight from the file.
+        // Read the header's fixed fields straight from the file. Its checksum is
+        // not checked here: a checkpoint torn inside page 1 leaves a page whose
+        // fixed fields (magic, version, page size, database ID: never rewritten
+        // after creation) are intact, and whose current version is in the log.
+        // Page 1 is checksum-verified when it is first read through a snapshot.
         var first = [UInt8](repeating: 0, count: FileHeader.endOffset)
         let n = try first.withMutableBytes { b throws(KuraError) in try file.read(into: b, at: 0) }
         let (_, ps) = try first.withBytes { b throws(KuraError) in
             try FileHeader.validate(UnsafeRawBufferPointer(rebasing: b[0..<n]), path: path)
         }
         pageSize = ps
-        let header = Page(number: 1, size: ps)
-        guard try file.readFully(into: header.buffer, at: 0) else {
-            throw KuraError(.corrupt, "file is shorter than its first page (\(ps) bytes); it is truncated", path: path, page: 1)
-        }
-        guard header.checksumIsValid else {
-            throw KuraError.corruption("header page checksum does not match its contents", page: 1, path: path)
-        }
-        databaseID = header.headerDatabaseID
+        databaseID = first.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: FileHeader.databaseIDOffset, as: UInt64.self)) }
 
         walFile = try fs.open(path + "-wal", create: true)
         wal = WriteAheadLog(file: walFile, pageSize: ps, databaseID: databaseID)
-        cache = PageCache(capacity: cachePages)
-        latest = Snapshot(generation: 0, maxFrame: 0, pageCount: max(header.headerPageCount, 1))
+        cache = PageCache(capacity: max(cacheBytes / ps, 8))
+        latest = Snapshot(generation: 0, maxFrame: 0, pageCount: 1)
         success = true
         // Recovery: index the committed frames of the log.
         try beginTransaction()
@@ -362,12 +359,27 @@ final class Pager: @unchecked Sendable {
     /// the durability mode. On a thrown error nothing is committed.
     func commit(_ pages: [Page], pageCount: UInt32) throws(KuraError) {
         precondition(!pages.isEmpty)
+        if poisoned {
+            throw KuraError(.io, "an earlier commit failed in a way that left the log unknown; close and reopen the store", path: path)
+        }
         if !wal.hasHeader {
-            try withReaderExclusive { () throws(KuraError) in try wal.reset(sync: durability != .off) }
+            // No valid log header: nobody can be reading frames, so a new log can
+            // be started without waiting for other connections' readers.
+            try state.withLock { () throws(KuraError) in try wal.reset(sync: durability != .off) }
         }
         let sorted = pages.sorted { $0.number < $1.number }
         for p in sorted { p.sealChecksum() }
-        let pending = try wal.writeFrames(sorted, pageCount: pageCount, sync: durability == .full, fullSync: true)
+        let pending: WriteAheadLog.PendingCommit
+        do {
+            pending = try wal.writeFrames(sorted, pageCount: pageCount, sync: durability == .full, fullSync: true)
+        } catch {
+            // The frames may be complete on disk even though the write or sync
+            // failed: cut them off so that no one ever reads them as committed.
+            do { try wal.discardUncommittedFrames() } catch {
+                poisoned = true
+            }
+            throw error
+        }
         state.withLock {
             let firstFrame = wal.maxFrame + 1
             wal.publish(pending)
@@ -378,6 +390,11 @@ final class Pager: @unchecked Sendable {
             latest = Snapshot(generation: wal.generation, maxFrame: wal.maxFrame, pageCount: pageCount)
         }
     }
+
+    /// Set when a failed commit's frames could not be cut off: this connection
+    /// refuses further commits (the writer lock is released, so another
+    /// connection's recovery decides what the log holds).
+    private var poisoned = false
 
     /// Frames in the log now.
     var logFrames: Int { state.withLock { wal.maxFrame } }
@@ -406,7 +423,7 @@ final class Pager: @unchecked Sendable {
         let done = try withReaderExclusive { () throws(KuraError) -> Bool in
             guard wal.hasHeader else { return true }
             if wal.maxFrame == 0 { return true }
-            if durability != .off { try walFile.sync(full: durability == .full) }
+            if durability != .off { try walFile.sync(full: true) }
             fileLock.lockExclusive()
             defer { fileLock.unlock() }
             try state.withLock { () throws(KuraError) in
@@ -430,7 +447,7 @@ final class Pager: @unchecked Sendable {
                     try file.write(UnsafeRawBufferPointer(p.buffer), at: Int64(pageNo - 1) * Int64(pageSize))
                     written.append(p)
                 }
-                if durability != .off { try file.sync(full: durability == .full) }
+                if durability != .off { try file.sync(full: true) }
                 // 3. Detach every snapshot from the log, then reset it.
                 for s in snapshots { s.detached = true }
                 checkpointEpoch += 1

@@ -1,7 +1,8 @@
 // WriteAheadLog: the `<store>-wal` file (FORMAT.md, "The write-ahead log").
 //
 //     WAL header, 40 bytes                 Frame = 24-byte header + one page image
-//     0   4  magic 0x4B57414C ("KWAL")     0   4  page number
+//     0   4  magic 0x4B57414C (bytes       0   4  page number (never 0)
+//            4c 41 57 4b on disk)
 //     4   4  format version                4   4  commit: database page count after
 //     8   4  page size                            this transaction; 0 if not the last
 //     12  4  generation (bumped by reset)         frame of a transaction
@@ -12,12 +13,12 @@
 //
 // Frame i's chain checksum is XXH64(page image, seed: XXH64(frameHeader[0..<16],
 // seed: checksum of frame i-1)), where frame 0's "checksum" is the header's. All
-// integers little-endian. Frames start at offset 32 and follow each other with no
+// integers little-endian. Frames start at offset 40 and follow each other with no
 // gap: frame n (1-based) is at 40 + (n-1) * (24 + pageSize). A log whose
 // database ID differs from the store's is ignored (and reset by the next writer).
 //
-// Validity: a frame is valid if its salts equal the header's and its chain
-// checksum matches. Recovery reads frames in order and stops at the first invalid
+// Validity: a frame is valid if its page number is not 0, its salts equal the
+// header's and its chain checksum matches. Recovery reads frames in order and stops at the first invalid
 // one; the valid prefix is cut back to its last commit frame. So a torn tail, a
 // half-written transaction, and stale frames of an older generation (whose salts
 // or chain differ) are all ignored, and exactly the committed transactions apply.
@@ -217,7 +218,7 @@ final class WriteAheadLog {
         }
         try file.truncate(to: Int64(Self.headerSize))
         try h.withBytes { b throws(KuraError) in try file.write(b, at: 0) }
-        if sync { try file.sync(full: false) }
+        if sync { try file.sync(full: true) }
         hasHeader = true
         generation = newGeneration
         salt1 = s1
@@ -259,6 +260,13 @@ final class WriteAheadLog {
         try buffer.withBytes { b throws(KuraError) in try file.write(b, at: frameOffset(maxFrame + 1)) }
         if sync { try file.sync(full: fullSync) }
         return PendingCommit(pages: pages.map(\.number), chain: chain, pageCount: pageCount)
+    }
+
+    /// Cuts the file back to the end of the last committed frame, so frames of a
+    /// failed commit can never be read as committed.
+    func discardUncommittedFrames() throws(KuraError) {
+        try file.truncate(to: frameOffset(maxFrame + 1))
+        try file.sync(full: false)
     }
 
     /// Makes written frames part of the log. Called under the pager's state lock.

@@ -1,0 +1,189 @@
+import Foundation
+import XCTest
+@testable import KuraEngine
+
+final class SchemaIndexTests: XCTestCase {
+    let people = try! TableSchema([
+        ColumnDefinition("name", .text, nullable: false),
+        ColumnDefinition("email", .text),
+        ColumnDefinition("age", .integer),
+        ColumnDefinition("born", .date),
+    ])
+
+    func testTypedRowsAreCheckedAndErrorsNameTheColumn() throws {
+        let db = try Database.inMemory()
+        try db.write { tx in try tx.createTable("people", schema: people) }
+        XCTAssertThrowsError(try db.write { tx in try tx.insert(["name": .text("Ada"), "age": .text("old")], into: try tx.table("people")) }) { e in
+            XCTAssertEqual((e as? KuraError)?.code, .typeMismatch)
+            XCTAssertTrue("\(e)".contains("\"age\""), "\(e)")
+        }
+        XCTAssertThrowsError(try db.write { tx in try tx.insert(["email": .text("x")], into: try tx.table("people")) }) { e in
+            XCTAssertEqual((e as? KuraError)?.code, .constraintViolation)
+            XCTAssertTrue("\(e)".contains("\"name\""), "\(e)")
+        }
+        XCTAssertThrowsError(try db.write { tx in try tx.insert(["name": .text("A"), "shoe": .integer(1)], into: try tx.table("people")) }) { e in
+            XCTAssertEqual((e as? KuraError)?.code, .notFound)
+            XCTAssertTrue("\(e)".contains("\"shoe\""), "\(e)")
+        }
+        XCTAssertThrowsError(try db.write { tx in try tx.insertRecord(RecordCodec.encode([.integer(5)]), into: try tx.table("people")) }) { e in
+            XCTAssertEqual((e as? KuraError)?.code, .typeMismatch)
+        }
+        XCTAssertThrowsError(try db.read { tx in try tx.fetch(TableQuery("people", where: "height > 3")) }) { e in
+            XCTAssertEqual((e as? KuraError)?.code, .notFound)
+            XCTAssertTrue("\(e)".contains("\"height\""), "\(e)")
+        }
+        XCTAssertThrowsError(try db.read { tx in try tx.fetch(TableQuery("people", where: "record.grade > 3")) }) { e in
+            XCTAssertEqual((e as? KuraError)?.code, .notFound)
+        }
+    }
+
+    func testAddingAColumnRewritesNoRowAndOldRowsReadTheDefault() throws {
+        let db = try Database.inMemory()
+        try db.write { tx in
+            let t = try tx.createTable("people", schema: people)
+            for i in 0..<100 { try tx.insert(["name": .text("p\(i)"), "age": .integer(Int64(i))], into: t) }
+        }
+        let before = try db.read { tx in try tx.statistics(of: try tx.table("people")) }
+        try db.write { tx in try tx.addColumn(ColumnDefinition("score", .double, nullable: false, default: .double(1.5)), to: try tx.table("people")) }
+        try db.read { tx in
+            let t = try tx.table("people")
+            XCTAssertEqual(try tx.statistics(of: t), before, "no page changed")
+            XCTAssertEqual(try tx.values(in: t, rowID: 1)?.last, .double(1.5))
+            XCTAssertEqual(try tx.count(TableQuery("people", where: "score == 1.5")), 100)
+        }
+        XCTAssertThrowsError(try db.write { tx in try tx.addColumn(ColumnDefinition("must", .text, nullable: false), to: try tx.table("people")) })
+    }
+
+    func testUniqueViolationNamesIndexAndValueAndChangesNothing() throws {
+        let db = try Database.inMemory()
+        try db.write { tx in
+            let t = try tx.createTable("people", schema: people)
+            try tx.createIndex("by_email", on: t, columns: [IndexColumn("email")], unique: true)
+            try tx.insert(["name": .text("Ada"), "email": .text("ada@example.com")], into: t)
+            try tx.insert(["name": .text("Bob")], into: t)  // nulls never conflict
+            try tx.insert(["name": .text("Cy")], into: t)
+        }
+        try db.write { tx in
+            let t = try tx.table("people")
+            XCTAssertThrowsError(try tx.insert(["name": .text("Eve"), "email": .text("ada@example.com")], into: t)) { e in
+                XCTAssertEqual((e as? KuraError)?.code, .constraintViolation)
+                XCTAssertTrue("\(e)".contains("by_email") && "\(e)".contains("ada@example.com"), "\(e)")
+            }
+            XCTAssertThrowsError(try tx.update(["Bob", .text("ada@example.com")], in: t, rowID: 2))
+            // The transaction goes on, unchanged by the failed statements.
+            XCTAssertEqual(try tx.rowCount(t), 3)
+            XCTAssertEqual(try tx.values(in: t, rowID: 2)?[1], .null)
+            try tx.insert(["name": .text("Eve"), "email": .text("eve@example.com")], into: t)
+        }
+        try db.read { tx in
+            XCTAssertEqual(try tx.rowCount(try tx.table("people")), 4)
+            XCTAssertEqual(try tx.checkIntegrity(), [])
+        }
+        XCTAssertThrowsError(try db.write { tx in
+            let t = try tx.table("people")
+            try tx.insert(["name": .text("Ann"), "age": .integer(3)], into: t)
+            try tx.insert(["name": .text("Ann"), "age": .integer(3)], into: t)
+            try tx.createIndex("by_name_age", on: t, columns: [IndexColumn("name"), IndexColumn("age")], unique: true)
+        }) { e in
+            XCTAssertEqual((e as? KuraError)?.code, .constraintViolation)
+            XCTAssertTrue("\(e)".contains("by_name_age"), "\(e)")
+        }
+    }
+
+    func testIndexBuiltOnAFilledTableIsFullAndConsistent() throws {
+        let db = try Database.inMemory()
+        try db.write { tx in
+            let t = try tx.createTable("people", schema: people)
+            for i in 0..<20_000 { try tx.insert(["name": .text("name\(i * 7919 % 20_000)"), "age": .integer(Int64(i % 90))], into: t) }
+            try tx.createIndex("by_name", on: t, columns: [IndexColumn("name")])
+        }
+        try db.read { tx in
+            let st = try tx.statistics(of: try tx.index("by_name").info)
+            XCTAssertEqual(st.entries, 20_000)
+            XCTAssertGreaterThan(st.leafFill, 0.9)
+            XCTAssertEqual(try tx.checkIntegrity(), [])
+            let q = try TableQuery("people", where: "name BEGINSWITH 'name1999'")
+            XCTAssertEqual(try tx.count(q), 11)
+            let plan = try tx.explain(q)
+            XCTAssertTrue(plan.contains("search index \"by_name\"") && plan.contains("BEGINSWITH"), plan)
+        }
+    }
+
+    func testDatesCompareWithDatePredicates() throws {
+        let db = try Database.inMemory()
+        let base = Date(timeIntervalSinceReferenceDate: 700_000_000)
+        try db.write { tx in
+            let t = try tx.createTable("people", schema: people)
+            try tx.createIndex("by_born", on: t, columns: [IndexColumn("born")])
+            for i in 0..<10 { try tx.insert(["name": .text("p\(i)"), "born": .double(base.timeIntervalSinceReferenceDate + Double(i) * 86400)], into: t) }
+        }
+        try db.read { tx in
+            let q = try TableQuery("people", where: "born >= %@", PredicateArgument(base.addingTimeInterval(5 * 86400)))
+            XCTAssertEqual(try tx.fetch(q).map(\.rowID), [6, 7, 8, 9, 10])
+            XCTAssertTrue(try tx.explain(q).contains("by_born"))
+        }
+    }
+
+    /// Index consistency after long random insert/update/delete sequences,
+    /// including rolled-back transactions and failed unique inserts.
+    func testIndexesStayConsistentUnderRandomChangesAndRollbacks() throws {
+        struct Rollback: Error {}
+        var rng = SplitMix64(seed: 77)
+        let db = try Database.inMemory()
+        try db.write { tx in
+            let t = try tx.createTable("people", schema: people)
+            try tx.createIndex("by_email", on: t, columns: [IndexColumn("email")], unique: true)
+            try tx.createIndex("by_age_name", on: t, columns: [IndexColumn("age", descending: true), IndexColumn("name")])
+            try tx.createIndex("by_name_folded", on: t, columns: [IndexColumn("name", folded: true)])
+        }
+        var violations = 0
+        var rollbacks = 0
+        for round in 0..<300 {
+            do {
+                try db.write { tx in
+                    let t = try tx.table("people")
+                    for _ in 0..<30 {
+                        let email: Value = rng.next() % 4 == 0 ? .null : .text("u\(rng.next() % 3000)@x")
+                        let row: [Value] = [.text(["Zoë", "zoe", "Ada", "ÅSA", "åsa"][Int(rng.next() % 5)] + String(rng.next() % 50)), email,
+                                            rng.next() % 5 == 0 ? .null : .integer(Int64(rng.next() % 100)), .null]
+                        let id = Int64(1 + rng.next() % UInt64(max(1, round * 20)))
+                        do {
+                            switch rng.next() % 3 {
+                            case 0: try tx.insert(row, into: t)
+                            case 1: try tx.update(row, in: t, rowID: id)
+                            default: try tx.delete(from: t, rowID: id)
+                            }
+                        } catch KuraError.constraintViolation {
+                            violations += 1
+                        }
+                    }
+                    if rng.next() % 5 == 0 { throw Rollback() }
+                }
+            } catch is Rollback { rollbacks += 1 }
+            if round % 100 == 99 {
+                try db.read { tx in XCTAssertEqual(try tx.checkIntegrity(), [], "round \(round)") }
+            }
+        }
+        XCTAssertGreaterThan(violations, 10)
+        XCTAssertGreaterThan(rollbacks, 20)
+        try db.read { tx in
+            XCTAssertGreaterThan(try tx.rowCount(try tx.table("people")), 1000)
+            XCTAssertEqual(try tx.checkIntegrity(), [])
+        }
+    }
+
+    func testIntegrityCheckReportsAStaleIndexEntry() throws {
+        let db = try Database.inMemory()
+        try db.write { tx in
+            let t = try tx.createTable("people", schema: people)
+            let index = try tx.createIndex("by_age", on: t, columns: [IndexColumn("age")])
+            try tx.insert(["name": .text("a"), "age": .integer(1)], into: t)
+            // Plant an entry no row produces, under the engine's feet.
+            var key = QueryPlanner.segment(.integer(99), index.columns[0])
+            RowIDKey.append(1, to: &key)
+            try index.tree.insert(key, [], mode: .insertNew, tx.writer!)
+        }
+        let problems = try db.read { tx in try tx.checkIntegrity() }
+        XCTAssertTrue(problems.contains { $0.message.contains("matches no row") }, "\(problems)")
+    }
+}
