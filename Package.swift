@@ -8,6 +8,7 @@ let package = Package(
     name: "Kura",
     platforms: [.macOS(.v13), .iOS(.v16)],
     products: [
+        .library(name: "Kura", targets: ["Kura"]),
         .library(name: "KuraEngine", targets: ["KuraEngine"]),
         .executable(name: "kura", targets: ["KuraCLI"]),
     ],
@@ -22,9 +23,14 @@ let package = Package(
                 .unsafeFlags(["-O"], .when(configuration: .debug)),
             ]
         ),
+        .target(
+            name: "Kura",
+            dependencies: ["KuraEngine"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
         .executableTarget(
             name: "KuraCLI",
-            dependencies: ["KuraEngine"],
+            dependencies: ["Kura", "KuraEngine"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // A child process for crash tests: commits in a loop, reports each
@@ -44,6 +50,16 @@ let package = Package(
                 // models and naive evaluators run millions of steps.
                 .unsafeFlags(["-O"], .when(configuration: .debug)),
             ]
+        ),
+        .testTarget(
+            name: "KuraTests",
+            dependencies: ["Kura", "KuraEngine"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .testTarget(
+            name: "KuraCLITests",
+            dependencies: ["KuraCLI"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
         ),
     ]
 )
