@@ -1,0 +1,148 @@
+// PersistentContainer: a model plus the store it lives in (Core Data's
+// NSPersistentContainer / coordinator), and the factory of contexts.
+
+import Foundation
+
+extension KuraError.Code {
+    /// The store's tables do not match the model (migration is not automatic yet).
+    public static let modelMismatch = KuraError.Code(rawValue: "modelMismatch")
+    /// An object failed validation at save (required value, type, uniqueness,
+    /// delete rule, relationship count); the message names object, property, rule.
+    public static let validation = KuraError.Code(rawValue: "validation")
+}
+
+/// A model and its store.
+///
+/// Thread rules: `Sendable`; make a context per thread or task with
+/// ``newContext()``. Lifetime: the store stays open while the container lives.
+public final class PersistentContainer: Sendable {
+    /// The model.
+    public let model: ManagedObjectModel
+    /// The engine connection (for engine-level access; contexts use it too).
+    public let database: Database
+    /// Where the store is (nil for an in-memory store).
+    public let url: URL?
+
+    /// Opens (or creates) the store at `url` and checks it against `model`:
+    /// tables and indexes for entities the store lacks are created; an entity
+    /// whose table differs from the model is an error listing every difference.
+    ///
+    /// - Throws: `KuraError.modelMismatch` with the differences; engine errors
+    ///   (`.notADatabase`, `.corrupt`, `.busy`, `.io`, ...).
+    public init(url: URL, model: ManagedObjectModel, options: Database.Options = Database.Options()) throws(KuraError) {
+        self.model = model
+        self.url = url
+        try Self.makeDirectory(url.deletingLastPathComponent())
+        database = try Database(path: url.path, options: options)
+        try Self.prepare(database, model)
+    }
+
+    /// Opens the store named `name` at the platform's usual place: Application
+    /// Support/NAME/NAME.kura on Apple platforms, $XDG_DATA_HOME/NAME/NAME.kura
+    /// (default ~/.local/share) on Linux.
+    public convenience init(name: String, model: ManagedObjectModel, options: Database.Options = Database.Options()) throws(KuraError) {
+        try self.init(url: Self.defaultDirectory().appendingPathComponent(name).appendingPathComponent(name + ".kura"), model: model, options: options)
+    }
+
+    private init(memory model: ManagedObjectModel) throws(KuraError) {
+        self.model = model
+        url = nil
+        database = try Database.inMemory()
+        try Self.prepare(database, model)
+    }
+
+    /// A store in memory only (for tests, MagicalRecord's in-memory stack).
+    public static func inMemory(model: ManagedObjectModel) throws(KuraError) -> PersistentContainer {
+        try PersistentContainer(memory: model)
+    }
+
+    /// Where named stores live on this platform.
+    public static func defaultDirectory() -> URL {
+        #if os(Linux)
+        if let xdg = ProcessInfo.processInfo.environment["XDG_DATA_HOME"], !xdg.isEmpty {
+            return URL(fileURLWithPath: xdg, isDirectory: true)
+        }
+        return FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".local/share", isDirectory: true)
+        #else
+        return FileManager.default.urls(for: .applicationSupportDirectory, in: .userDomainMask).first
+            ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent("Library/Application Support")
+        #endif
+    }
+
+    private static func makeDirectory(_ dir: URL) throws(KuraError) {
+        do { try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true) } catch {
+            throw KuraError(.io, "cannot create directory \(dir.path): \(error.localizedDescription)", path: dir.path)
+        }
+    }
+
+    /// A new context on this store. Use it on one thread (or actor) at a time.
+    public func newContext() -> ManagedObjectContext { ManagedObjectContext(container: self) }
+
+    /// Runs `block` with a new context and saves it (MagicalRecord's
+    /// `saveWithBlock:`). If `block` throws, nothing is saved.
+    public func save(_ block: (ManagedObjectContext) throws -> Void) throws {
+        let context = newContext()
+        try block(context)
+        try context.save()
+    }
+
+    /// Runs `body` with a new context on a background task, returning its result
+    /// (Core Data's `performBackgroundTask`).
+    public func performBackgroundTask<T: Sendable>(_ body: @escaping @Sendable (ManagedObjectContext) throws -> T) async throws -> T {
+        try await Task.detached { [self] in try body(newContext()) }.value
+    }
+
+    // MARK: Model check
+
+    static func prepare(_ db: Database, _ model: ManagedObjectModel) throws(KuraError) {
+        var differences: [String] = []
+        do {
+            try db.write { tx in
+                for e in model.entities {
+                    let schema = try model.schema(of: e)
+                    if try tx.tableExists(e.name) {
+                        let t = try tx.table(e.name)
+                        differences += compare(e.name, stored: try tx.schema(of: t), expected: schema)
+                    } else {
+                        let t = try tx.createTable(e.name, schema: schema)
+                        for ix in model.indexes(of: e) {
+                            try tx.createIndex(ix.name, on: t, columns: ix.columns.map { IndexColumn($0) }, unique: ix.unique)
+                        }
+                    }
+                }
+                for name in model.joinTables {
+                    if try tx.tableExists(name) {
+                        differences += compare(name, stored: try tx.schema(of: try tx.table(name)), expected: ManagedObjectModel.joinSchema)
+                    } else {
+                        let t = try tx.createTable(name, schema: ManagedObjectModel.joinSchema)
+                        try tx.createIndex(name + "_source", on: t, columns: [IndexColumn("source"), IndexColumn("target")])
+                        try tx.createIndex(name + "_target", on: t, columns: [IndexColumn("target"), IndexColumn("source")])
+                    }
+                }
+                if !differences.isEmpty { throw KuraError(.modelMismatch, "") }
+            }
+        } catch let e as KuraError where e.code == .modelMismatch {
+            throw KuraError(.modelMismatch, "the store does not match the model (migration is not automatic):\n  " + differences.joined(separator: "\n  "), path: db.path)
+        } catch let e as KuraError {
+            throw e
+        } catch {
+            throw KuraError(.io, "\(error)", path: db.path)
+        }
+    }
+
+    static func compare(_ table: String, stored: TableSchema?, expected: TableSchema) -> [String] {
+        guard let stored else { return ["table \"\(table)\" has no schema (it is not an entity table)"] }
+        var out: [String] = []
+        let have = Dictionary(stored.columns.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+        let want = Dictionary(expected.columns.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+        for c in expected.columns {
+            guard let h = have[c.name] else { out.append("\(table).\(c.name): in the model, not in the store"); continue }
+            if h.type != c.type { out.append("\(table).\(c.name): the store has \(h.type.rawValue), the model \(c.type.rawValue)") }
+        }
+        for c in stored.columns where want[c.name] == nil { out.append("\(table).\(c.name): in the store, not in the model") }
+        if out.isEmpty && stored.columns.map(\.name) != expected.columns.map(\.name) {
+            out.append("\(table): columns are in another order than the model's")
+        }
+        return out
+    }
+}

@@ -1,0 +1,187 @@
+// Context+Save: validation, then one atomic engine transaction.
+//
+// Order inside the transaction: row IDs for inserted objects are taken from
+// each table's next row ID (so foreign keys between new objects can be written
+// at once), then inserts, updates, deletes (with their join rows) and join
+// edits. If validation or any write fails, the transaction rolls back and the
+// context keeps all its changes (and temporary IDs) as they were.
+
+extension ManagedObjectContext {
+    /// Saves every pending change in one atomic transaction.
+    ///
+    /// - Throws: `KuraError.validation` listing every problem (object, property,
+    ///   rule) before anything is written; engine errors (`.busy`, `.diskFull`,
+    ///   `.io`, `.constraintViolation`) if the write fails. On any error nothing
+    ///   is saved and the context keeps its changes.
+    public func save() throws(KuraError) {
+        guard hasChanges else { return }
+        let ins = inserted.filter { !$0.isDeleted }
+        let upd = updatedObjects
+        let del = deletedObjects
+        try validate(ins + upd, deleted: del)
+
+        var assigned: [ObjectIdentifier: Int64] = [:]
+        var tempToObject: [ManagedObjectID: ManagedObject] = [:]
+        for o in ins { tempToObject[o.objectID] = o }
+
+        do {
+            try database.write { tx in
+                var next: [String: Int64] = [:]
+                for o in ins {
+                    if next[o.entity.name] == nil { next[o.entity.name] = try tx.table(o.entity.name).nextRowID }
+                    assigned[ObjectIdentifier(o)] = next[o.entity.name]!
+                    next[o.entity.name]! += 1
+                }
+                func rowID(_ id: ManagedObjectID) -> Int64? {
+                    guard id.isTemporary else { return id.rowID }
+                    guard let o = tempToObject[id] else { return nil }
+                    return assigned[ObjectIdentifier(o)]
+                }
+                for o in ins {
+                    try tx.insert(try self.row(o, rowID), into: try tx.table(o.entity.name), rowID: assigned[ObjectIdentifier(o)]!)
+                }
+                for o in upd {
+                    try tx.update(try self.row(o, rowID), in: try tx.table(o.entity.name), rowID: o.objectID.rowID)
+                }
+                for o in del {
+                    try tx.delete(from: try tx.table(o.entity.name), rowID: o.objectID.rowID)
+                    for r in o.entity.relationships {
+                        if case .joinTable(let table, let forward) = self.model.storage(of: r, in: o.entity) {
+                            try tx.delete(from: table, where: .comparison(KuraComparison(.keyPath([forward ? "source" : "target"]), .equalTo, .constant(.integer(o.objectID.rowID)))))
+                        }
+                    }
+                }
+                for (table, edits) in self.joinEdits {
+                    let t = try tx.table(table)
+                    for (pair, present) in edits.sorted(by: { Self.idOrder($0.key.source, $1.key.source) }) {
+                        guard let s = rowID(pair.source), let d = rowID(pair.target) else { continue }
+                        let match = KuraPredicate.and([
+                            .comparison(KuraComparison(.keyPath(["source"]), .equalTo, .constant(.integer(s)))),
+                            .comparison(KuraComparison(.keyPath(["target"]), .equalTo, .constant(.integer(d)))),
+                        ])
+                        let exists = try tx.count(TableQuery(table, where: match)) > 0
+                        if present && !exists {
+                            try tx.insert([.integer(s), .integer(d), .double(0)], into: t)
+                        } else if !present && exists {
+                            try tx.delete(from: table, where: match)
+                        }
+                    }
+                }
+            }
+        } catch let e as KuraError {
+            throw e
+        } catch {
+            throw KuraError(.io, "\(error)")
+        }
+
+        // Committed: make the context match the store.
+        var renamed: [ManagedObjectID: ManagedObjectID] = [:]
+        for o in ins {
+            let id = ManagedObjectID(entity: o.entity.name, rowID: assigned[ObjectIdentifier(o)]!)
+            renamed[o.objectID] = id
+            registry[o.objectID] = nil
+            o.objectID = id
+            registry[id] = WeakObject(o)
+        }
+        if !renamed.isEmpty {
+            for w in registry.values {
+                guard let o = w.object else { continue }
+                for (k, v) in o.toOne { if let n = renamed[v] { o.toOne[k] = n } }
+            }
+        }
+        for o in ins + upd {
+            o.savedValues = o.values
+            o.savedToOne = o.toOne
+            o.savedOrder = o.order
+            o.deferredErrors = []
+        }
+        for o in deleted {
+            registry[o.objectID] = nil
+            o.managedObjectContext = nil
+        }
+        inserted = []
+        touched = [:]
+        touchedOrder = []
+        deleted = []
+        joinEdits = [:]
+    }
+
+    /// The stored row of an object: attributes, then each to-one key (and order).
+    func row(_ o: ManagedObject, _ rowID: (ManagedObjectID) -> Int64?) throws(KuraError) -> [Value] {
+        var out: [Value] = o.entity.attributes.map { o.values[$0.name] ?? .null }
+        for r in o.entity.relationships where !r.isToMany {
+            var key: Value = .null
+            if let id = o.toOne[r.name] {
+                let target = registry[id]?.object
+                if target?.isDeleted != true, let rid = rowID(id) { key = .integer(rid) }
+            }
+            out.append(key)
+            if inverse(of: r)?.isOrdered == true { out.append(o.order[r.name + "_order"].map { .double($0) } ?? .null) }
+        }
+        return out
+    }
+
+    /// Checks what save promises to check; throws one error listing all problems.
+    func validate(_ objects: [ManagedObject], deleted: [ManagedObject]) throws(KuraError) {
+        var problems: [String] = []
+        for o in objects {
+            for e in o.deferredErrors { problems.append("\(o.objectID): \(e.message)") }
+            for a in o.entity.attributes where !a.isOptional && (o.values[a.name] ?? .null).isNull {
+                problems.append("\(o.objectID): attribute \"\(a.name)\" is required (rule: not optional) but is nil")
+            }
+            for r in o.entity.relationships {
+                if !r.isToMany {
+                    if !r.isOptional && (try? relatedObject(o, r)) == nil {
+                        problems.append("\(o.objectID): relationship \"\(r.name)\" is required (rule: not optional) but is nil")
+                    }
+                    continue
+                }
+                guard r.minCount != nil || r.maxCount != nil || !r.isOptional else { continue }
+                let n = (try? relatedObjects(o, r).count) ?? 0
+                if let mn = r.minCount, n < mn { problems.append("\(o.objectID): relationship \"\(r.name)\" holds \(n) objects (rule: at least \(mn))") }
+                if let mx = r.maxCount, n > mx { problems.append("\(o.objectID): relationship \"\(r.name)\" holds \(n) objects (rule: at most \(mx))") }
+                if !r.isOptional && n == 0 { problems.append("\(o.objectID): relationship \"\(r.name)\" is required (rule: not optional) but is empty") }
+            }
+        }
+        for o in deleted + inserted.filter(\.isDeleted) {
+            for r in o.entity.relationships where r.deleteRule == .deny {
+                o.isDeleted = false
+                let n = (try? (r.isToMany ? relatedObjects(o, r) : (relatedObject(o, r).map { [$0] } ?? []))).map { $0.filter { !$0.isDeleted }.count } ?? 0
+                o.isDeleted = true
+                if n > 0 { problems.append("\(o.objectID): cannot delete: relationship \"\(r.name)\" has delete rule deny and holds \(n) object\(n == 1 ? "" : "s")") }
+            }
+        }
+        problems += uniquenessProblems(objects)
+        if !problems.isEmpty {
+            throw KuraError(.validation, "save refused, nothing was written:\n  " + problems.joined(separator: "\n  "))
+        }
+    }
+
+    /// Objects whose uniqueness-constrained values clash with another pending
+    /// object or with a stored row that is not being changed or deleted.
+    func uniquenessProblems(_ objects: [ManagedObject]) -> [String] {
+        var problems: [String] = []
+        var pendingSeen: [String: ManagedObjectID] = [:]
+        for o in objects {
+            for group in o.entity.uniquenessConstraints {
+                let values = group.map { o.values[$0] ?? .null }
+                if values.contains(where: \.isNull) { continue }
+                let key = o.entity.name + "|" + group.joined(separator: ",") + "|" + values.map(\.description).joined(separator: "\u{1}")
+                let shown = zip(group, values).map { "\($0) = \($1)" }.joined(separator: ", ")
+                if let other = pendingSeen[key] {
+                    problems.append("\(o.objectID): uniqueness constraint (\(group.joined(separator: ", "))) violated: \(other) has \(shown) too")
+                    continue
+                }
+                pendingSeen[key] = o.objectID
+                let match = KuraPredicate.and(zip(group, values).map { .comparison(KuraComparison(.keyPath([$0]), .equalTo, .constant($1))) })
+                let ids = (try? read { tx throws(KuraError) in try tx.fetch(TableQuery(o.entity.name, where: match)).map(\.rowID) }) ?? []
+                for rid in ids where rid != o.objectID.rowID || o.objectID.isTemporary {
+                    let id = ManagedObjectID(entity: o.entity.name, rowID: rid)
+                    if let other = registry[id]?.object, other.isDeleted || zip(group, values).contains(where: { other.values[$0] != $1 }) { continue }
+                    problems.append("\(o.objectID): uniqueness constraint (\(group.joined(separator: ", "))) violated: \(id) already has \(shown)")
+                }
+            }
+        }
+        return problems
+    }
+}

@@ -1,0 +1,318 @@
+// ManagedObjectContext: a scratchpad of objects that saves atomically.
+//
+// State machine of an object in a context:
+//
+//     (new) --insert--> inserted --save--> saved/clean <--fetch/object(with:)-- (store)
+//     clean --set value--> updated --save--> clean
+//     inserted/clean/updated --delete--> deleted --save--> (gone from the context)
+//     any --rollback--> back to the last saved state (inserted objects leave)
+//
+// Uniquing: one instance per object ID per context. Clean objects are held
+// weakly (a fetch of a million objects in batches does not keep them all);
+// inserted, updated and deleted objects are held strongly until saved.
+//
+// Delete rules are applied when `delete` is called (cascade deletes, nullify
+// clears the other side); `deny`, required values, types, uniqueness and
+// relationship counts are checked by `save` before anything is written.
+
+import Foundation
+
+/// A context: the Kura counterpart of NSManagedObjectContext.
+///
+/// Thread rules: not `Sendable`. Use a context and its objects on one thread or
+/// actor; make one context per thread with `PersistentContainer.newContext()`.
+/// Pass `ManagedObjectID`s (which are `Sendable`) between contexts.
+public final class ManagedObjectContext {
+    /// The container (model and store) this context works on.
+    public let container: PersistentContainer
+
+    final class WeakObject {
+        weak var object: ManagedObject?
+        init(_ o: ManagedObject) { object = o }
+    }
+
+    var registry: [ManagedObjectID: WeakObject] = [:]
+    /// Objects inserted since the last save, in insertion order.
+    var inserted: [ManagedObject] = []
+    /// Saved objects changed since the last save (may have been changed back).
+    var touched: [ObjectIdentifier: ManagedObject] = [:]
+    var touchedOrder: [ManagedObject] = []
+    var deleted: [ManagedObject] = []
+    /// Pending join-table changes: table -> (source, target) -> present.
+    var joinEdits: [String: [JoinPair: Bool]] = [:]
+
+    struct JoinPair: Hashable {
+        let source: ManagedObjectID
+        let target: ManagedObjectID
+    }
+
+    init(container: PersistentContainer) {
+        self.container = container
+    }
+
+    var database: Database { container.database }
+    var model: ManagedObjectModel { container.model }
+
+    // MARK: State
+
+    /// Whether the context has unsaved changes.
+    public var hasChanges: Bool {
+        !inserted.isEmpty || !deleted.isEmpty || !joinEdits.isEmpty || touchedOrder.contains { $0.hasChangedValues }
+    }
+
+    /// Objects inserted and not yet saved.
+    public var insertedObjects: [ManagedObject] { inserted.filter { !$0.isDeleted } }
+    /// Saved objects with unsaved changes.
+    public var updatedObjects: [ManagedObject] { touchedOrder.filter { !$0.isDeleted && $0.hasChangedValues } }
+    /// Objects deleted and not yet saved (inserted-then-deleted ones excluded).
+    public var deletedObjects: [ManagedObject] { deleted.filter { !$0.objectID.isTemporary } }
+
+    /// Objects this context holds now (clean ones only while something else
+    /// references them).
+    public var registeredObjectCount: Int {
+        registry = registry.filter { $0.value.object != nil }
+        return registry.count
+    }
+
+    // MARK: Inserting and finding objects
+
+    /// Inserts a new object of the entity named `entityName`; defaults are set
+    /// and `awakeFromInsert` runs.
+    ///
+    /// - Throws: `.notFound` naming the entity.
+    @discardableResult
+    public func insert(_ entityName: String) throws(KuraError) -> ManagedObject {
+        let e = try model.entity(entityName)
+        let o = e.objectClass.init(entity: e, objectID: .temporary(e.name))
+        register(inserted: o)
+        return o
+    }
+
+    /// Inserts a new object of a registered subclass.
+    ///
+    /// - Throws: `.notFound` if the class is not the class of any entity.
+    @discardableResult
+    public func insert<T: ManagedObject>(_ type: T.Type) throws(KuraError) -> T {
+        guard let e = model.entities.first(where: { $0.objectClass == type }) else {
+            throw KuraError(.notFound, "\(type) is not the class of any entity in the model")
+        }
+        return try insert(e.name) as! T
+    }
+
+    func register(inserted o: ManagedObject) {
+        o.managedObjectContext = self
+        for a in o.entity.attributes {
+            o.values[a.name] = a.defaultValue.map { a.type.stored($0) } ?? .null
+        }
+        inserted.append(o)
+        registry[o.objectID] = WeakObject(o)
+        o.awakeFromInsert()
+    }
+
+    /// The object with `id`, uniqued: the registered instance, or a fault whose
+    /// values load on first access (Core Data's `object(with:)`).
+    ///
+    /// - Throws: `.notFound` for an unknown entity, `.invalidArgument` for a
+    ///   temporary ID this context does not know.
+    public func object(with id: ManagedObjectID) throws(KuraError) -> ManagedObject {
+        if let o = registry[id]?.object { return o }
+        let e = try model.entity(id.entityName)
+        guard !id.isTemporary else {
+            throw KuraError(.invalidArgument, "\(id) is a temporary ID of another context; save that context first")
+        }
+        let o = e.objectClass.init(entity: e, objectID: id)
+        o.managedObjectContext = self
+        o.isFault = true
+        registry[id] = WeakObject(o)
+        return o
+    }
+
+    /// The object with `id`, loaded; throws if it does not exist (Core Data's
+    /// `existingObject(with:)`).
+    ///
+    /// - Throws: `.notFound` naming the object if the store has no such row.
+    public func existingObject(with id: ManagedObjectID) throws(KuraError) -> ManagedObject {
+        let o = try object(with: id)
+        if o.isDeleted { throw KuraError(.notFound, "\(id) is deleted in this context") }
+        try o.loadIfFault()
+        return o
+    }
+
+    /// Loads a fault's values from the store.
+    func load(_ o: ManagedObject) throws(KuraError) {
+        guard o.isFault else { return }
+        let row = try read { tx throws(KuraError) -> [Value]? in
+            try tx.values(in: try tx.table(o.entity.name), rowID: o.objectID.rowID)
+        }
+        guard let row else {
+            throw KuraError(.notFound, "\(o.objectID) no longer exists in the store (deleted by another context?)")
+        }
+        apply(row, to: o)
+        o.awakeFromFetch()
+    }
+
+    func fulfill(_ o: ManagedObject) { try? load(o) }
+
+    /// Sets an object's saved and current state from a stored row (in the
+    /// entity's column order: attributes, then to-one keys and order columns).
+    func apply(_ row: [Value], to o: ManagedObject) {
+        let layout = try? self.layout(of: o.entity)
+        var values: [String: Value] = [:]
+        var toOne: [String: ManagedObjectID] = [:]
+        var order: [String: Double] = [:]
+        for (i, a) in o.entity.attributes.enumerated() { values[a.name] = i < row.count ? row[i] : .null }
+        for slot in layout?.relationships ?? [] {
+            if slot.column < row.count, case .integer(let rid) = row[slot.column] {
+                toOne[slot.name] = ManagedObjectID(entity: slot.destination, rowID: rid)
+            }
+            if let oc = slot.orderColumn, oc < row.count, case .double(let d) = row[oc] { order[slot.name + "_order"] = d }
+        }
+        o.values = values
+        o.toOne = toOne
+        o.order = order
+        o.savedValues = values
+        o.savedToOne = toOne
+        o.savedOrder = order
+        o.isFault = false
+    }
+
+    /// Positions of an entity's stored columns.
+    struct RowLayout {
+        struct Slot {
+            let name: String
+            let destination: String
+            let column: Int
+            let orderColumn: Int?
+        }
+        let relationships: [Slot]
+    }
+
+    private var layouts: [String: RowLayout] = [:]
+
+    func layout(of e: EntityDescription) throws(KuraError) -> RowLayout {
+        if let l = layouts[e.name] { return l }
+        let schema = try model.schema(of: e)
+        var slots: [RowLayout.Slot] = []
+        for r in e.relationships where !r.isToMany {
+            slots.append(RowLayout.Slot(name: r.name, destination: r.destination, column: schema.position(of: r.name)!,
+                                        orderColumn: schema.position(of: r.name + "_order")))
+        }
+        let l = RowLayout(relationships: slots)
+        layouts[e.name] = l
+        return l
+    }
+
+    /// The uniqued object for a fetched row.
+    func materialize(_ e: EntityDescription, rowID: Int64, row: [Value]) -> ManagedObject {
+        let id = ManagedObjectID(entity: e.name, rowID: rowID)
+        if let o = registry[id]?.object {
+            if o.isFault || (!o.hasChangedValues && !o.isDeleted) {
+                apply(row, to: o)
+            }
+            return o
+        }
+        let o = e.objectClass.init(entity: e, objectID: id)
+        o.managedObjectContext = self
+        apply(row, to: o)
+        registry[id] = WeakObject(o)
+        o.awakeFromFetch()
+        return o
+    }
+
+    /// Records that a saved object is about to change.
+    func willChange(_ o: ManagedObject) {
+        guard !o.objectID.isTemporary, touched[ObjectIdentifier(o)] == nil else { return }
+        touched[ObjectIdentifier(o)] = o
+        touchedOrder.append(o)
+    }
+
+    // MARK: Deleting
+
+    /// Marks `object` deleted and applies its relationships' delete rules:
+    /// cascade deletes the targets, nullify removes it from their side. The row
+    /// goes at the next save.
+    ///
+    /// - Throws: `.invalidArgument` for an object of another context.
+    public func delete(_ object: ManagedObject) throws(KuraError) {
+        guard object.managedObjectContext === self else {
+            throw KuraError(.invalidArgument, "\(object) belongs to another context")
+        }
+        guard !object.isDeleted else { return }
+        try object.loadIfFault()
+        // Gather the targets before marking, so to-many reads still see them.
+        var targets: [(RelationshipDescription, [ManagedObject])] = []
+        for r in object.entity.relationships {
+            targets.append((r, r.isToMany ? try relatedObjects(object, r) : (try relatedObject(object, r)).map { [$0] } ?? []))
+        }
+        object.isDeleted = true
+        deleted.append(object)
+        for (r, objects) in targets {
+            switch r.deleteRule {
+            case .deny, .noAction:
+                continue
+            case .cascade:
+                for t in objects where !t.isDeleted { try delete(t) }
+            case .nullify:
+                guard let invName = r.inverse, let inv = model.entitiesByName[r.destination]?.relationshipsByName[invName] else { continue }
+                for t in objects where !t.isDeleted {
+                    if !inv.isToMany {
+                        if t.toOne[invName] == object.objectID {
+                            willChange(t)
+                            t.toOne[invName] = nil
+                            t.order[invName + "_order"] = nil
+                        }
+                    } else if case .joinTable(let table, let forward) = model.storage(of: r, in: object.entity) {
+                        let pair = forward ? JoinPair(source: object.objectID, target: t.objectID) : JoinPair(source: t.objectID, target: object.objectID)
+                        joinEdits[table, default: [:]][pair] = false
+                    }
+                }
+            }
+        }
+    }
+
+    // MARK: Undoing
+
+    /// Discards every unsaved change: inserted objects leave the context, changed
+    /// and deleted objects get their saved values back.
+    public func rollback() {
+        for o in inserted {
+            registry[o.objectID] = nil
+            o.managedObjectContext = nil
+        }
+        for o in touchedOrder + deleted where !o.objectID.isTemporary {
+            if let saved = o.savedValues {
+                o.values = saved
+                o.toOne = o.savedToOne
+                o.order = o.savedOrder
+            }
+            o.isDeleted = false
+            o.deferredErrors = []
+        }
+        inserted = []
+        touched = [:]
+        touchedOrder = []
+        deleted = []
+        joinEdits = [:]
+    }
+
+    /// Forgets every object (changes included). Objects obtained before stay
+    /// valid as values but leave the context; fetch or `object(with:)` again.
+    public func reset() {
+        for w in registry.values { w.object?.managedObjectContext = nil }
+        registry = [:]
+        inserted = []
+        touched = [:]
+        touchedOrder = []
+        deleted = []
+        joinEdits = [:]
+    }
+
+    /// Reloads a clean object's values from the store (changes are kept unless
+    /// `mergeChanges` is false, which discards them).
+    public func refresh(_ object: ManagedObject, mergeChanges: Bool = true) throws(KuraError) {
+        guard !object.objectID.isTemporary else { return }
+        if mergeChanges && object.hasChangedValues { return }
+        object.isFault = true
+        try load(object)
+    }
+}

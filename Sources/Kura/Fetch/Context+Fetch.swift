@@ -1,0 +1,311 @@
+// Context+Fetch: running fetch requests.
+//
+// Two paths, one semantics (the engine's evaluator and ordering rules serve both):
+//   - store path: the predicate and sort keys name only the entity's own
+//     attributes and the context has no pending change to the entity: the whole
+//     request (predicate, sort, offset, limit) runs in the engine, which uses
+//     indexes where it can;
+//   - object path: otherwise. The engine narrows candidates with the top-level
+//     AND conjuncts that name only attributes; pending inserted and changed
+//     objects are added and deleted ones dropped (includesPendingChanges); the
+//     whole predicate is evaluated on objects (relationships resolved through
+//     the context), then sorted (through to-one key paths), then offset and limit.
+
+import Foundation
+
+/// Aggregate functions for `ManagedObjectContext.aggregate`.
+public enum AggregateFunction: String, Sendable, CaseIterable {
+    case count, sum, min, max, average
+}
+
+extension ManagedObjectContext {
+    /// The objects matching `request`, in order.
+    ///
+    /// - Throws: `.notFound` for an unknown entity or key (named); predicate
+    ///   evaluation errors; engine errors.
+    public func fetch<T: ManagedObject>(_ request: FetchRequest<T>) throws(KuraError) -> [T] {
+        try matching(request).objects.map { o throws(KuraError) -> T in
+            guard let t = o as? T else {
+                throw KuraError(.typeMismatch, "\(o) is a \(type(of: o)), not a \(T.self); check the entity's class in the model")
+            }
+            return t
+        }
+    }
+
+    /// The objects matching `request` as a collection that materializes them
+    /// `fetchBatchSize` at a time while iterating (all at once if 0). Only the
+    /// current batch is held, so iterating a million rows stays within memory.
+    public func fetchResults<T: ManagedObject>(_ request: FetchRequest<T>) throws(KuraError) -> FetchResults<T> {
+        FetchResults(context: self, entity: try model.entity(request.entityName), ids: try matching(request, materialize: false).ids,
+                     batchSize: request.fetchBatchSize)
+    }
+
+    /// IDs of the objects matching `request`.
+    public func fetchObjectIDs<T: ManagedObject>(_ request: FetchRequest<T>) throws(KuraError) -> [ManagedObjectID] {
+        try matching(request, materialize: false).ids
+    }
+
+    /// Number of objects matching `request` (after offset and limit).
+    public func count<T: ManagedObject>(for request: FetchRequest<T>) throws(KuraError) -> Int {
+        let e = try model.entity(request.entityName)
+        if request.predicate == nil && request.fetchOffset == 0 && (request.fetchLimit ?? 0) == 0 && !hasPendingChanges(e, request) {
+            return try read { tx throws(KuraError) in try tx.rowCount(try tx.table(e.name)) }
+        }
+        return try matching(request, materialize: false).ids.count
+    }
+
+    /// One dictionary per matching object, holding the requested properties
+    /// (attributes or to-one key paths like `record.grade`), optionally distinct.
+    public func fetchDictionaries<T: ManagedObject>(_ request: FetchRequest<T>, properties: [String], distinct: Bool = false) throws(KuraError) -> [[String: Any]] {
+        let objects = try matching(request).objects
+        var out: [[String: Any]] = []
+        var seen = Set<[Value]>()
+        for o in objects {
+            var d: [String: Any] = [:]
+            var key: [Value] = []
+            for p in properties {
+                let (v, type) = try valueAt(p, of: o)
+                key.append(v)
+                let swift: Any? = type.map { $0.swiftValue(v) } ?? (v.isNull ? nil : v)
+                if let swift { d[p] = swift }
+            }
+            if distinct && !seen.insert(key).inserted { continue }
+            out.append(d)
+        }
+        return out
+    }
+
+    /// An aggregate of a key path over the objects matching `request`: count of
+    /// non-nil values, sum, min, max or average (nil values skipped). Returns
+    /// `.null` for min/max/average of nothing.
+    public func aggregate<T: ManagedObject>(_ function: AggregateFunction, of keyPath: String, matching request: FetchRequest<T>) throws(KuraError) -> Value {
+        let values = try matching(request).objects.map { o throws(KuraError) in try valueAt(keyPath, of: o).0 }.filter { !$0.isNull }
+        switch function {
+        case .count:
+            return .integer(Int64(values.count))
+        case .min:
+            return values.min { ValueOrdering.compare($0, $1) < 0 } ?? .null
+        case .max:
+            return values.max { ValueOrdering.compare($0, $1) < 0 } ?? .null
+        case .sum, .average:
+            var intSum: Int64 = 0
+            var dbl = 0.0
+            var allInts = true
+            for v in values {
+                switch v {
+                case .integer(let i):
+                    let (s, o) = intSum.addingReportingOverflow(i)
+                    if o { allInts = false } else { intSum = s }
+                    dbl += Double(i)
+                case .double(let d): allInts = false; dbl += d
+                default: throw KuraError(.typeMismatch, "cannot \(function.rawValue) \"\(keyPath)\": \(v.typeName) values are not numbers")
+                }
+            }
+            if function == .average { return values.isEmpty ? .null : .double(dbl / Double(values.count)) }
+            return allInts ? .integer(intSum) : .double(dbl)
+        }
+    }
+
+    /// The stored value at a key path of an object, and the attribute type it has.
+    func valueAt(_ keyPath: String, of o: ManagedObject) throws(KuraError) -> (Value, AttributeType?) {
+        var current: ManagedObject? = o
+        let keys = keyPath.split(separator: ".").map(String.init)
+        for (i, k) in keys.enumerated() {
+            guard let obj = current else { return (.null, nil) }
+            if i == keys.count - 1, let a = obj.entity.attributesByName[k] {
+                try obj.loadIfFault()
+                return (obj.values[k] ?? .null, a.type)
+            }
+            guard let r = obj.entity.relationshipsByName[k], !r.isToMany else {
+                throw KuraError(.notFound, "key path \"\(keyPath)\": entity \"\(obj.entity.name)\" has no attribute or to-one relationship \"\(k)\"")
+            }
+            current = try relatedObject(obj, r)
+        }
+        return (.null, nil)
+    }
+
+    func hasPendingChanges(_ e: EntityDescription, _ request: FetchRequest<some ManagedObject>) -> Bool {
+        request.includesPendingChanges && (inserted.contains { $0.entity === e } || deleted.contains { $0.entity === e }
+            || touchedOrder.contains { $0.entity === e && $0.hasChangedValues })
+    }
+
+    /// Whether an expression reads nothing but the entity's own attributes.
+    static func onlyAttributes(_ p: KuraPredicate, _ e: EntityDescription) -> Bool {
+        switch p {
+        case .truePredicate, .falsePredicate: return true
+        case .not(let x): return onlyAttributes(x, e)
+        case .and(let xs), .or(let xs): return xs.allSatisfy { onlyAttributes($0, e) }
+        case .comparison(let c): return c.quantifier == .direct && onlyAttributes(c.left, e) && onlyAttributes(c.right, e)
+        }
+    }
+
+    static func onlyAttributes(_ x: KuraExpression, _ e: EntityDescription) -> Bool {
+        switch x {
+        case .keyPath(let k): return k.count == 1 && e.attributesByName[k[0]] != nil
+        case .constant, .date: return true
+        case .aggregate(let xs): return xs.allSatisfy { onlyAttributes($0, e) }
+        case .function(let f, let xs): return f != .now && xs.allSatisfy { onlyAttributes($0, e) }
+        case .binary(_, let a, let b): return onlyAttributes(a, e) && onlyAttributes(b, e)
+        case .unary(_, let a), .cast(let a, _): return onlyAttributes(a, e)
+        default: return false
+        }
+    }
+
+    struct Matches {
+        var ids: [ManagedObjectID] = []
+        var objects: [ManagedObject] = []
+    }
+
+    func matching<T: ManagedObject>(_ request: FetchRequest<T>, materialize: Bool = true) throws(KuraError) -> Matches {
+        let e = try model.entity(request.entityName)
+        guard request.fetchOffset >= 0, (request.fetchLimit ?? 0) >= 0 else {
+            throw KuraError(.invalidArgument, "fetch offset and limit must not be negative")
+        }
+        let limit = (request.fetchLimit ?? 0) > 0 ? request.fetchLimit : nil
+        let pushable = request.predicate.map { Self.onlyAttributes($0, e) } ?? true
+        let sortable = request.sortDescriptors.allSatisfy { e.attributesByName[$0.column] != nil }
+        var result = Matches()
+
+        if pushable && sortable && !hasPendingChanges(e, request) {
+            let q = TableQuery(e.name, where: request.predicate, sort: request.sortDescriptors, offset: request.fetchOffset, limit: limit)
+            try read { tx throws(KuraError) in
+                let cursor = try tx.select(q)
+                while let row = try cursor.next() {
+                    result.ids.append(ManagedObjectID(entity: e.name, rowID: row.rowID))
+                    if materialize { result.objects.append(self.materialize(e, rowID: row.rowID, row: try tx.valuesOf(row, in: e.name))) }
+                }
+            }
+            return result
+        }
+
+        // Object path: candidates from the store, narrowed by attribute-only conjuncts.
+        let narrowing = request.predicate.map { p -> KuraPredicate? in
+            let parts = QueryPlannerConjuncts.split(p).filter { Self.onlyAttributes($0, e) }
+            return parts.isEmpty ? nil : (parts.count == 1 ? parts[0] : .and(parts))
+        } ?? nil
+        var candidates: [ManagedObject] = []
+        var seen = Set<ObjectIdentifier>()
+        try read { tx throws(KuraError) in
+            let cursor = try tx.select(TableQuery(e.name, where: narrowing))
+            while let row = try cursor.next() {
+                let o = self.materialize(e, rowID: row.rowID, row: try tx.valuesOf(row, in: e.name))
+                if request.includesPendingChanges && (o.isDeleted || o.hasChangedValues) { continue }
+                if seen.insert(ObjectIdentifier(o)).inserted { candidates.append(o) }
+            }
+        }
+        if request.includesPendingChanges {
+            for o in inserted + touchedOrder where o.entity === e && !o.isDeleted {
+                if seen.insert(ObjectIdentifier(o)).inserted { candidates.append(o) }
+            }
+        }
+        var matched: [ManagedObject] = []
+        for o in candidates {
+            if let p = request.predicate, !(try p.evaluate(with: ObjectView(object: o, context: self))) { continue }
+            matched.append(o)
+        }
+        try sortObjects(&matched, request.sortDescriptors)
+        var page = matched.dropFirst(request.fetchOffset)
+        if let limit { page = page.prefix(limit) }
+        result.objects = Array(page)
+        result.ids = result.objects.map(\.objectID)
+        return result
+    }
+
+    /// Sorts by key paths with the engine's rules: null first ascending, numbers
+    /// numerically, text by Unicode scalars (folded when case-insensitive), ties
+    /// by object ID (saved objects by row ID, then unsaved ones).
+    func sortObjects(_ objects: inout [ManagedObject], _ keys: [SortKey]) throws(KuraError) {
+        guard !objects.isEmpty else { return }
+        var table: [(ManagedObject, [Value])] = []
+        for o in objects {
+            var vs: [Value] = []
+            for k in keys { vs.append(try valueAt(k.column, of: o).0) }
+            table.append((o, vs))
+        }
+        table.sort { a, b in
+            for (i, k) in keys.enumerated() {
+                var c: Int
+                if k.caseInsensitive, case .text(let x) = a.1[i], case .text(let y) = b.1[i] {
+                    c = ValueOrdering.compareText(TextFolding.fold(x, options: [.caseInsensitive]), TextFolding.fold(y, options: [.caseInsensitive]))
+                } else {
+                    c = ValueOrdering.compare(a.1[i], b.1[i])
+                }
+                if !k.ascending { c = -c }
+                if c != 0 { return c < 0 }
+            }
+            return Self.idOrder(a.0.objectID, b.0.objectID)
+        }
+        objects = table.map(\.0)
+    }
+}
+
+/// Top-level AND operands of a predicate.
+enum QueryPlannerConjuncts {
+    static func split(_ p: KuraPredicate) -> [KuraPredicate] {
+        if case .and(let xs) = p { return xs.flatMap(split) }
+        return [p]
+    }
+}
+
+extension ReadTransaction {
+    /// A row's values (an entity table always stores every column).
+    func valuesOf(_ row: Row, in table: String) throws(KuraError) -> [Value] {
+        try row.values()
+    }
+}
+
+/// Objects of a fetch, materialized in batches while iterating.
+///
+/// Lifetime: valid while its context is; the IDs were fixed when it was made.
+/// Thread rules: the context's.
+public final class FetchResults<T: ManagedObject>: RandomAccessCollection {
+    let context: ManagedObjectContext
+    let entity: EntityDescription
+    /// The matching object IDs, in order.
+    public let ids: [ManagedObjectID]
+    let batchSize: Int
+    private var batchStart = -1
+    private var batch: [ManagedObject] = []
+
+    init(context: ManagedObjectContext, entity: EntityDescription, ids: [ManagedObjectID], batchSize: Int) {
+        self.context = context
+        self.entity = entity
+        self.ids = ids
+        self.batchSize = batchSize > 0 ? batchSize : Swift.max(ids.count, 1)
+    }
+
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { ids.count }
+
+    /// The object at `i`, loading its batch if needed. An object deleted from
+    /// the store since the fetch reads as a fault whose values are empty.
+    public subscript(i: Int) -> T {
+        let start = (i / batchSize) * batchSize
+        if start != batchStart { loadBatch(start) }
+        return batch[i - start] as! T
+    }
+
+    private func loadBatch(_ start: Int) {
+        let slice = ids[start..<Swift.min(start + batchSize, ids.count)]
+        var loaded: [ManagedObject] = []
+        loaded.reserveCapacity(slice.count)
+        let rows = (try? context.read { tx throws(KuraError) -> [Int64: [Value]] in
+            let t = try tx.table(entity.name)
+            var out: [Int64: [Value]] = [:]
+            for id in slice where !id.isTemporary {
+                if context.registry[id]?.object?.isFault == false { continue }
+                if let v = try tx.values(in: t, rowID: id.rowID) { out[id.rowID] = v }
+            }
+            return out
+        }) ?? [:]
+        for id in slice {
+            if let row = rows[id.rowID], !id.isTemporary {
+                loaded.append(context.materialize(entity, rowID: id.rowID, row: row))
+            } else {
+                loaded.append((try? context.object(with: id)) ?? entity.objectClass.init(entity: entity, objectID: id))
+            }
+        }
+        batch = loaded
+        batchStart = start
+    }
+}

@@ -1,0 +1,85 @@
+// FetchRequest: what to fetch (Core Data's NSFetchRequest), and ObjectView, how
+// the predicate evaluator sees an object (attributes, to-one objects, to-many
+// collections), so relationship predicates — `record.grade > 80`,
+// `ANY courses.title BEGINSWITH 'A'`, `students.@count > 3`, `SUBQUERY(...)` —
+// work with any number of to-many operators in one predicate.
+
+import Foundation
+
+/// What a fetch returns.
+public enum FetchResultType: Sendable, Equatable {
+    /// Objects (the default).
+    case managedObjects
+    /// Object IDs only.
+    case managedObjectIDs
+    /// The number of matches.
+    case count
+    /// One dictionary per match with the chosen properties (attribute names or
+    /// to-one key paths); `distinct` drops repeated dictionaries.
+    case dictionaries(properties: [String], distinct: Bool)
+}
+
+/// A fetch request for objects of one entity. `T` is the class the objects are
+/// returned as (`ManagedObject` for untyped use).
+public struct FetchRequest<T: ManagedObject> {
+    /// The entity to fetch.
+    public var entityName: String
+    /// Which objects; nil for all.
+    public var predicate: KuraPredicate?
+    /// Order: key paths (attributes, or through to-one relationships:
+    /// `record.grade`), ascending or descending, optionally case-insensitive.
+    public var sortDescriptors: [SortKey] = []
+    /// At most this many results (nil or 0: no limit).
+    public var fetchLimit: Int?
+    /// Skip this many results first.
+    public var fetchOffset: Int = 0
+    /// With `fetchResults`, objects are materialized this many at a time while
+    /// iterating (0: all at once).
+    public var fetchBatchSize: Int = 0
+    /// Include the context's unsaved inserts, changes and deletes (default true).
+    public var includesPendingChanges = true
+    /// What to return (`fetch` returns objects; see `fetchDictionaries` etc.).
+    public var resultType: FetchResultType = .managedObjects
+
+    /// A request for the entity named `entityName`.
+    public init(entityName: String, predicate: KuraPredicate? = nil, sortDescriptors: [SortKey] = []) {
+        self.entityName = entityName
+        self.predicate = predicate
+        self.sortDescriptors = sortDescriptors
+    }
+
+    /// A request for the entity whose class is `T`, found in `model`.
+    public init(_ type: T.Type = T.self, in model: ManagedObjectModel, predicate: KuraPredicate? = nil, sortDescriptors: [SortKey] = []) {
+        self.init(entityName: model.entities.first(where: { $0.objectClass == type })?.name ?? String(describing: type),
+                  predicate: predicate, sortDescriptors: sortDescriptors)
+    }
+
+    /// Sets the predicate from an NSPredicate format string.
+    ///
+    /// - Throws: `.syntax` with the character offset; `.invalidArgument`.
+    public mutating func setPredicate(_ format: String, _ arguments: PredicateArgument...) throws(KuraError) {
+        predicate = try KuraPredicate(format: format, arguments: arguments)
+    }
+}
+
+/// An object as the predicate evaluator sees it.
+struct ObjectView: PredicateEvaluationContext {
+    let object: ManagedObject
+    let context: ManagedObjectContext
+
+    func value(forKey key: String) throws(KuraError) -> EvaluatedValue {
+        if let a = object.entity.attributesByName[key] {
+            try object.loadIfFault()
+            return a.type.evaluated(object.values[key] ?? .null)
+        }
+        if let r = object.entity.relationshipsByName[key] {
+            if r.isToMany {
+                return .collection(try context.relatedObjects(object, r).map { .object(ObjectView(object: $0, context: context)) })
+            }
+            return try context.relatedObject(object, r).map { .object(ObjectView(object: $0, context: context)) } ?? .null
+        }
+        throw KuraError(.notFound, "entity \"\(object.entity.name)\" has no attribute or relationship \"\(key)\"")
+    }
+
+    var predicateIdentity: Value? { .text(object.objectID.uriRepresentation) }
+}

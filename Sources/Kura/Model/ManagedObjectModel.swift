@@ -1,0 +1,196 @@
+// ManagedObjectModel: entities, attributes and relationships, defined in Swift.
+//
+// Storage mapping (how the model lands in KuraEngine tables; FORMAT.md describes
+// the tables themselves):
+//   - each entity is a table named after it, with a schema: one column per
+//     attribute, then one integer column per to-one relationship holding the
+//     target's row ID (the foreign key, indexed), then, for a to-one relationship
+//     whose inverse is an ordered to-many, a double column `<name>_order`;
+//   - a to-many relationship whose inverse is to-one is read through that
+//     foreign key; a many-to-many pair (or a to-many without inverse) uses a join
+//     table `_<Entity>_<relationship>` (named after the pair's first side in
+//     name order) with columns `source`, `target` and `position`;
+//   - indexed attributes get an engine index, uniqueness constraints a unique one.
+//
+// Invariants (checked by `validate`, thrown as `ModelError`): entity names are
+// unique and non-empty; property names are unique per entity and not reserved;
+// every relationship's destination exists; an inverse names a relationship of
+// the destination whose destination is this entity and whose inverse (if set)
+// is this relationship; uniqueness constraints name attributes of the entity.
+
+import Foundation
+
+/// An error in a model definition.
+public struct ModelError: Error, CustomStringConvertible, Sendable, Equatable {
+    public let message: String
+    public var description: String { "invalid model: " + message }
+}
+
+/// The data model: a set of entities. The Kura counterpart of
+/// NSManagedObjectModel. Immutable and `Sendable` once built.
+///
+/// ```swift
+/// let model = try ManagedObjectModel {
+///     EntityDescription("Student", class: Student.self) {
+///         AttributeDescription("name", .string)
+///         AttributeDescription("age", .int16, default: 0)
+///         RelationshipDescription("record", to: "Record", inverse: "student", deleteRule: .cascade)
+///     }
+///     EntityDescription("Record") {
+///         AttributeDescription("course", .string)
+///         AttributeDescription("grade", .int32)
+///         RelationshipDescription("student", to: "Student", inverse: "record")
+///     }
+/// }
+/// ```
+public final class ManagedObjectModel: Sendable {
+    /// Entities by name.
+    public let entitiesByName: [String: EntityDescription]
+    /// Entities in definition order.
+    public let entities: [EntityDescription]
+
+    /// Builds and validates a model.
+    ///
+    /// - Throws: `ModelError` naming the entity and property at fault.
+    public init(_ entities: [EntityDescription]) throws(ModelError) {
+        self.entities = entities
+        var byName: [String: EntityDescription] = [:]
+        for e in entities {
+            guard !e.name.isEmpty, !e.name.hasPrefix("_") else { throw ModelError(message: "entity name \"\(e.name)\" must be non-empty and not start with \"_\"") }
+            guard byName[e.name] == nil else { throw ModelError(message: "two entities are named \"\(e.name)\"") }
+            byName[e.name] = e
+        }
+        entitiesByName = byName
+        try validate()
+    }
+
+    /// Builds a model from a list written with the result builder.
+    public convenience init(@ModelBuilder _ build: () -> [EntityDescription]) throws(ModelError) {
+        try self.init(build())
+    }
+
+    /// The entity named `name`.
+    public subscript(name: String) -> EntityDescription? { entitiesByName[name] }
+
+    func entity(_ name: String) throws(KuraError) -> EntityDescription {
+        guard let e = entitiesByName[name] else {
+            throw KuraError(.notFound, "the model has no entity \"\(name)\" (entities: \(entities.map(\.name).joined(separator: ", ")))")
+        }
+        return e
+    }
+
+    private func validate() throws(ModelError) {
+        for e in entities {
+            var names = Set<String>()
+            for p in e.attributes.map(\.name) + e.relationships.map(\.name) {
+                guard !p.isEmpty, !p.hasPrefix("_"), !p.contains(".") else {
+                    throw ModelError(message: "entity \"\(e.name)\": property name \"\(p)\" must be non-empty, not start with \"_\" and contain no \".\"")
+                }
+                guard names.insert(p).inserted else { throw ModelError(message: "entity \"\(e.name)\" has two properties named \"\(p)\"") }
+            }
+            for a in e.attributes {
+                if let d = a.defaultValue, !a.type.accepts(d) {
+                    throw ModelError(message: "entity \"\(e.name)\": default of attribute \"\(a.name)\" is not a \(a.type)")
+                }
+            }
+            for r in e.relationships {
+                guard let target = entitiesByName[r.destination] else {
+                    throw ModelError(message: "entity \"\(e.name)\": relationship \"\(r.name)\" points to unknown entity \"\(r.destination)\"")
+                }
+                if let inv = r.inverse {
+                    guard let back = target.relationshipsByName[inv] else {
+                        throw ModelError(message: "entity \"\(e.name)\": relationship \"\(r.name)\" names inverse \"\(inv)\", which entity \"\(target.name)\" does not have")
+                    }
+                    guard back.destination == e.name, back.inverse == nil || back.inverse == r.name else {
+                        throw ModelError(message: "entity \"\(e.name)\": relationship \"\(r.name)\" and its inverse \"\(target.name).\(inv)\" do not point at each other")
+                    }
+                }
+                if let mn = r.minCount, let mx = r.maxCount, mn > mx {
+                    throw ModelError(message: "entity \"\(e.name)\": relationship \"\(r.name)\" has minCount \(mn) above maxCount \(mx)")
+                }
+                if r.isOrdered && !r.isToMany {
+                    throw ModelError(message: "entity \"\(e.name)\": to-one relationship \"\(r.name)\" cannot be ordered")
+                }
+            }
+            for group in e.uniquenessConstraints {
+                guard !group.isEmpty else { throw ModelError(message: "entity \"\(e.name)\" has an empty uniqueness constraint") }
+                for name in group where e.attributesByName[name] == nil {
+                    throw ModelError(message: "entity \"\(e.name)\": uniqueness constraint names \"\(name)\", which is not an attribute")
+                }
+            }
+        }
+    }
+
+    // MARK: Storage mapping
+
+    /// How a relationship is stored.
+    enum Storage: Equatable {
+        /// A foreign-key column in this entity's table.
+        case foreignKey(column: String)
+        /// Read through the inverse's foreign key (entity, column).
+        case inverseForeignKey(entity: String, column: String, orderColumn: String?)
+        /// A join table; `forward` is true when this side is `source`.
+        case joinTable(name: String, forward: Bool)
+    }
+
+    func storage(of r: RelationshipDescription, in e: EntityDescription) -> Storage {
+        let inverse = r.inverse.flatMap { entitiesByName[r.destination]?.relationshipsByName[$0] }
+        if !r.isToMany { return .foreignKey(column: r.name) }
+        if let inverse, !inverse.isToMany {
+            return .inverseForeignKey(entity: r.destination, column: inverse.name, orderColumn: r.isOrdered ? inverse.name + "_order" : nil)
+        }
+        // Many-to-many or to-many without inverse: a join table named after the
+        // side that sorts first.
+        let mine = (e.name, r.name)
+        guard let inverse else { return .joinTable(name: "_\(e.name)_\(r.name)", forward: true) }
+        let theirs = (r.destination, inverse.name)
+        let first = mine <= theirs
+        return .joinTable(name: first ? "_\(e.name)_\(r.name)" : "_\(r.destination)_\(inverse.name)", forward: first)
+    }
+
+    /// The table schema of an entity.
+    func schema(of e: EntityDescription) throws(KuraError) -> TableSchema {
+        var cols: [ColumnDefinition] = []
+        for a in e.attributes {
+            cols.append(ColumnDefinition(a.name, a.type.columnType, nullable: true, default: a.defaultValue.map { a.type.stored($0) } ?? .null))
+        }
+        for r in e.relationships where !r.isToMany {
+            cols.append(ColumnDefinition(r.name, .integer))
+            let inverse = r.inverse.flatMap { entitiesByName[r.destination]?.relationshipsByName[$0] }
+            if inverse?.isOrdered == true { cols.append(ColumnDefinition(r.name + "_order", .double)) }
+        }
+        return try TableSchema(cols)
+    }
+
+    /// Join tables the model needs (name → schema).
+    var joinTables: [String] {
+        var out = Set<String>()
+        for e in entities {
+            for r in e.relationships {
+                if case .joinTable(let name, _) = storage(of: r, in: e) { out.insert(name) }
+            }
+        }
+        return out.sorted()
+    }
+
+    static let joinSchema = try! TableSchema([
+        ColumnDefinition("source", .integer, nullable: false),
+        ColumnDefinition("target", .integer, nullable: false),
+        ColumnDefinition("position", .double, nullable: false, default: .double(0)),
+    ])
+
+    /// Indexes an entity's table needs: (name, columns, unique).
+    func indexes(of e: EntityDescription) -> [(name: String, columns: [String], unique: Bool)] {
+        var out: [(name: String, columns: [String], unique: Bool)] = []
+        for a in e.attributes where a.isIndexed { out.append(("\(e.name)_\(a.name)_index", [a.name], false)) }
+        for r in e.relationships where !r.isToMany { out.append(("\(e.name)_\(r.name)_fk", [r.name], false)) }
+        for group in e.uniquenessConstraints { out.append(("\(e.name)_unique_\(group.joined(separator: "_"))", group, true)) }
+        return out
+    }
+}
+
+/// Builds `[EntityDescription]` from a list of entity expressions.
+@resultBuilder
+public enum ModelBuilder {
+    public static func buildBlock(_ parts: EntityDescription...) -> [EntityDescription] { parts }
+}

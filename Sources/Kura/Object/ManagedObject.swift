@@ -1,0 +1,231 @@
+// ManagedObject: one object (a row) of an entity, owned by a context.
+//
+// State: current attribute values (in their stored form) and to-one targets;
+// the values last saved (to know what changed); whether it is a fault (values
+// not loaded yet). To-many relationships are not stored in the object: they are
+// computed from the store and the context's pending changes each time they are
+// read, so both sides of a relationship always agree.
+
+import Foundation
+
+/// An object managed by a context: the Kura counterpart of NSManagedObject.
+///
+/// Access values by name (`object["title"]`, ``value(forKey:)``,
+/// ``setValue(_:forKey:)``) or, in a subclass, through typed properties:
+///
+/// ```swift
+/// final class Student: ManagedObject {
+///     @Managed("name") var name: String
+///     @Managed("age") var age: Int16
+///     @ToOne("record") var record: Record?
+/// }
+/// ```
+///
+/// Thread rules: an object belongs to its context and is used on the context's
+/// thread (or actor) only. Lifetime: an object refers to its context weakly (as
+/// in Core Data), so keep the context alive while using its objects: once the
+/// context is gone, relationships read as empty and `value(forKey:)` throws
+/// `.misuse`. After the context is reset or the object deleted and saved, its ID
+/// still works in another context's `object(with:)`.
+open class ManagedObject: CustomStringConvertible {
+    /// The object's entity.
+    public let entity: EntityDescription
+    /// The object's ID (temporary until first saved).
+    public internal(set) var objectID: ManagedObjectID
+    /// The context the object belongs to (nil once it was removed from it).
+    public internal(set) weak var managedObjectContext: ManagedObjectContext?
+
+    var values: [String: Value] = [:]
+    var toOne: [String: ManagedObjectID] = [:]
+    /// Position in an ordered to-many of the target (`<relationship>_order`).
+    var order: [String: Double] = [:]
+    /// Last saved state (nil for an object never saved).
+    var savedValues: [String: Value]?
+    var savedToOne: [String: ManagedObjectID] = [:]
+    var savedOrder: [String: Double] = [:]
+    /// Values not loaded yet; loaded on first access.
+    var isFault = false
+    /// Errors from subscript assignments, reported by the next save.
+    var deferredErrors: [KuraError] = []
+    /// Set by `delete`.
+    public internal(set) var isDeleted = false
+
+    /// Creates an object; use `ManagedObjectContext.insert` (or `init(context:)`) in app code.
+    public required init(entity: EntityDescription, objectID: ManagedObjectID) {
+        self.entity = entity
+        self.objectID = objectID
+    }
+
+    /// Creates and inserts a new object of this class's entity into `context`
+    /// (Core Data's `Student(context: context)`).
+    ///
+    /// Precondition: the class is registered for an entity of the context's model.
+    public convenience init(context: ManagedObjectContext) {
+        guard let e = context.container.model.entities.first(where: { $0.objectClass == Self.self }) else {
+            preconditionFailure("\(Self.self) is not the class of any entity in the model")
+        }
+        self.init(entity: e, objectID: .temporary(e.name))
+        context.register(inserted: self)
+    }
+
+    /// Called once when the object is inserted: set defaults here (a UUID identifier...).
+    open func awakeFromInsert() {}
+
+    /// Called after the object's values are loaded from the store.
+    open func awakeFromFetch() {}
+
+    /// Whether the object was inserted and not yet saved.
+    public var isInserted: Bool { objectID.isTemporary && !isDeleted }
+    /// Whether the object has unsaved changes to saved values.
+    public var isUpdated: Bool { !isInserted && !isDeleted && hasChangedValues }
+    /// Whether the object has unsaved changes of any kind.
+    public var hasChanges: Bool { isInserted || isDeleted || hasChangedValues }
+
+    var hasChangedValues: Bool {
+        guard let saved = savedValues else { return true }
+        return saved != values || savedToOne != toOne || savedOrder != order
+    }
+
+    /// Attribute and to-one values that differ from the saved ones, by name.
+    public func changedValues() -> [String: Any?] {
+        fireFault()
+        var out: [String: Any?] = [:]
+        for a in entity.attributes where savedValues?[a.name] != values[a.name] {
+            out[a.name] = values[a.name].flatMap { a.type.swiftValue($0) }
+        }
+        for r in entity.relationships where !r.isToMany && savedToOne[r.name] != toOne[r.name] {
+            out[r.name] = toOne[r.name].map { $0.uriRepresentation }
+        }
+        return out
+    }
+
+    public var description: String {
+        "<\(entity.name) \(objectID.uriRepresentation)\(isFault ? " fault" : "")>"
+    }
+
+    func fireFault() {
+        guard isFault, let ctx = managedObjectContext else { return }
+        ctx.fulfill(self)
+    }
+
+    // MARK: Access by name
+
+    /// The value of an attribute (a Swift value: String, Int16, Date, ...), the
+    /// object of a to-one relationship, or the objects of a to-many, by name.
+    ///
+    /// - Throws: `.notFound` for an unknown key (naming entity and key);
+    ///   `.corrupt`/`.io` if loading from the store fails.
+    public func value(forKey key: String) throws(KuraError) -> Any? {
+        if let a = entity.attributesByName[key] {
+            try loadIfFault()
+            return values[key].flatMap { a.type.swiftValue($0) }
+        }
+        if let r = entity.relationshipsByName[key] {
+            let ctx = try context()
+            return r.isToMany ? ObjectList(try ctx.relatedObjects(self, r)) : try ctx.relatedObject(self, r)
+        }
+        throw unknownKey(key)
+    }
+
+    /// Sets an attribute (a Swift value of its type, or nil), a to-one
+    /// relationship (an object or nil), or a to-many (an array of objects). The
+    /// inverse relationship is updated on the other side.
+    ///
+    /// - Throws: `.notFound` for an unknown key; `.typeMismatch` naming entity,
+    ///   attribute and the rejected value; `.invalidArgument` for an object of
+    ///   the wrong entity or another context.
+    public func setValue(_ value: Any?, forKey key: String) throws(KuraError) {
+        if let a = entity.attributesByName[key] {
+            try loadIfFault()
+            let stored = try value.map { v throws(KuraError) in try a.type.storedValue(v, attribute: key, entity: entity.name) } ?? .null
+            try context().willChange(self)
+            values[key] = stored
+            return
+        }
+        if let r = entity.relationshipsByName[key] {
+            let ctx = try context()
+            if r.isToMany {
+                guard let list = value as? [ManagedObject] ?? (value as? ObjectList)?.objects ?? (value == nil ? [] : nil) else {
+                    throw KuraError(.typeMismatch, "relationship \"\(key)\" of entity \"\(entity.name)\" is to-many; set an array of objects")
+                }
+                try ctx.setRelated(self, r, list)
+            } else {
+                guard value == nil || value is ManagedObject else {
+                    throw KuraError(.typeMismatch, "relationship \"\(key)\" of entity \"\(entity.name)\" is to-one; set an object or nil, not \(type(of: value!))")
+                }
+                try ctx.setRelated(self, r, value as? ManagedObject)
+            }
+            return
+        }
+        throw unknownKey(key)
+    }
+
+    /// Reads (nil for an unknown key or a load failure) or writes a value by
+    /// name. A write that `setValue(_:forKey:)` would reject is not applied; the
+    /// error is reported by the next `save()`.
+    public subscript(key: String) -> Any? {
+        get { try? value(forKey: key) }
+        set {
+            do { try setValue(newValue, forKey: key) } catch { deferredErrors.append(error) }
+        }
+    }
+
+    /// Adds `object` to a to-many relationship (at the end, if ordered).
+    public func add(_ object: ManagedObject, to key: String) throws(KuraError) {
+        let r = try toManyRelationship(key)
+        try context().addRelated(self, r, object)
+    }
+
+    /// Removes `object` from a to-many relationship.
+    public func remove(_ object: ManagedObject, from key: String) throws(KuraError) {
+        let r = try toManyRelationship(key)
+        try context().removeRelated(self, r, object)
+    }
+
+    func toManyRelationship(_ key: String) throws(KuraError) -> RelationshipDescription {
+        guard let r = entity.relationshipsByName[key], r.isToMany else {
+            throw KuraError(.notFound, "entity \"\(entity.name)\" has no to-many relationship \"\(key)\"")
+        }
+        return r
+    }
+
+    func context() throws(KuraError) -> ManagedObjectContext {
+        guard let c = managedObjectContext else {
+            throw KuraError(.misuse, "\(self) is not in a context (it was deleted and saved, or its context was reset or released)")
+        }
+        return c
+    }
+
+    func loadIfFault() throws(KuraError) {
+        guard isFault else { return }
+        try context().load(self)
+    }
+
+    func unknownKey(_ key: String) -> KuraError {
+        KuraError(.notFound, "entity \"\(entity.name)\" has no attribute or relationship \"\(key)\"")
+    }
+
+    // MARK: Typed access (property wrappers)
+
+    func typedAttribute(_ key: String) -> Any? {
+        guard let a = entity.attributesByName[key] else { return nil }
+        if isFault { try? loadIfFault() }
+        return values[key].flatMap { a.type.swiftValue($0) }
+    }
+}
+
+/// The objects of a to-many relationship, as returned by `value(forKey:)`.
+public struct ObjectList: RandomAccessCollection {
+    public let objects: [ManagedObject]
+    init(_ objects: [ManagedObject]) { self.objects = objects }
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { objects.count }
+    public subscript(i: Int) -> ManagedObject { objects[i] }
+}
+
+
+extension ManagedObject: Hashable {
+    /// Objects are equal when they are the same instance (one per ID per context).
+    public static func == (a: ManagedObject, b: ManagedObject) -> Bool { a === b }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+}
