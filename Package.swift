@@ -28,9 +28,20 @@ let package = Package(
             dependencies: ["KuraEngine"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        // Examples/: one runnable program per seed document (shared/seeds).
+        .target(name: "KuraExamples", dependencies: ["Kura"], path: "Examples/Shared",
+                swiftSettings: [.swiftLanguageMode(.v6)]),
+        .executableTarget(name: "student-records", dependencies: ["KuraExamples"], path: "Examples/StudentRecords",
+                          swiftSettings: [.swiftLanguageMode(.v6)]),
+        .executableTarget(name: "event-list", dependencies: ["Kura"], path: "Examples/EventList",
+                          swiftSettings: [.swiftLanguageMode(.v6)]),
+        .executableTarget(name: "oneliner-memos", dependencies: ["Kura"], path: "Examples/OneLinerMemos",
+                          swiftSettings: [.swiftLanguageMode(.v6)]),
+        .executableTarget(name: "na-filter-create", dependencies: ["Kura"], path: "Examples/NaFilterCreate",
+                          swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(
             name: "KuraCLI",
-            dependencies: ["Kura", "KuraEngine"],
+            dependencies: ["Kura", "KuraEngine", "KuraExamples"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // A child process for crash tests: commits in a loop, reports each
@@ -53,7 +64,7 @@ let package = Package(
         ),
         .testTarget(
             name: "KuraTests",
-            dependencies: ["Kura", "KuraEngine"],
+            dependencies: ["Kura", "KuraEngine", "KuraExamples"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .testTarget(
