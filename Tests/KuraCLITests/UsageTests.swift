@@ -16,3 +16,15 @@ final class UsageTests: XCTestCase {
         XCTAssertTrue(r.stdout.contains("no problems"), r.stdout)
     }
 }
+
+final class DemoTests: XCTestCase {
+    /// `swift run kura demo`, the README's main job.
+    func testDemoRunsTheStudentRecordProgram() throws {
+        let r = try KuraTool.run(["demo"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(r.stdout.contains("1. insert three students"), r.stdout)
+        XCTAssertTrue(r.stdout.contains("3. query students with grade > 80, best first: Han Meimei (92), Wang Fang (88), Li Lei (85)"), r.stdout)
+        XCTAssertTrue(r.stdout.contains("5. reopen the store: 2 students, 2 records"), r.stdout)
+        XCTAssertEqual(try KuraTool.run(["demo", "--bogus"]).status, 2)
+    }
+}

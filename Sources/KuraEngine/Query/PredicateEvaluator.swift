@@ -548,6 +548,34 @@ struct PredicateComparisonTest {
 
     private enum Anchor { case start, end }
 
+    /// Byte search, when it gives exactly the Character-level answer: the needle
+    /// is ASCII without CR or LF and the haystack is ASCII. In ASCII text every
+    /// Character is one byte except CR LF, which such a needle cannot overlap.
+    /// Returns nil when the fast path does not apply.
+    static func asciiContains(_ haystack: String, _ needle: String) -> Bool? {
+        var h = haystack
+        var n = needle
+        return h.withUTF8 { hb in
+            n.withUTF8 { nb -> Bool? in
+                guard nb.count <= hb.count else { return nb.allSatisfy { $0 < 0x80 && $0 != 0x0A && $0 != 0x0D } && hb.allSatisfy { $0 < 0x80 } ? false : nil }
+                for b in nb where b >= 0x80 || b == 0x0A || b == 0x0D { return nil }
+                for b in hb where b >= 0x80 { return nil }
+                let first = nb[0]
+                var i = 0
+                let last = hb.count - nb.count
+                while i <= last {
+                    if hb[i] == first {
+                        var k = 1
+                        while k < nb.count && hb[i + k] == nb[k] { k += 1 }
+                        if k == nb.count { return true }
+                    }
+                    i += 1
+                }
+                return false
+            }
+        }
+    }
+
     /// Substring tests on text (after folding) and blobs. Foundation's rule: an empty
     /// or null needle never matches.
     private func substring(of haystack: EvaluatedValue, needle: EvaluatedValue, anchoredAt anchor: Anchor?) -> Bool {
@@ -559,7 +587,9 @@ struct PredicateComparisonTest {
             switch anchor {
             case .start: return hf.hasPrefix(nf)
             case .end: return hf.hasSuffix(nf)
-            case nil: return hf.firstRange(of: nf) != nil
+            case nil:
+                if let found = Self.asciiContains(hf, nf) { return found }
+                return hf.firstRange(of: nf) != nil
             }
         case (.scalar(.blob(let h)), .scalar(.blob(let n))):
             if n.isEmpty || n.count > h.count { return false }

@@ -1,0 +1,189 @@
+import Foundation
+import XCTest
+
+/// `kura import`: CSV typed headers, inference, nulls and empty strings; JSON
+/// lines type rules; errors naming the line; batches; indexes.
+final class ImportTests: XCTestCase {
+    var dir: TemporaryDirectory!
+
+    override func setUpWithError() throws { dir = try TemporaryDirectory() }
+    override func tearDown() { dir = nil }
+
+    func kura(_ args: [String], stdin: String? = nil) throws -> KuraTool.Result {
+        try KuraTool.run(args, stdin: stdin, cwd: dir.path)
+    }
+
+    func testCSVTypesNullsAndEmptyStrings() throws {
+        try dir.write("t.csv", """
+            id,name,ratio,flag,when:date,code:string,n:int64
+            1,"Smith, Jo",0.5,true,2024-02-29T12:00:00Z,007,
+            2,,1,false,2024-03-01,"",-5
+            3,"say ""hi""
+            twice",2.25,true,,x,9
+
+            """)
+        let r = try kura(["import", "s.kura", "t", "t.csv"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertEqual(r.stdout, "imported 3 rows into t (s.kura)\n")
+        let schema = try kura(["schema", "s.kura"]).stdout
+        XCTAssertEqual(schema, """
+            table t (3 rows, next row ID 4)
+              id integer
+              name text
+              ratio double
+              flag bool
+              when date
+              code text
+              n integer
+
+            """)
+        let rows = try kura(["dump", "s.kura", "t"]).stdout
+        XCTAssertEqual(rows, """
+            {"_rowid":1,"id":1,"name":"Smith, Jo","ratio":0.5,"flag":true,"when":"2024-02-29T12:00:00Z","code":"007","n":null}
+            {"_rowid":2,"id":2,"name":null,"ratio":1.0,"flag":false,"when":"2024-03-01T00:00:00Z","code":"","n":-5}
+            {"_rowid":3,"id":3,"name":"say \\"hi\\"\\ntwice","ratio":2.25,"flag":true,"when":null,"code":"x","n":9}
+
+            """)
+        // Empty string and null are different values.
+        XCTAssertEqual(try kura(["query", "s.kura", "t", "code == ''", "--count"]).stdout, "1\n")
+        XCTAssertEqual(try kura(["query", "s.kura", "t", "name == nil", "--count"]).stdout, "1\n")
+    }
+
+    func testCSVErrorsNameTheLine() throws {
+        try dir.write("bad.csv", "a:int64,b\n1,x\n2,y\nthree,z\n")
+        let r = try kura(["import", "s.kura", "t", "bad.csv"])
+        XCTAssertEqual(r.status, 1)
+        XCTAssertTrue(r.stderr.contains("bad.csv, line 4: \"a\" is 'three', but the column holds int64 values"), r.stderr)
+        XCTAssertFalse(dir.exists("s.kura"), "a failed import must not leave a new store behind")
+
+        try dir.write("fields.csv", "a,b\n1,2\n3\n")
+        let f = try kura(["import", "s.kura", "t", "fields.csv"])
+        XCTAssertEqual(f.status, 1)
+        XCTAssertTrue(f.stderr.contains("fields.csv, line 3: 1 fields, but the header names 2 columns"), f.stderr)
+
+        try dir.write("type.csv", "a:money\n1\n")
+        let t = try kura(["import", "s.kura", "t", "type.csv"])
+        XCTAssertEqual(t.status, 1)
+        XCTAssertTrue(t.stderr.contains("line 1: column \"a:money\" has unknown type \"money\""), t.stderr)
+
+        try dir.write("quote.csv", "a\n\"open\n")
+        let q = try kura(["import", "s.kura", "t", "quote.csv"])
+        XCTAssertEqual(q.status, 1)
+        XCTAssertTrue(q.stderr.contains("line 2: a quoted field is never closed"), q.stderr)
+    }
+
+    func testJSONLinesTypeRules() throws {
+        try dir.write("t.jsonl", """
+            {"i": 1, "d": 1.5, "s": "a", "b": true, "n": null}
+            {"i": 2, "d": 2, "s": "", "b": false, "n": 3}
+
+            {"i": -3, "d": 1e3, "s": "\\u00e9\\ud83d\\ude00", "b": null, "later": "x"}
+
+            """)
+        let r = try kura(["import", "s.kura", "t", "t.jsonl"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertEqual(try kura(["schema", "s.kura"]).stdout, """
+            table t (3 rows, next row ID 4)
+              i integer
+              d double
+              s text
+              b bool
+              n integer
+              later text
+
+            """)
+        XCTAssertEqual(try kura(["dump", "s.kura", "t"]).stdout, """
+            {"_rowid":1,"i":1,"d":1.5,"s":"a","b":true,"n":null,"later":null}
+            {"_rowid":2,"i":2,"d":2.0,"s":"","b":false,"n":3,"later":null}
+            {"_rowid":3,"i":-3,"d":1000.0,"s":"é😀","b":null,"n":null,"later":"x"}
+
+            """)
+    }
+
+    func testJSONLinesMismatchNamesTheLine() throws {
+        // A double into an integer column (typed by its first value) is an error.
+        try dir.write("a.jsonl", "{\"x\": 1}\n{\"x\": null}\n{\"x\": 2.5}\n")
+        let a = try kura(["import", "s.kura", "t", "a.jsonl"])
+        XCTAssertEqual(a.status, 1)
+        XCTAssertTrue(a.stderr.contains("a.jsonl, line 3: \"x\" is a non-integer number (2.5), but the column holds int64 values (its type comes from its first value, on line 1)"), a.stderr)
+        // A string into a double column.
+        try dir.write("b.jsonl", "{\"x\": 1.5}\n{\"x\": \"2\"}\n")
+        let b = try kura(["import", "s.kura", "t", "b.jsonl"])
+        XCTAssertEqual(b.status, 1)
+        XCTAssertTrue(b.stderr.contains("b.jsonl, line 2: \"x\" is a string (\"2\"), but the column holds double values"), b.stderr)
+        // Not JSON, not an object, nested values.
+        try dir.write("c.jsonl", "{\"x\": 1}\n{\"x\": }\n")
+        let c = try kura(["import", "s.kura", "t", "c.jsonl"])
+        XCTAssertEqual(c.status, 1)
+        XCTAssertTrue(c.stderr.contains("c.jsonl, line 2: not valid JSON"), c.stderr)
+        try dir.write("d.jsonl", "[1, 2]\n")
+        XCTAssertTrue(try kura(["import", "s.kura", "t", "d.jsonl"]).stderr.contains("line 1: expected a JSON object"))
+        try dir.write("e.jsonl", "{\"x\": {\"y\": 1}}\n")
+        XCTAssertTrue(try kura(["import", "s.kura", "t", "e.jsonl"]).stderr.contains("line 1: \"x\" holds a nested object"))
+        XCTAssertFalse(dir.exists("s.kura"))
+    }
+
+    func testExistingEntityTypesAndConstraints() throws {
+        try dir.write("a.csv", "name,age:int64\nAda,36\n")
+        XCTAssertEqual(try kura(["import", "s.kura", "p", "a.csv"]).status, 0)
+        // JSON lines into the existing entity: the schema's types rule; an integer
+        // into... a text column is an error naming the line; new columns are added.
+        try dir.write("b.jsonl", "{\"name\": \"Bo\", \"age\": 5, \"tall\": true}\n{\"name\": 7}\n")
+        let b = try kura(["import", "s.kura", "p", "b.jsonl"])
+        XCTAssertEqual(b.status, 1)
+        XCTAssertTrue(b.stderr.contains("line 2: \"name\" is an integer (7), but the column holds strings"), b.stderr)
+        XCTAssertEqual(try kura(["query", "s.kura", "p", "--count"]).stdout, "1\n", "a failed import writes nothing")
+        try dir.write("c.jsonl", "{\"name\": \"Bo\", \"age\": 5, \"tall\": true}\n")
+        XCTAssertEqual(try kura(["import", "s.kura", "p", "c.jsonl"]).status, 0)
+        XCTAssertTrue(try kura(["schema", "s.kura"]).stdout.contains("  tall bool\n"))
+        // A CSV header that contradicts the entity's type.
+        try dir.write("d.csv", "age:string\nold\n")
+        let d = try kura(["import", "s.kura", "p", "d.csv"])
+        XCTAssertEqual(d.status, 1)
+        XCTAssertTrue(d.stderr.contains("column \"age\" is integer in entity \"p\", but the header says text"), d.stderr)
+        // Explicit row IDs: a duplicate names its line.
+        try dir.write("e.jsonl", "{\"_rowid\": 10, \"name\": \"Ten\"}\n{\"_rowid\": 10, \"name\": \"Again\"}\n")
+        let e = try kura(["import", "s.kura", "p", "e.jsonl"])
+        XCTAssertEqual(e.status, 1)
+        XCTAssertTrue(e.stderr.contains("e.jsonl, line 2: table \"p\" already has a row with ID 10"), e.stderr)
+    }
+
+    func testBatchesAndIndexes() throws {
+        var csv = "k:int64,v\n"
+        for i in 1...25 { csv += "\(i),v\(i % 4)\n" }
+        try dir.write("t.csv", csv)
+        let r = try kura(["import", "s.kura", "t", "t.csv", "--batch", "10", "--index", "v", "--index", "v,k"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertEqual(r.stdout, "committed 10\ncommitted 20\ncommitted 25\n")
+        XCTAssertTrue(try kura(["schema", "s.kura"]).stdout.hasSuffix("  index t_v (v)\n  index t_v_k (v, k)\n"))
+        XCTAssertTrue(try kura(["explain", "s.kura", "t", "v == 'v1'"]).stdout.contains("index \"t_v"))
+        XCTAssertEqual(try kura(["query", "s.kura", "t", "v == 'v1'", "--count"]).stdout, "7\n")
+        XCTAssertEqual(try kura(["check", "s.kura"]).status, 0)
+        // Importing again appends, and the indexes stay consistent.
+        XCTAssertEqual(try kura(["import", "s.kura", "t", "t.csv", "--index", "v"]).status, 0)
+        XCTAssertEqual(try kura(["query", "s.kura", "t", "v == 'v1'", "--count"]).stdout, "14\n")
+        XCTAssertEqual(try kura(["check", "s.kura"]).stdout.hasSuffix("ok: no problems found\n"), true)
+    }
+
+    func testStdinAndFormatOption() throws {
+        let r = try kura(["import", "s.kura", "t", "-", "--format", "jsonl"], stdin: "{\"a\": 1}\n{\"a\": 2}\n")
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertEqual(try kura(["query", "s.kura", "t", "--count"]).stdout, "2\n")
+        try dir.write("data.txt", "a\n3\n")
+        XCTAssertEqual(try kura(["import", "s.kura", "t", "data.txt"]).status, 2)
+        XCTAssertEqual(try kura(["import", "s.kura", "t", "data.txt", "--format", "csv"]).status, 0)
+        XCTAssertEqual(try kura(["import", "s.kura", "t", "data.txt", "--format", "xml"]).status, 2)
+    }
+
+    func testUnreadableInputs() throws {
+        let r = try kura(["import", "s.kura", "t", "missing.csv"])
+        XCTAssertEqual(r.status, 3)
+        XCTAssertTrue(r.stderr.contains("cannot read missing.csv: no such file"), r.stderr)
+        try dir.write("a.csv", "a\n1\n")
+        let s = try kura(["import", "missing-dir/s.kura", "t", "a.csv"])
+        XCTAssertEqual(s.status, 3, s.stderr)
+        XCTAssertTrue(s.stderr.contains("missing-dir/s.kura"), s.stderr)
+        XCTAssertEqual(try kura(["import", "s.kura", "t", "a.csv", "--index", "nope"]).status, 2)
+        XCTAssertEqual(try kura(["import", "s.kura", "t", "a.csv", "--batch", "0"]).status, 2)
+    }
+}
