@@ -121,8 +121,11 @@ struct IntegrityChecker<S: PageSource> {
             var expected = Set<[UInt8]>()
             var rows = TreeCursor(tree: BTree(root: table.rootPage, kind: .table))
             try rows.first(source)
+            // Bounded by what the pages can hold, never by on-disk counts (which
+            // may be hostile): at most one cell per 4 bytes of every page.
+            let maxEntries = Int(pageCount) * (source.pageSize / 4) + 1
             var steps = 0
-            while rows.isValid && steps <= Int(table.rowCount) + 1 {
+            while rows.isValid && steps <= maxEntries {
                 steps += 1
                 let k = rows.key
                 guard let (rowID, _) = RowIDKey.decode(k.baseAddress!, 0, k.count) else { try rows.next(source); continue }
@@ -141,8 +144,7 @@ struct IntegrityChecker<S: PageSource> {
             var entries = TreeCursor(tree: index.tree)
             try entries.first(source)
             steps = 0
-            let bound = expected.count + Int(pageCount) * 512
-            while entries.isValid && steps <= bound {
+            while entries.isValid && steps <= maxEntries {
                 steps += 1
                 let key = Array(entries.key)
                 if expected.remove(key) == nil {

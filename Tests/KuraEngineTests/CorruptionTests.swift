@@ -214,3 +214,23 @@ final class CorruptionTests: XCTestCase {
         XCTAssertNil(outcomes.keys.first { $0.hasPrefix("rows") }, "a damaged file gave a silently wrong row count: \(outcomes)")
     }
 }
+
+final class IntegrityCheckHostileTests: XCTestCase {
+    // Bug: the integrity check bounded its index walk by the catalog's row count,
+    // so a hostile count of Int64.max trapped on `Int(rowCount) + 1`.
+    func testHostileRowCountIsReportedNotTrapped() throws {
+        let db = try Database.inMemory()
+        try db.write { tx in
+            let t = try tx.createTable("t", schema: try TableSchema([ColumnDefinition("a", .integer)]))
+            try tx.createIndex("by_a", on: t, columns: [IndexColumn("a")])
+            try tx.insert([.integer(1)], into: t)
+        }
+        try db.write { tx in
+            var info = try tx.table("t")
+            info.rowCount = Int64.max
+            try Catalog.store(info, root: tx.writer!.header.headerCatalogRoot, tx.writer!)
+        }
+        let problems = try db.read { tx in try tx.checkIntegrity() }
+        XCTAssertTrue(problems.contains { $0.message.contains("catalog counts 9223372036854775807") }, "\(problems)")
+    }
+}
