@@ -216,7 +216,12 @@ final class Pager: @unchecked Sendable {
     }
 
     /// Reads the log for commits made by other connections. Caller holds `state`.
+    ///
+    /// Skipped while this connection's writer holds the store's write lock: then
+    /// no other connection can append or reset the log, and the writer's own
+    /// frames, written before it publishes them, must not be indexed twice.
     private func refreshLocked() throws(KuraError) {
+        if ownWriterActive { return }
         let result = try wal.refresh()
         switch result {
         case .reset:
@@ -237,6 +242,9 @@ final class Pager: @unchecked Sendable {
     }
 
     private var latestIsCurrent = false
+    /// True from the moment this connection's writer has refreshed under the
+    /// write lock until it releases it. Guarded by `state`.
+    private var ownWriterActive = false
 
     // MARK: Reading pages
 
@@ -328,7 +336,9 @@ final class Pager: @unchecked Sendable {
             throw error
         }
         do {
-            return try beginTransaction()
+            let snapshot = try beginTransaction()
+            state.withLock { ownWriterActive = true }
+            return snapshot
         } catch {
             file.unlock(.writer)
             releaseWriterSlot()
@@ -350,6 +360,7 @@ final class Pager: @unchecked Sendable {
     func endWrite(_ snapshot: Snapshot, checkpointIfDue: Bool = false) {
         endTransaction(snapshot)
         if checkpointIfDue && checkpointDue { _ = try? checkpoint() }
+        state.withLock { ownWriterActive = false }
         file.unlock(.writer)
         releaseWriterSlot()
     }
@@ -478,6 +489,7 @@ final class Pager: @unchecked Sendable {
         let s = try beginWrite()
         endTransaction(s)
         defer {
+            state.withLock { ownWriterActive = false }
             file.unlock(.writer)
             releaseWriterSlot()
         }
