@@ -1,0 +1,256 @@
+// Runner: runs the workloads on every engine, alternating, and records samples.
+//
+// One round per run. In a round each engine in turn (the order rotates from
+// round to round, so no engine always goes first or last) gets a fresh store in
+// the same temporary directory and runs, in this order:
+//
+//   W1 insert → checkpoint, W10 size → W1b index → W2 → W3 → W4 → W5
+//   → checkpoint, W11 (child process on this store) → W6 → W7 → checkpoint,
+//   W10 size → compaction, W10 size → W9 (5 s) → close;
+//   then W8 on a second fresh store opened with durability full.
+//
+// W6 and W7 change the table, so they come after the read-only workloads; W9
+// adds rows, so it comes last. Every workload returns a check value; the values
+// must agree across engines (the run stops with an error if they do not).
+
+import Foundation
+
+/// Every contender, in the order of the first round.
+var allEngines: [any BenchEngine.Type] { [KuraEngineBench.self, SQLiteBench.self, GRDBBench.self] }
+
+struct RunOptions {
+    var rows = 1_000_000
+    var runs = 3
+    var engines: [String] = allEngines.map { $0.name } + [KuraObjectsBench.name]
+    var w9Seconds = 5.0
+    var directory: String?
+    var jsonPath: String?
+    var scale = false
+    var w11 = true
+}
+
+struct CheckMismatch: Error, CustomStringConvertible {
+    let description: String
+}
+
+final class Runner {
+    let options: RunOptions
+    let results = Results()
+    let directory: String
+    /// Workloads that threw instead of finishing (reported after the table).
+    var failures: [String] = []
+    /// Check values of the current round: workload → engine → value.
+    private var checks: [String: [String: Int]] = [:]
+
+    init(options: RunOptions, directory: String) {
+        self.options = options
+        self.directory = directory
+    }
+
+    var engines: [any BenchEngine.Type] { allEngines.filter { options.engines.contains($0.name) } }
+
+    /// The engine order of round `r`: rotated by `r`.
+    func order(_ r: Int) -> [any BenchEngine.Type] {
+        let e = engines
+        return e.indices.map { e[($0 + r) % e.count] }
+    }
+
+    /// Engine names of round `r` (the object layer included), rotated by `r`.
+    func roundNames(_ r: Int) -> [String] {
+        let e = (allEngines.map { $0.name } + [KuraObjectsBench.name]).filter { options.engines.contains($0) }
+        return e.indices.map { e[($0 + r) % e.count] }
+    }
+
+    func check(_ workload: String, _ engine: String, _ value: Int) throws {
+        checks[workload, default: [:]][engine] = value
+        let values = Set(checks[workload]!.values)
+        if values.count > 1 {
+            throw CheckMismatch(description: "engines disagree on \(workload): \(checks[workload]!)")
+        }
+    }
+
+    /// Times `body`, records the sample, checks its value.
+    @discardableResult
+    func measure(_ workload: String, _ engine: String, rows: Int, expect: Int? = nil, _ body: () throws -> Int) throws -> Int {
+        let (value, seconds) = try timed(body)
+        results.add(workload, engine, rows: rows, .seconds, seconds)
+        progress("  \(engine) \(workload): \(formatSeconds(seconds)) (check \(value))")
+        try check(workload, engine, value)
+        if let expect, value != expect {
+            throw CheckMismatch(description: "\(engine) \(workload) returned \(value), expected \(expect)")
+        }
+        return value
+    }
+
+    // MARK: The full run
+
+    func runAll(_ data: Dataset) throws {
+        for r in 0..<options.runs {
+            checks = [:]
+            progress("round \(r + 1) of \(options.runs)")
+            for name in roundNames(r) {
+                if name == KuraObjectsBench.name {
+                    let path = directory + "/\(name)-\(data.rows).kura"
+                    removeStore(path)
+                    defer { removeStore(path) }
+                    try KuraObjectsBench.run(self, data, path: path, w11: options.w11)
+                } else if let E = engines.first(where: { $0.name == name }) {
+                    try runRound(E, data, round: r)
+                }
+            }
+        }
+    }
+
+    func runRound(_ E: any BenchEngine.Type, _ data: Dataset, round r: Int) throws {
+        let name = E.name
+        let n = data.rows
+        let path = directory + "/\(name)-\(n).db"
+        removeStore(path)
+        defer { removeStore(path) }
+        let e = try E.init(path: path, sync: .normal)
+
+        try measure("W1", name, rows: n, expect: n) { try e.insertAll(data) }
+        try e.checkpoint()
+        results.add("W10 after W1", name, rows: n, .bytes, Double(StoreSize(path: path, companions: E.companions).total))
+        try measure("W1b", name, rows: n) { try e.createIndex(); return 0 }
+        try measure("W2", name, rows: n) { try e.lookups(data.lookupIDs) }
+        try measure("W3", name, rows: n, expect: n) { try e.equalityQueries(data.equalityKeys) }
+        try measure("W4", name, rows: n) { try e.rangeQueries(data.rangeStarts) }
+        try measure("W5", name, rows: n, expect: data.expectedContains) { try e.scanContains() }
+
+        if options.w11 {
+            try e.checkpoint()
+            let (rows, peak) = try spawnStream(engine: name, path: path)
+            guard rows == n else { throw CheckMismatch(description: "W11: \(name) streamed \(rows) rows, expected \(n)") }
+            results.add("W11", name, rows: n, .bytes, Double(peak))
+            progress("  \(name) W11: peak RSS \(formatBytes(Double(peak)))")
+        }
+
+        try measure("W6", name, rows: n) { try e.updateLowScores() }
+        try measure("W7", name, rows: n) { try e.deleteHighScores() }
+        try e.checkpoint()
+        results.add("W10 after W7", name, rows: n, .bytes, Double(StoreSize(path: path, companions: E.companions).total))
+        if try e.compact() {
+            results.add("W10 compacted", name, rows: n, .bytes, Double(StoreSize(path: path, companions: E.companions).total))
+        }
+
+        if options.w9Seconds > 0 {
+            // An error here is an engine bug under concurrency: it is reported
+            // (and the sample is missing), and the run goes on.
+            do {
+                let (reads, commits) = try e.concurrent(rows: n, seconds: options.w9Seconds)
+                results.add("W9 reads", name, rows: n, .perSecond, Double(reads) / options.w9Seconds)
+                results.add("W9 commits", name, rows: n, .perSecond, Double(commits) / options.w9Seconds)
+                progress("  \(name) W9: \(formatRate(Double(reads) / options.w9Seconds)) reads, \(formatRate(Double(commits) / options.w9Seconds)) commits")
+            } catch {
+                failures.append("round \(r + 1), \(name) W9: \(error)")
+                progress("  \(name) W9 FAILED: \(error)")
+            }
+        }
+        try? e.close()
+
+        // W8 measures fsync: first flush what earlier workloads left dirty in the
+        // kernel (up to a million rows' pages), or their writeback lands in W8.
+        sync()
+        let w8Path = directory + "/\(name)-w8.db"
+        removeStore(w8Path)
+        defer { removeStore(w8Path) }
+        let f = try E.init(path: w8Path, sync: .full)
+        try measure("W8", name, rows: n) { try f.singleRowCommits(data, count: Settings.w8Commits) }
+        try f.close()
+    }
+
+    /// W11: runs this executable again as `kura-bench __stream ENGINE PATH` and
+    /// reads the child's rows streamed and peak RSS.
+    func spawnStream(engine: String, path: String) throws -> (rows: Int, peak: Int) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: executablePath())
+        p.arguments = ["__stream", engine, path]
+        let out = Pipe()
+        p.standardOutput = out
+        try p.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        let text = String(decoding: data, as: UTF8.self)
+        var fields: [String: Int] = [:]
+        for part in text.split(whereSeparator: { $0 == " " || $0 == "\n" }) {
+            let kv = part.split(separator: "=")
+            if kv.count == 2, let v = Int(kv[1]) { fields[String(kv[0])] = v }
+        }
+        guard p.terminationStatus == 0, let rows = fields["rows"], let peak = fields["peak"] else {
+            throw CheckMismatch(description: "W11 child for \(engine) failed (status \(p.terminationStatus)): \(text)")
+        }
+        return (rows, peak)
+    }
+
+    // MARK: --scale
+
+    /// N/100, N/10 and N: 10000, 100000 and 1000000 by default.
+    var scaleSizes: [Int] { [max(options.rows / 100, 1), max(options.rows / 10, 1), options.rows] }
+    static let scaleWorkloads = ["W1", "W2", "W3", "W5"]
+
+    /// W1, W2, W3 and W5 at each size; the report divides by the rows touched
+    /// (N inserts, N lookups, N rows matched by the 1000 queries, N rows scanned).
+    func runScale() throws {
+        for size in scaleSizes {
+            progress("scale: \(size) rows")
+            let data = Dataset(rows: size)
+            for r in 0..<options.runs {
+                checks = [:]
+                for E in order(r) {
+                    let name = E.name
+                    let path = directory + "/\(name)-scale-\(size).db"
+                    removeStore(path)
+                    defer { removeStore(path) }
+                    let e = try E.init(path: path, sync: .normal)
+                    try measure("W1", name, rows: size, expect: size) { try e.insertAll(data) }
+                    try e.createIndex()
+                    try measure("W2", name, rows: size) { try e.lookups(data.lookupIDs) }
+                    try measure("W3", name, rows: size, expect: size) { try e.equalityQueries(data.equalityKeys) }
+                    try measure("W5", name, rows: size, expect: data.expectedContains) { try e.scanContains() }
+                    try e.close()
+                }
+            }
+        }
+    }
+
+    /// Time per row at each size and its growth from the smallest size.
+    func scaleTable() -> String {
+        let sizes = scaleSizes
+        var out = "| workload | engine | " + sizes.map { "ns/row at \($0)" }.joined(separator: " | ") + " | growth \(sizes.first!)→\(sizes.last!) | Kura/SQLite at " + sizes.map(String.init).joined(separator: ", ") + " |\n"
+        out += "| --- | --- |" + String(repeating: " ---: |", count: sizes.count + 2) + "\n"
+        for w in Self.scaleWorkloads {
+            for e in engines.map({ $0.name }) {
+                let perRow: [Double?] = sizes.map { n in results.find(w, e, rows: n).map { $0.median / Double(n) * 1e9 } }
+                let cells = perRow.map { $0.map { String(format: "%.0f", $0) } ?? "–" }
+                var growth = "–"
+                if let a = perRow.first ?? nil, let b = perRow.last ?? nil, a > 0 { growth = String(format: "%.2f x", b / a) }
+                var ratios = "–"
+                if e == "kura" {
+                    ratios = sizes.map { n in
+                        results.find(w, "kura", rows: n).flatMap { results.ratio($0, to: "sqlite") }.map { String(format: "%.2f", $0) } ?? "–"
+                    }.joined(separator: ", ")
+                }
+                out += "| \(w) | \(e) | " + cells.joined(separator: " | ") + " | \(growth) | \(ratios) |\n"
+            }
+        }
+        return out
+    }
+}
+
+/// The hidden `__stream ENGINE PATH` subcommand (W11's child): streams every
+/// row of the store and prints `rows=N peak=BYTES baseline=BYTES`.
+func streamChild(engine: String, path: String) throws {
+    let baseline = processMemory()?.peak ?? 0
+    let stream: (String) throws -> Int
+    if engine == KuraObjectsBench.name {
+        stream = KuraObjectsBench.streamAll
+    } else if let E = allEngines.first(where: { $0.name == engine }) {
+        stream = E.streamAll
+    } else {
+        throw CheckMismatch(description: "unknown engine \(engine)")
+    }
+    let (rows, seconds) = try timed { try stream(path) }
+    let peak = processMemory()?.peak ?? 0
+    print("rows=\(rows) peak=\(peak) baseline=\(baseline) micros=\(Int(seconds * 1e6))")
+}
