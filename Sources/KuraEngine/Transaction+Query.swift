@@ -39,7 +39,7 @@ extension ReadTransaction {
     /// A readable description of how `query` would run: access path, key ranges,
     /// the filter every candidate row is checked against, and the sort.
     public func explain(_ query: TableQuery) throws(KuraError) -> String {
-        let (info, _, plan) = try prepare(query)
+        let (info, _, plan) = try prepare(query, explaining: true)
         var lines = ["query on table \"\(info.name)\" (\(info.rowCount) rows)"]
         lines += plan.notes.map { "  " + $0 }
         if let p = query.predicate { lines.append("  filter each candidate row: " + p.predicateFormat) }
@@ -53,7 +53,7 @@ extension ReadTransaction {
         return lines.joined(separator: "\n")
     }
 
-    func prepare(_ query: TableQuery) throws(KuraError) -> (TableInfo, TableSchema?, QueryPlan) {
+    func prepare(_ query: TableQuery, explaining: Bool = false) throws(KuraError) -> (TableInfo, TableSchema?, QueryPlan) {
         try checkActive()
         guard query.offset >= 0, (query.limit ?? 0) >= 0 else {
             throw KuraError(.invalidArgument, "offset and limit must not be negative (got \(query.offset), \(query.limit ?? 0))")
@@ -64,7 +64,7 @@ extension ReadTransaction {
         for k in query.sort where schema?.position(of: k.column) == nil {
             throw KuraError(.notFound, "cannot sort by \"\(k.column)\": table \"\(info.name)\" has no such column")
         }
-        let plan = QueryPlanner.plan(query, schema: schema, indexes: try indexes(of: info.name))
+        let plan = QueryPlanner.plan(query, schema: schema, indexes: try indexes(of: info.name), explaining: explaining)
         return (info, schema, plan)
     }
 

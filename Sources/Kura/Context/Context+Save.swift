@@ -81,7 +81,7 @@ extension ManagedObjectContext {
             renamed[o.objectID] = id
             registry[o.objectID] = nil
             o.objectID = id
-            registry[id] = WeakObject(o)
+            track(o, as: id)
         }
         if !renamed.isEmpty {
             for w in registry.values {

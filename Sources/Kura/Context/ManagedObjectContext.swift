@@ -32,6 +32,22 @@ public final class ManagedObjectContext {
     }
 
     var registry: [ManagedObjectID: WeakObject] = [:]
+    /// Dead weak entries are dropped when the registry passes this size, which
+    /// then doubles from the live count, so iterating a million objects in
+    /// batches keeps memory bounded at amortized constant cost.
+    private var pruneThreshold = 4096
+
+    /// Registers `o` under `id` (weakly), pruning dead entries now and then.
+    func track(_ o: ManagedObject, as id: ManagedObjectID) {
+        registry[id] = WeakObject(o)
+        if registry.count > pruneThreshold { pruneRegistry() }
+    }
+
+    private func pruneRegistry() {
+        let live = registry.filter { $0.value.object != nil }
+        pruneThreshold = Swift.max(4096, 2 * live.count)
+        registry = live
+    }
     /// Objects inserted since the last save, in insertion order.
     var inserted: [ManagedObject] = []
     /// Saved objects changed since the last save (may have been changed back).
@@ -70,8 +86,7 @@ public final class ManagedObjectContext {
     /// Objects this context holds now (clean ones only while something else
     /// references them).
     public var registeredObjectCount: Int {
-        registry = registry.filter { $0.value.object != nil }
-        return registry.count
+        registry.values.reduce(0) { $0 + ($1.object == nil ? 0 : 1) }
     }
 
     // MARK: Inserting and finding objects
@@ -105,7 +120,7 @@ public final class ManagedObjectContext {
             o.values[a.name] = a.defaultValue.map { a.type.stored($0) } ?? .null
         }
         inserted.append(o)
-        registry[o.objectID] = WeakObject(o)
+        track(o, as: o.objectID)
         o.awakeFromInsert()
     }
 
@@ -123,7 +138,7 @@ public final class ManagedObjectContext {
         let o = e.objectClass.init(entity: e, objectID: id)
         o.managedObjectContext = self
         o.isFault = true
-        registry[id] = WeakObject(o)
+        track(o, as: id)
         return o
     }
 
@@ -214,7 +229,7 @@ public final class ManagedObjectContext {
         let o = e.objectClass.init(entity: e, objectID: id)
         o.managedObjectContext = self
         apply(row, to: o)
-        registry[id] = WeakObject(o)
+        track(o, as: id)
         o.awakeFromFetch()
         return o
     }

@@ -115,11 +115,18 @@ final class PosixFile: StorageFile, @unchecked Sendable {
     func sync(full: Bool) throws(KuraError) {
         #if canImport(Darwin)
         if full, fcntl(fd, F_FULLFSYNC) == 0 { return }
-        #endif
         while fsync(fd) != 0 {
             if errno == EINTR { continue }
             throw posixError(errno, "fsync", path)
         }
+        #else
+        // fdatasync also flushes the metadata needed to read the data back (the
+        // file size), which is all Kura needs; it skips timestamps.
+        while fdatasync(fd) != 0 {
+            if errno == EINTR { continue }
+            throw posixError(errno, "fdatasync", path)
+        }
+        #endif
     }
 
     func lock(_ byte: LockByte, _ mode: LockMode) throws(KuraError) -> Bool {

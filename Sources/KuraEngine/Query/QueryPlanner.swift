@@ -56,11 +56,13 @@ struct ColumnConstraint {
 }
 
 enum QueryPlanner {
-    static func plan(_ q: TableQuery, schema: TableSchema?, indexes: [IndexDefinition]) -> QueryPlan {
-        let constraints = q.predicate.map { conjuncts($0).compactMap(constraint) } ?? []
+    /// Chooses the access path. `explaining` also fills `notes` (formatting them
+    /// costs more than planning, so queries that are only run skip it).
+    static func plan(_ q: TableQuery, schema: TableSchema?, indexes: [IndexDefinition], explaining: Bool = false) -> QueryPlan {
+        let constraints = q.predicate.map { conjuncts($0).compactMap { constraint($0, explaining: explaining) } } ?? []
         var best: (score: Int, plan: QueryPlan)?
         for index in indexes {
-            guard let schema, let candidate = indexPlan(index, constraints, schema: schema, sort: q.sort) else { continue }
+            guard let schema, let candidate = indexPlan(index, constraints, schema: schema, sort: q.sort, explaining: explaining) else { continue }
             if best == nil || candidate.score > best!.score { best = candidate }
         }
         if let best { return best.plan }
@@ -97,7 +99,7 @@ enum QueryPlanner {
     }
 
     /// A usable `column op constant` (or `constant op column`) comparison.
-    static func constraint(_ p: KuraPredicate) -> ColumnConstraint? {
+    static func constraint(_ p: KuraPredicate, explaining: Bool) -> ColumnConstraint? {
         guard case .comparison(let c) = p, c.quantifier == .direct else { return nil }
         var op = c.operator
         var col = column(c.left)
@@ -115,7 +117,7 @@ enum QueryPlanner {
             }
         }
         guard let name = col else { return nil }
-        let text = KuraPredicate.comparison(c).predicateFormat
+        let text = explaining ? KuraPredicate.comparison(c).predicateFormat : ""
         switch op {
         case .equalTo:
             guard let v = constant(other) else { return nil }
@@ -179,7 +181,7 @@ enum QueryPlanner {
         c.folded || options.intersection([.caseInsensitive, .diacriticInsensitive]).isEmpty
     }
 
-    static func indexPlan(_ index: IndexDefinition, _ constraints: [ColumnConstraint], schema: TableSchema, sort: [SortKey]) -> (score: Int, plan: QueryPlan)? {
+    static func indexPlan(_ index: IndexDefinition, _ constraints: [ColumnConstraint], schema: TableSchema, sort: [SortKey], explaining: Bool) -> (score: Int, plan: QueryPlan)? {
         var prefixes: [[UInt8]] = [[]]
         var ranges: [KeyRange]?
         var used: [String] = []
@@ -262,6 +264,7 @@ enum QueryPlanner {
             score += 1
         }
         var plan = QueryPlan(access: .index(index, ranges: ranges!, reverse: reverse), ordered: ordered, orderColumns: orderColumns)
+        if !explaining { return (score, plan) }
         plan.notes = ["search index \"\(index.name)\" (\(index.columns.map { $0.name + ($0.descending ? " desc" : "") + ($0.folded ? " folded" : "") }.joined(separator: ", "))) using " + used.joined(separator: " AND "),
                       "key ranges: \(ranges!.count)" + (ranges!.count <= 4 ? " " + ranges!.map { "[\(hexBytes($0.lower)) ... \(hexBytes($0.upper))*]" }.joined(separator: ", ") : ""),
                       ordered && !sort.isEmpty ? "rows come out in sort order (\(reverse ? "backward" : "forward") index walk)" : ""].filter { !$0.isEmpty }
