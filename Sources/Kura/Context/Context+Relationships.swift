@@ -123,7 +123,7 @@ extension ManagedObjectContext {
         guard let inv = inverse(of: r) else { return }
         if !inv.isToMany {
             // One-to-one: both sides hold a key; unhook the old partners.
-            if let old, let oldObject = registry[old]?.object ?? (try? object(with: old)) {
+            if let old, let oldObject = registered(old) ?? (try? object(with: old)) {
                 try? oldObject.loadIfFault()
                 if oldObject.toOne[inv.name] == o.objectID {
                     willChange(oldObject)

@@ -84,8 +84,8 @@ extension ManagedObjectContext {
             track(o, as: id)
         }
         if !renamed.isEmpty {
-            for w in registry.values {
-                guard let o = w.object else { continue }
+            for u in registry.values {
+                let o = u.takeUnretainedValue()
                 for (k, v) in o.toOne { if let n = renamed[v] { o.toOne[k] = n } }
             }
         }
@@ -112,7 +112,7 @@ extension ManagedObjectContext {
         for r in o.entity.relationships where !r.isToMany {
             var key: Value = .null
             if let id = o.toOne[r.name] {
-                let target = registry[id]?.object
+                let target = registered(id)
                 if target?.isDeleted != true, let rid = rowID(id) { key = .integer(rid) }
             }
             out.append(key)
@@ -177,7 +177,7 @@ extension ManagedObjectContext {
                 let ids = (try? read { tx throws(KuraError) in try tx.fetch(TableQuery(o.entity.name, where: match)).map(\.rowID) }) ?? []
                 for rid in ids where rid != o.objectID.rowID || o.objectID.isTemporary {
                     let id = ManagedObjectID(entity: o.entity.name, rowID: rid)
-                    if let other = registry[id]?.object, other.isDeleted || zip(group, values).contains(where: { other.values[$0] != $1 }) { continue }
+                    if let other = registered(id), other.isDeleted || zip(group, values).contains(where: { other.values[$0] != $1 }) { continue }
                     problems.append("\(o.objectID): uniqueness constraint (\(group.joined(separator: ", "))) violated: \(id) already has \(shown)")
                 }
             }

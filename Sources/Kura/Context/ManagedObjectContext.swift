@@ -26,28 +26,28 @@ public final class ManagedObjectContext {
     /// The container (model and store) this context works on.
     public let container: PersistentContainer
 
-    final class WeakObject {
-        weak var object: ManagedObject?
-        init(_ o: ManagedObject) { object = o }
-    }
+    /// Every object of this context by ID, unretained: an object removes its own
+    /// entry when it is deallocated (`ManagedObject.deinit` calls `forget`), so
+    /// clean objects live only as long as the app references them, and no object
+    /// needs a weak reference (which would slow down all its retains and releases).
+    var registry: [ManagedObjectID: Unmanaged<ManagedObject>] = [:]
 
-    var registry: [ManagedObjectID: WeakObject] = [:]
-    /// Dead weak entries are dropped when the registry passes this size, which
-    /// then doubles from the live count, so iterating a million objects in
-    /// batches keeps memory bounded at amortized constant cost.
-    private var pruneThreshold = 4096
+    /// The registered object with `id`, if any.
+    @inline(__always)
+    func registered(_ id: ManagedObjectID) -> ManagedObject? { registry[id]?.takeUnretainedValue() }
 
-    /// Registers `o` under `id` (weakly), pruning dead entries now and then.
+    /// Registers `o` under `id`.
     func track(_ o: ManagedObject, as id: ManagedObjectID) {
-        registry[id] = WeakObject(o)
-        if registry.count > pruneThreshold { pruneRegistry() }
+        registry[id] = .passUnretained(o)
     }
 
-    private func pruneRegistry() {
-        let live = registry.filter { $0.value.object != nil }
-        pruneThreshold = Swift.max(4096, 2 * live.count)
-        registry = live
+    /// Called by a deallocating object: drops its entry if it is still the one.
+    func forget(_ o: ManagedObject) {
+        if let u = registry[o.objectID], u.toOpaque() == Unmanaged.passUnretained(o).toOpaque() {
+            registry[o.objectID] = nil
+        }
     }
+
     /// Objects inserted since the last save, in insertion order.
     var inserted: [ManagedObject] = []
     /// Saved objects changed since the last save (may have been changed back).
@@ -85,9 +85,7 @@ public final class ManagedObjectContext {
 
     /// Objects this context holds now (clean ones only while something else
     /// references them).
-    public var registeredObjectCount: Int {
-        registry.values.reduce(0) { $0 + ($1.object == nil ? 0 : 1) }
-    }
+    public var registeredObjectCount: Int { registry.count }
 
     // MARK: Inserting and finding objects
 
@@ -130,7 +128,7 @@ public final class ManagedObjectContext {
     /// - Throws: `.notFound` for an unknown entity, `.invalidArgument` for a
     ///   temporary ID this context does not know.
     public func object(with id: ManagedObjectID) throws(KuraError) -> ManagedObject {
-        if let o = registry[id]?.object { return o }
+        if let o = registered(id) { return o }
         let e = try model.entity(id.entityName)
         guard !id.isTemporary else {
             throw KuraError(.invalidArgument, "\(id) is a temporary ID of another context; save that context first")
@@ -220,7 +218,7 @@ public final class ManagedObjectContext {
     /// The uniqued object for a fetched row.
     func materialize(_ e: EntityDescription, rowID: Int64, row: [Value]) -> ManagedObject {
         let id = ManagedObjectID(entity: e.name, rowID: rowID)
-        if let o = registry[id]?.object {
+        if let o = registered(id) {
             if o.isFault || (!o.hasChangedValues && !o.isDeleted) {
                 apply(row, to: o)
             }
@@ -313,7 +311,7 @@ public final class ManagedObjectContext {
     /// Forgets every object (changes included). Objects obtained before stay
     /// valid as values but leave the context; fetch or `object(with:)` again.
     public func reset() {
-        for w in registry.values { w.object?.managedObjectContext = nil }
+        for u in registry.values { u.takeUnretainedValue().managedObjectContext = nil }
         registry = [:]
         inserted = []
         touched = [:]

@@ -293,7 +293,7 @@ public final class FetchResults<T: ManagedObject>: RandomAccessCollection {
             let t = try tx.table(entity.name)
             var out: [Int64: [Value]] = [:]
             for id in slice where !id.isTemporary {
-                if context.registry[id]?.object?.isFault == false { continue }
+                if context.registered(id)?.isFault == false { continue }
                 if let v = try tx.values(in: t, rowID: id.rowID) { out[id.rowID] = v }
             }
             return out

@@ -56,6 +56,11 @@ open class ManagedObject: CustomStringConvertible {
         self.objectID = objectID
     }
 
+    deinit {
+        // Leave the context's registry (it holds objects unretained).
+        managedObjectContext?.forget(self)
+    }
+
     /// Creates and inserts a new object of this class's entity into `context`
     /// (Core Data's `Student(context: context)`).
     ///

@@ -22,6 +22,15 @@ public struct ManagedObjectID: Hashable, Sendable, CustomStringConvertible {
         isTemporary = temporary
     }
 
+    /// Hashes the row ID, the temporary flag and the entity name's length: as
+    /// good as hashing the name for real models (IDs of one entity differ by row
+    /// ID) and much cheaper, since contexts hash IDs on every registry access.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(rowID)
+        hasher.combine(isTemporary)
+        hasher.combine(entityName.utf8.count)
+    }
+
     /// `kura:///Student/p12` (permanent) or `kura:///Student/t3` (temporary).
     public var uriRepresentation: String {
         "kura:///\(entityName)/\(isTemporary ? "t" : "p")\(rowID)"
