@@ -124,8 +124,8 @@ struct CandidateSource {
     private var cursor: TreeCursor?
     private var rangeIndex = 0
     private var started = false
-    /// Rows of the current run of equal order values, already in row-ID order.
-    private var run: [Row] = []
+    /// Row IDs of the current run of equal order values, in row-ID order.
+    private var run: [Int64] = []
     private var runPosition = 0
 
     init(plan: QueryPlan, table: TableInfo) {
@@ -139,46 +139,42 @@ struct CandidateSource {
         case .tableScan:
             return try nextFromTable(s, matching)
         case .index(let index, let ranges, let reverse):
-            if runPosition < run.count {
-                runPosition += 1
-                return run[runPosition - 1]
-            }
             // Ties in the order columns must come out in row-ID order; the index
             // gives that by itself only when walked forward over all its columns.
+            // A run of tied entries is collected as row IDs only (they end each
+            // key), sorted, and its rows are read one by one as they are asked
+            // for, so `limit` rows cost about `limit` row reads.
             let needsRun = plan.orderColumns > 0 && (reverse || plan.orderColumns < index.columns.count)
             while true {
-                run.removeAll(keepingCapacity: true)
-                runPosition = 0
-                var runKey: [UInt8]?
-                var exhausted = true
-                while let (key, rowID) = try nextIndexEntry(s, index, ranges, reverse) {
-                    if needsRun {
-                        let orderKey = try IndexKeyParser.prefix(key, columns: plan.orderColumns, of: index)
-                        if let rk = runKey, orderKey != rk {
-                            // One past the run: step back so it is read again next time.
-                            try stepBack(s, reverse)
-                            exhausted = false
-                            break
-                        }
-                        runKey = orderKey
-                    }
+                while runPosition < run.count {
+                    let rowID = run[runPosition]
+                    runPosition += 1
                     guard let record = try tableTree.get(RowIDKey.encode(rowID), s) else {
                         throw KuraError(.corrupt, "index \"\(index.name)\" names row \(rowID), which table \"\(table.name)\" does not have", page: index.info.rootPage)
                     }
                     if try record.withBytes({ b throws(KuraError) in try matching(b) }) {
-                        run.append(Row(rowID: rowID, record: record))
-                        if !needsRun {
-                            exhausted = false
-                            break
-                        }
+                        return Row(rowID: rowID, record: record)
                     }
                 }
-                if !run.isEmpty {
-                    if run.count > 1 { run.sort { $0.rowID < $1.rowID } }
-                    runPosition = 1
-                    return run[0]
+                run.removeAll(keepingCapacity: true)
+                runPosition = 0
+                var runKey: [UInt8]?
+                while let (key, rowID) = try nextIndexEntry(s, index, ranges, reverse) {
+                    if !needsRun {
+                        run.append(rowID)
+                        break
+                    }
+                    let orderKey = try IndexKeyParser.prefix(key, columns: plan.orderColumns, of: index)
+                    if let rk = runKey, orderKey != rk {
+                        // One past the run: step back so it is read again next time.
+                        try stepBack(s, reverse)
+                        break
+                    }
+                    runKey = orderKey
+                    run.append(rowID)
                 }
-                if exhausted { return nil }
+                if run.isEmpty { return nil }
+                if run.count > 1 { run.sort() }
             }
         }
     }
