@@ -35,6 +35,19 @@ extension BTree {
         if exists {
             if mode == .insertNew { return false }
             let leaf = try w.page(leafNo)
+            // A same-size record without overflow (an update of fixed-size
+            // columns) is overwritten in place: no fragment, no defragmentation.
+            let old = leaf.leafValue(i)
+            if old.overflow == 0 {
+                let layout = Node.leafLayout(keyLength: key.count, valueLength: value.count, pageSize: w.pageSize)
+                if !layout.overflow && value.count == old.length {
+                    let page = try w.writable(leafNo)
+                    if !value.isEmpty {
+                        value.withUnsafeBytes { (page.bytes + old.offset).copyMemory(from: $0.baseAddress!, byteCount: value.count) }
+                    }
+                    return true
+                }
+            }
             for p in try overflowPages(leaf, i, w) { try w.free(p) }
             try w.writable(leafNo).removeCell(i)
         }
