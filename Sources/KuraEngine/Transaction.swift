@@ -143,10 +143,49 @@ public final class WriteTransaction: ReadTransaction {
     var indexCache: [String: [IndexDefinition]] = [:]
 
     func loadCatalog() throws(KuraError) -> Catalog {
+        flushHotTable()
         if let c = catalog { return c }
         let c = try database.catalog(writer!)
         catalog = c
         return c
+    }
+
+    /// The table most recently inserted into, resolved once (catalog entry,
+    /// schema, indexes) so a run of inserts does no catalog lookups. Its row
+    /// count and next row ID are updated in place and written back to `catalog`
+    /// before anything else reads or changes the catalog (`loadCatalog` calls
+    /// `flushHotTable`, which also forgets it).
+    final class HotTable {
+        var info: TableInfo
+        let schema: TableSchema?
+        let indexes: [IndexDefinition]
+        let tree: BTree
+        var dirty = false
+        init(info: TableInfo, schema: TableSchema?, indexes: [IndexDefinition]) {
+            self.info = info
+            self.schema = schema
+            self.indexes = indexes
+            tree = BTree(root: info.rootPage, kind: .table)
+        }
+    }
+    private var hot: HotTable?
+
+    func hotTable(_ table: TableInfo) throws(KuraError) -> HotTable {
+        try checkActive()
+        if let h = hot, h.info.id == table.id, h.info.name == table.name { return h }
+        let info = try entry(table)
+        let h = HotTable(info: info, schema: try schema(of: info), indexes: try indexes(of: info.name))
+        hot = h
+        return h
+    }
+
+    func flushHotTable() {
+        guard let h = hot else { return }
+        hot = nil
+        if h.dirty {
+            catalog!.entries[h.info.name] = h.info
+            changedTables.insert(h.info.name)
+        }
     }
 
     override func currentCatalog() throws(KuraError) -> Catalog { try loadCatalog() }
@@ -241,7 +280,14 @@ public final class WriteTransaction: ReadTransaction {
     ///   exhausted.
     @discardableResult
     public func insert(_ values: [Value], into table: TableInfo) throws(KuraError) -> Int64 {
-        try insertEncoded(encodeRow(values, try entry(table)), into: table)
+        let h = try hotTable(table)
+        let record: [UInt8]
+        if let schema = h.schema {
+            record = RecordCodec.encode(try schema.validate(values, table: h.info.name))
+        } else {
+            record = RecordCodec.encode(values)
+        }
+        return try insertEncoded(record, into: table)
     }
 
     /// Inserts an encoded record with the next row ID. A table with a schema
@@ -264,23 +310,30 @@ public final class WriteTransaction: ReadTransaction {
         return try encodeRow(RecordCodec.decode(record), info)
     }
 
-    func insertEncoded(_ record: [UInt8], into table: TableInfo) throws(KuraError) -> Int64 {
-        var info = try entry(table)
-        let rowID = info.nextRowID
+    /// Inserts a checked record under `explicitRowID`, or the next row ID.
+    func insertEncoded(_ record: [UInt8], into table: TableInfo, rowID explicitRowID: Int64? = nil) throws(KuraError) -> Int64 {
+        var h = try hotTable(table)
+        let rowID = explicitRowID ?? h.info.nextRowID
         guard rowID < Int64.max else {
-            throw KuraError(.tooBig, "table \"\(info.name)\" has used every row ID", path: database.path)
+            throw KuraError(.tooBig, "table \"\(h.info.name)\" has used every row ID", path: database.path)
         }
-        let indexes = try self.indexes(of: info.name)
-        let keys = try indexKeys(indexes, record: record, rowID: rowID, table: info)
-        try checkUnique(indexes, keys, rowID: rowID, table: info.name)
-        guard try BTree(root: info.rootPage, kind: .table).insert(RowIDKey.encode(rowID), record, mode: .insertNew, writer!) else {
-            throw KuraError(.corrupt, "table \"\(info.name)\" already holds row \(rowID), at or past its next row ID", page: info.rootPage)
+        if explicitRowID != nil, try h.tree.contains(RowIDKey.encode(rowID), writer!) {
+            throw KuraError(.alreadyExists, "table \"\(h.info.name)\" already has a row with ID \(rowID)", path: database.path)
         }
-        try addIndexEntries(indexes, keys)
-        info.nextRowID = rowID + 1
-        info.rowCount += 1
-        catalog!.entries[info.name] = info
-        changedTables.insert(info.name)
+        var keys: [(index: IndexDefinition, key: [UInt8], prefixLength: Int, hasNull: Bool)] = []
+        if !h.indexes.isEmpty {
+            // Index checks read the catalog, which flushes the hot table: re-take it after.
+            keys = try indexKeys(h.indexes, record: record, rowID: rowID, table: h.info)
+            try checkUnique(h.indexes, keys, rowID: rowID, table: h.info.name)
+            h = try hotTable(table)
+        }
+        guard try h.tree.insert(RowIDKey.encode(rowID), record, mode: .insertNew, writer!) else {
+            throw KuraError(.corrupt, "table \"\(h.info.name)\" already holds row \(rowID), at or past its next row ID", page: h.info.rootPage)
+        }
+        try addIndexEntries(h.indexes, keys)
+        if rowID >= h.info.nextRowID { h.info.nextRowID = rowID + 1 }
+        h.info.rowCount += 1
+        h.dirty = true
         changeCount += 1
         return rowID
     }
@@ -290,25 +343,17 @@ public final class WriteTransaction: ReadTransaction {
     ///
     /// - Throws: `.alreadyExists` naming the row ID if the table has that row.
     public func insert(_ values: [Value], into table: TableInfo, rowID: Int64) throws(KuraError) {
-        var info = try entry(table)
         guard rowID < Int64.max else {
             throw KuraError(.invalidArgument, "row ID \(rowID) is reserved; explicit row IDs must be below Int64.max", path: database.path)
         }
-        let record = try encodeRow(values, info)
-        let tree = BTree(root: info.rootPage, kind: .table)
-        if try tree.contains(RowIDKey.encode(rowID), writer!) {
-            throw KuraError(.alreadyExists, "table \"\(info.name)\" already has a row with ID \(rowID)", path: database.path)
+        let h = try hotTable(table)
+        let record: [UInt8]
+        if let schema = h.schema {
+            record = RecordCodec.encode(try schema.validate(values, table: h.info.name))
+        } else {
+            record = RecordCodec.encode(values)
         }
-        let indexes = try self.indexes(of: info.name)
-        let keys = try indexKeys(indexes, record: record, rowID: rowID, table: info)
-        try checkUnique(indexes, keys, rowID: rowID, table: info.name)
-        try tree.insert(RowIDKey.encode(rowID), record, mode: .insertNew, writer!)
-        try addIndexEntries(indexes, keys)
-        if rowID >= info.nextRowID { info.nextRowID = rowID + 1 }
-        info.rowCount += 1
-        catalog!.entries[info.name] = info
-        changedTables.insert(info.name)
-        changeCount += 1
+        _ = try insertEncoded(record, into: table, rowID: rowID)
     }
 
     /// Replaces the values of row `rowID`. Returns false if there is no such row.
@@ -369,6 +414,7 @@ public final class WriteTransaction: ReadTransaction {
     /// Writes changed catalog entries and commits. Called by `Database.write`.
     func commit() throws(KuraError) {
         try checkActive()
+        if catalog != nil { flushHotTable() }
         let w = writer!
         let root = w.header.headerCatalogRoot
         if let c = catalog {
