@@ -69,7 +69,7 @@ let package = Package(
         ),
         .testTarget(
             name: "KuraCLITests",
-            dependencies: ["KuraCLI"],
+            dependencies: ["KuraCLI", "KuraEngine"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
     ]

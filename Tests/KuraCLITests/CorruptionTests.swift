@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+@testable import KuraEngine
 
 /// The raw commands on damaged stores: `check` reports the damage with page
 /// numbers and exit 1; nothing crashes or hangs; the exit codes stay within
@@ -39,7 +40,7 @@ final class CorruptionTests: XCTestCase {
     /// Rewrites page `n`'s checksum so that the damage inside it is structural.
     func reseal(_ data: inout Data, page n: Int) {
         let base = (n - 1) * Self.pageSize
-        let sum = data.withUnsafeBytes { XXH64.hash($0.baseAddress! + base, count: Self.pageSize - 8, seed: UInt64(n)) }
+        let sum = data.withUnsafeBytes { Checksum.xxh64($0.baseAddress! + base, count: Self.pageSize - 8, seed: UInt64(n)) }
         withUnsafeBytes(of: sum.littleEndian) { data.replaceSubrange(base + Self.pageSize - 8 ..< base + Self.pageSize, with: $0) }
     }
 
@@ -227,50 +228,5 @@ struct SplitMix64 {
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
-    }
-}
-
-/// XXH64 (FORMAT.md, "Checksums"), to reseal pages the tests damage.
-enum XXH64 {
-    static let p1: UInt64 = 0x9E37_79B1_85EB_CA87, p2: UInt64 = 0xC2B2_AE3D_27D4_EB4F, p3: UInt64 = 0x1656_67B1_9E37_79F9
-    static let p4: UInt64 = 0x85EB_CA77_C2B2_AE63, p5: UInt64 = 0x27D4_EB2F_1656_67C5
-
-    static func rotl(_ x: UInt64, _ r: UInt64) -> UInt64 { (x << r) | (x >> (64 - r)) }
-    static func round(_ acc: UInt64, _ lane: UInt64) -> UInt64 { rotl(acc &+ lane &* p2, 31) &* p1 }
-    static func merge(_ h: UInt64, _ v: UInt64) -> UInt64 { (h ^ round(0, v)) &* p1 &+ p4 }
-
-    static func hash(_ p: UnsafeRawPointer, count: Int, seed: UInt64) -> UInt64 {
-        func u64(_ o: Int) -> UInt64 { UInt64(littleEndian: p.loadUnaligned(fromByteOffset: o, as: UInt64.self)) }
-        var i = 0
-        var h: UInt64
-        if count >= 32 {
-            var v1 = seed &+ p1 &+ p2, v2 = seed &+ p2, v3 = seed, v4 = seed &- p1
-            while i + 32 <= count {
-                v1 = round(v1, u64(i)); v2 = round(v2, u64(i + 8)); v3 = round(v3, u64(i + 16)); v4 = round(v4, u64(i + 24))
-                i += 32
-            }
-            h = rotl(v1, 1) &+ rotl(v2, 7) &+ rotl(v3, 12) &+ rotl(v4, 18)
-            h = merge(merge(merge(merge(h, v1), v2), v3), v4)
-        } else {
-            h = seed &+ p5
-        }
-        h = h &+ UInt64(count)
-        while i + 8 <= count {
-            h ^= round(0, u64(i))
-            h = rotl(h, 27) &* p1 &+ p4
-            i += 8
-        }
-        if i + 4 <= count {
-            h ^= UInt64(UInt32(littleEndian: p.loadUnaligned(fromByteOffset: i, as: UInt32.self))) &* p1
-            h = rotl(h, 23) &* p2 &+ p3
-            i += 4
-        }
-        while i < count {
-            h ^= UInt64(p.load(fromByteOffset: i, as: UInt8.self)) &* p5
-            h = rotl(h, 11) &* p1
-            i += 1
-        }
-        h ^= h >> 33; h = h &* p2; h ^= h >> 29; h = h &* p3; h ^= h >> 32
-        return h
     }
 }
