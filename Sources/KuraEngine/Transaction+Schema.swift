@@ -28,6 +28,16 @@ extension ReadTransaction {
         for info in try currentCatalog().entries.values where info.kind == "index" && info.owner == table {
             out.append(try IndexDefinition(info: info))
         }
+        if !out.isEmpty {
+            // Every column must name a column of the table's schema at the stored
+            // position: the planner and key builders index the schema with it.
+            let columns = try currentCatalog().entries[table].flatMap { t throws(KuraError) in try schema(of: t)?.columns } ?? []
+            for index in out {
+                for c in index.columns where c.position >= columns.count || columns[c.position].name != c.name {
+                    throw KuraError(.corrupt, "index \"\(index.name)\" names column \"\(c.name)\" at position \(c.position), which table \"\(table)\" does not have; run `kura check` on the store", path: database.path, page: index.info.rootPage)
+                }
+            }
+        }
         out.sort { $0.info.id < $1.info.id }
         if let w = self as? WriteTransaction { w.indexCache[table] = out }
         return out

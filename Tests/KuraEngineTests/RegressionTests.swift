@@ -119,3 +119,181 @@ final class RegressionTests: XCTestCase {
         XCTAssertLessThanOrEqual(reopened.cachedPageCount, 65)
     }
 }
+
+final class ReliabilityRegressionTests: XCTestCase {
+    // Bug (found by the crash matrix): a power loss while a store was being
+    // created could leave page 1 incomplete (only its first 512-byte sectors on
+    // disk); every later open then failed with `corrupt` ("page 1 is past the end
+    // of the file"), although nothing had ever been committed.
+    func testStoreWhoseCreationWasCutShortOpens() throws {
+        let fs = MemoryFileSystem()
+        var o = Database.Options()
+        o.fileSystem = fs
+        _ = try Database(path: "/c.kura", options: o)
+        let created = fs.contents(of: "/c.kura")!
+        XCTAssertEqual(created.count, 4096)
+        for kept in [512, 1024, 3584] {
+            let crashed = MemoryFileSystem()
+            crashed.setContents(of: "/c.kura", to: Array(created[0..<kept]))
+            o.fileSystem = crashed
+            let db = try Database(path: "/c.kura", options: o)
+            try db.write { tx in try tx.insert([.integer(1)], into: try tx.createTable("t")) }
+            try db.read { tx in
+                XCTAssertEqual(try tx.rowCount(try tx.table("t")), 1)
+                XCTAssertEqual(try tx.checkIntegrity(), [])
+            }
+        }
+    }
+
+    // Bug (found by the I/O-error loop): when a checkpoint's log reset truncated
+    // the log but then failed to write the new header, the connection's log
+    // index still pointed at the truncated frames, and every later read failed
+    // with `corrupt` ("log frame N is past the end of the log file").
+    func testFailedLogResetAfterTruncateKeepsTheConnectionReadable() throws {
+        let fs = FaultInjectingFileSystem()
+        var o = Database.Options()
+        o.fileSystem = fs
+        o.cacheSize = 8 * 4096  // pages must come from the files, not the cache
+        let db = try Database(path: "/r.kura", options: o)
+        try db.write { tx in
+            let t = try tx.createTable("t")
+            for i in 0..<50 { try tx.insert([.integer(Int64(i)), .text(String(repeating: "x", count: 900))], into: t) }
+        }
+        // Fail the first write after the checkpoint truncates the log.
+        fs.setMutationHook { op, _ in if op == .truncate { fs.failOperation(.write, after: 1) } }
+        XCTAssertThrowsError(try db.checkpoint()) { e in XCTAssertEqual((e as? KuraError)?.code, .io) }
+        fs.setMutationHook(nil)
+        fs.clearFaults()
+        try db.read { tx in
+            XCTAssertEqual(try tx.rowCount(try tx.table("t")), 50)
+            XCTAssertEqual(try tx.checkIntegrity(), [])
+        }
+        try db.write { tx in try tx.insert([.integer(50)], into: try tx.table("t")) }
+        XCTAssertTrue(try db.checkpoint())
+        let other = try Database(path: "/r.kura", options: o)
+        try other.read { tx in XCTAssertEqual(try tx.rowCount(try tx.table("t")), 51) }
+    }
+
+    // Bug (found by ReliabilityConcurrencyTests): a read transaction of the
+    // writer's own connection that started while a commit was between writing its
+    // frames and publishing them adopted those frames from the file; publishing
+    // then counted them a second time, the next commit was written after a gap,
+    // and on reopen the log ended at the gap: acknowledged commits were lost.
+    func testReaderStartingDuringACommitDoesNotCountItsFramesTwice() throws {
+        let fs = FaultInjectingFileSystem()
+        var o = Database.Options()
+        o.fileSystem = fs
+        let db = try Database(path: "/x.kura", options: o)
+        try db.write { tx in try tx.insert([.integer(0)], into: try tx.createTable("t")) }
+        // Start a read at the commit's log sync, after its frames are written.
+        fs.setMutationHook { op, _ in
+            if op == .sync { try? db.read { tx in _ = try tx.tableNames() } }
+        }
+        try db.write { tx in try tx.insert([.integer(1)], into: try tx.table("t")) }
+        fs.setMutationHook(nil)
+        try db.write { tx in try tx.insert([.integer(2)], into: try tx.table("t")) }
+        let walSize = fs.currentImage().contents(of: "/x.kura-wal")!.count
+        XCTAssertEqual(db.logFrameCount, (walSize - 40) / (4096 + 24))
+        let reopened = try Database(path: "/x.kura", options: o)
+        try reopened.read { tx in
+            XCTAssertEqual(try tx.rowCount(try tx.table("t")), 3)
+            XCTAssertEqual(try tx.checkIntegrity(), [])
+        }
+    }
+
+    // Bug (found by the I/O-error loop): after a commit failed and its frames
+    // could not be cut off (the disk kept failing), the connection refused every
+    // later commit ("close and reopen the store") even once the disk worked again.
+    func testConnectionCommitsAgainOnceAPersistentFaultClears() throws {
+        let fs = FaultInjectingFileSystem()
+        var o = Database.Options()
+        o.fileSystem = fs
+        let db = try Database(path: "/p.kura", options: o)
+        try db.write { tx in try tx.insert([.integer(0)], into: try tx.createTable("t")) }
+        fs.failOperation(.sync, after: 1, persistent: true)
+        XCTAssertThrowsError(try db.write { tx in try tx.insert([.integer(1)], into: try tx.table("t")) })
+        fs.clearFaults()
+        try db.write { tx in try tx.insert([.integer(2)], into: try tx.table("t")) }
+        let other = try Database(path: "/p.kura", options: o)
+        for c in [db, other] {
+            try c.read { tx in
+                // The failed commit's frames were complete: the log may have adopted them.
+                let n = try tx.rowCount(try tx.table("t"))
+                XCTAssertTrue([2, 3].contains(n))
+                XCTAssertEqual(try tx.values(in: try tx.table("t"), rowID: Int64(n)), [.integer(2)])
+                XCTAssertEqual(try tx.checkIntegrity(), [])
+            }
+        }
+    }
+
+    // Bug (found by the mutation loop): a tree page whose "fragmented bytes"
+    // field claimed more free space than the page had passed validation; the
+    // next insert into it defragmented past the page header and trapped
+    // ("Negative value is not representable" in Page.defragment).
+    func testOverstatedFragmentedBytesAreCorruptionNotATrap() throws {
+        let fs = MemoryFileSystem()
+        var o = Database.Options()
+        o.fileSystem = fs
+        o.pageSize = 512
+        let original = try Database(path: "/f.kura", options: o)
+        let root = try original.write { tx in
+            let t = try tx.createTable("t")
+            for i in 0..<5 { try tx.insert([.integer(Int64(i))], into: t) }
+            return t.rootPage
+        }
+        original.close()  // checkpoints: the page is now in the store file
+        var bytes = fs.contents(of: "/f.kura")!
+        let at = Int(root - 1) * 512
+        bytes[at + 6] = 0x90  // fragmented = 400 bytes
+        bytes[at + 7] = 0x01
+        resealStore(&bytes, pageSize: 512)
+        let broken = MemoryFileSystem()
+        broken.setContents(of: "/f.kura", to: bytes)
+        o.fileSystem = broken
+        let db = try Database(path: "/f.kura", options: o)
+        XCTAssertThrowsError(try db.write { tx in
+            let t = try tx.table("t")
+            for i in 0..<40 { try tx.insert([.text(String(repeating: "x", count: 20 + i))], into: t) }
+        }) { e in XCTAssertEqual((e as? KuraError)?.code, .corrupt, "\(e)") }
+    }
+
+    // Bug (found by the mutation loop): an index definition in the catalog whose
+    // column position lay outside its table's schema trapped the query planner
+    // (array index out of range) instead of being reported as corruption.
+    func testIndexColumnOutsideTheSchemaIsCorruptionNotATrap() throws {
+        let db = try Database.inMemory()
+        try db.write { tx in
+            let t = try tx.createTable("people", schema: try TableSchema([ColumnDefinition("name", .text), ColumnDefinition("age", .integer)]))
+            try tx.insert(["name": .text("Ada"), "age": .integer(36)], into: t)
+            var column = IndexColumn("age")
+            column.position = 9
+            _ = try tx.createObject("bad", kind: "index", owner: "people", definition: IndexDefinition.encode(columns: [column], unique: false))
+        }
+        XCTAssertThrowsError(try db.read { tx in try tx.fetch(TableQuery("people", where: "age > 30")) }) { e in
+            XCTAssertEqual((e as? KuraError)?.code, .corrupt, "\(e)")
+            XCTAssertTrue("\(e)".contains("bad"), "\(e)")
+        }
+    }
+
+    // Bug (found by the mutation loop): a header page count near 2^32 made the
+    // next checkpoint write a page at about 2 TiB; the in-memory file system
+    // then trapped trying to allocate it. It now fails with `diskFull`.
+    func testHugePageCountFailsWithDiskFullInMemory() throws {
+        let fs = MemoryFileSystem()
+        var o = Database.Options()
+        o.fileSystem = fs
+        o.pageSize = 512
+        let db = try Database(path: "/h.kura", options: o)
+        try db.write { tx in try tx.insert([.integer(1)], into: try tx.createTable("t")) }
+        db.close()
+        var bytes = fs.contents(of: "/h.kura")!
+        bytes.replaceSubrange(16..<20, with: [0xF0, 0xFF, 0xFF, 0xFF])  // page count
+        resealStore(&bytes, pageSize: 512)
+        let broken = MemoryFileSystem()
+        broken.setContents(of: "/h.kura", to: bytes)
+        o.fileSystem = broken
+        let reopened = try Database(path: "/h.kura", options: o)
+        try reopened.write { tx in try tx.insert([.blob([UInt8](repeating: 1, count: 2000))], into: try tx.table("t")) }
+        XCTAssertThrowsError(try reopened.checkpoint()) { e in XCTAssertEqual((e as? KuraError)?.code, .diskFull, "\(e)") }
+    }
+}

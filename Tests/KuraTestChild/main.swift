@@ -6,11 +6,23 @@
 // payload that is sometimes larger than a page) and sets row 1 of table
 // "counter" to k, then prints "k" on its own line once the commit returned.
 // The parent kills it with SIGKILL at a random moment and checks the store.
+//
+// Usage: KuraTestChild writer STORE WRITER-ID COUNT CHECKPOINT-THRESHOLD
+//
+// One of several processes writing the same store at once
+// (ReliabilityConcurrencyTests): COUNT transactions with durability `full`,
+// each inserting the row [WRITER-ID, i, payload] into table "writes" and
+// adding 1 to row 1 of table "counter" (a read-modify-write that a lost update
+// would show), and reading everything it wrote back; prints "i" once commit i
+// returned. Creates the store and tables if no other process has yet.
 
 import Foundation
 import KuraEngine
 
 let args = CommandLine.arguments
+if args.count == 6 && args[1] == "writer" {
+    runWriter(path: args[2], id: Int64(args[3])!, count: Int(args[4])!, threshold: Int(args[5])!)
+}
 guard args.count == 4, let durability = Durability(rawValue: args[2]), let threshold = Int(args[3]) else {
     FileHandle.standardError.write("usage: KuraTestChild STORE full|normal|off THRESHOLD\n".data(using: .utf8)!)
     exit(2)
@@ -41,4 +53,45 @@ do {
 } catch {
     FileHandle.standardError.write("child: \(error)\n".data(using: .utf8)!)
     exit(1)
+}
+
+func runWriter(path: String, id: Int64, count: Int, threshold: Int) -> Never {
+    var options = Database.Options()
+    options.durability = .full
+    options.checkpointThreshold = threshold
+    options.busyTimeout = 60
+    do {
+        let db = try Database(path: path, options: options)
+        var rng = SystemRandomNumberGenerator()
+        for i in 1...count {
+            try db.write { tx in
+                if !(try tx.tableExists("writes")) {
+                    try tx.createTable("writes")
+                    try tx.insert([.integer(0)], into: try tx.createTable("counter"), rowID: 1)
+                }
+                let size = rng.next() % 8 == 0 ? Int(rng.next() % 3000) : Int(rng.next() % 100)
+                try tx.insert([.integer(id), .integer(Int64(i)), .blob([UInt8](repeating: UInt8(truncatingIfNeeded: i), count: size))],
+                              into: try tx.table("writes"))
+                let counter = try tx.table("counter")
+                let n = try tx.values(in: counter, rowID: 1)![0].integerValue!
+                try tx.update([.integer(n + 1)], in: counter, rowID: 1)
+            }
+            FileHandle.standardOutput.write("\(i)\n".data(using: .utf8)!)
+            if i % 10 == 0 {
+                // Another process's commits and checkpoints must leave our rows readable.
+                let mine = try db.read { tx in
+                    let c = try tx.rows(in: try tx.table("writes"))
+                    var n = 0
+                    while let r = try c.next() { if try r.value(at: 0) == .integer(id) { n += 1 } }
+                    return n
+                }
+                if mine < i { throw KuraError(.corrupt, "writer \(id) sees \(mine) of its \(i) rows") }
+            }
+        }
+        db.close()
+        exit(0)
+    } catch {
+        FileHandle.standardError.write("child writer \(id): \(error)\n".data(using: .utf8)!)
+        exit(1)
+    }
 }

@@ -93,6 +93,7 @@ enum Node {
         if p.u32(treeRootOffset) == 0 { throw bad("no tree root recorded") }
         if !kind.isLeaf && p.u32(rightChildOffset) == 0 { throw bad("interior page without a right-most child") }
         let maxK = maxKey(p.size)
+        var cellBytes = 0
         for i in 0..<n {
             let o = Int(p.u16(headerSize + 2 * i))
             guard o >= start && o < use else { throw bad("cell \(i) pointer \(o) is outside the content area") }
@@ -110,6 +111,13 @@ enum Node {
                 pos += b + layout.local + (layout.overflow ? 4 : 0)
                 guard pos <= use else { throw bad("cell \(i) value runs past the page") }
             }
+            cellBytes += pos - o
+        }
+        // The writer's free-space arithmetic (`freeSpace`, `defragment`) relies on
+        // the cells and the fragmented bytes fitting in the content area.
+        let fragmented = Int(p.u16(fragmentedOffset))
+        guard cellBytes + fragmented <= use - start else {
+            throw bad("\(cellBytes) bytes of cells and \(fragmented) fragmented bytes do not fit in the \(use - start)-byte content area")
         }
     }
 }

@@ -11,6 +11,11 @@
 // changes, applied in a random order, the last one possibly torn at a 512-byte
 // boundary. Writes that were synced are always kept: that is the honesty the
 // media must have (FORMAT.md, "Assumptions about the media").
+//
+// Crash points: `setMutationHook(_:)` runs a closure before every write, sync
+// and truncate (the calls after which a power cut can leave the disk in a new
+// state), so a crash test can take `powerLossImage(seed:)` at each of them in a
+// single run of its workload (ReliabilityCrashMatrixTests).
 
 /// A file system for tests: in memory, with injectable I/O errors and
 /// simulated power loss. Thread-safe.
@@ -33,7 +38,46 @@ public final class FaultInjectingFileSystem: FileSystem, @unchecked Sendable {
         case truncate(Int)
     }
 
+    /// A hook run before every write, sync and truncate; see `setMutationHook`.
+    private var mutationHook: (@Sendable (Operation, Int) -> Void)?
+    private var mutations = 0
+
     public init() {}
+
+    /// A file system whose files start as `image`'s, all of them durable (as
+    /// after a reboot): for recovering from a power-loss image with faults armed.
+    public convenience init(restoring image: MemoryFileSystem) {
+        self.init()
+        let files = image.lock.withLock { image.files.map { ($0.key, $0.value.bytes) } }
+        for (path, bytes) in files {
+            base.setContents(of: path, to: bytes)
+            durable[path] = bytes
+            pending[path] = []
+        }
+    }
+
+    /// Runs `hook` before every write, sync and truncate, with the operation and
+    /// its 1-based number among those calls (counted from when the hook was set).
+    /// The hook runs on the caller's thread, outside this file system's lock, so
+    /// it may call `powerLossImage(seed:)` or `currentImage()`. Pass nil to remove it.
+    public func setMutationHook(_ hook: (@Sendable (Operation, Int) -> Void)?) {
+        lock.withLock {
+            mutationHook = hook
+            mutations = 0
+        }
+    }
+
+    func beforeMutation(_ op: Operation) {
+        let call = lock.withLock { () -> (@Sendable (Operation, Int) -> Void, Int)? in
+            guard let h = mutationHook else { return nil }
+            mutations += 1
+            return (h, mutations)
+        }
+        if let (h, n) = call { h(op, n) }
+    }
+
+    /// Writes and truncates not yet made durable by a sync, over all files.
+    public var pendingChangeCount: Int { lock.withLock { pending.values.reduce(0) { $0 + $1.count } } }
 
     /// Makes the `n`th call (1-based, counted from now) of `operation` (or of any
     /// operation when nil) fail with `code` (`.io` or `.diskFull`); with
@@ -172,6 +216,7 @@ final class FaultFile: StorageFile, @unchecked Sendable {
     }
 
     func write(_ buffer: UnsafeRawBufferPointer, at offset: Int64) throws(KuraError) {
+        fs.beforeMutation(.write)
         try fs.check(.write, path)
         try inner.write(buffer, at: offset)
         fs.recordWrite(path, offset, buffer)
@@ -180,12 +225,14 @@ final class FaultFile: StorageFile, @unchecked Sendable {
     func size() throws(KuraError) -> Int64 { try inner.size() }
 
     func truncate(to size: Int64) throws(KuraError) {
+        fs.beforeMutation(.truncate)
         try fs.check(.truncate, path)
         try inner.truncate(to: size)
         fs.recordTruncate(path, size)
     }
 
     func sync(full: Bool) throws(KuraError) {
+        fs.beforeMutation(.sync)
         try fs.check(.sync, path)
         try inner.sync(full: full)
         fs.recordSync(path)

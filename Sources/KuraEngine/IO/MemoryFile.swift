@@ -9,8 +9,14 @@ public final class MemoryFileSystem: FileSystem, @unchecked Sendable {
     // @unchecked Sendable: `files` and `locks` are guarded by `lock`.
     let lock = ThreadLock()
     var files: [String: MemoryFileData] = [:]
+    /// Largest size a file may grow to; a write or truncate past it throws
+    /// `.diskFull`, as a real disk would, instead of trapping when the memory
+    /// cannot be allocated (a hostile page count can put a page at 2 TiB).
+    public let maxFileSize: Int64
 
-    public init() {}
+    public init(maxFileSize: Int64 = 1 << 32) {
+        self.maxFileSize = maxFileSize
+    }
 
     public func open(_ path: String, create: Bool) throws(KuraError) -> StorageFile {
         try lock.withLock { () throws(KuraError) -> StorageFile in
@@ -73,6 +79,12 @@ final class MemoryFile: StorageFile, @unchecked Sendable {
         if closed { throw KuraError(.misuse, "file handle used after close", path: path) }
     }
 
+    private func checkSize(_ end: Int64) throws(KuraError) {
+        if end > fs.maxFileSize || end < 0 {
+            throw KuraError(.diskFull, "in-memory file cannot grow to \(end) bytes (limit \(fs.maxFileSize))", path: path)
+        }
+    }
+
     func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(KuraError) -> Int {
         try fs.lock.withLock { () throws(KuraError) -> Int in
             try checkOpen()
@@ -89,6 +101,7 @@ final class MemoryFile: StorageFile, @unchecked Sendable {
     func write(_ buffer: UnsafeRawBufferPointer, at offset: Int64) throws(KuraError) {
         try fs.lock.withLock { () throws(KuraError) in
             try checkOpen()
+            try checkSize(offset + Int64(buffer.count))
             let end = Int(offset) + buffer.count
             if data.bytes.count < end { data.bytes.append(contentsOf: repeatElement(0, count: end - data.bytes.count)) }
             data.bytes.withUnsafeMutableBytes { dst in
@@ -107,6 +120,7 @@ final class MemoryFile: StorageFile, @unchecked Sendable {
     func truncate(to size: Int64) throws(KuraError) {
         try fs.lock.withLock { () throws(KuraError) in
             try checkOpen()
+            try checkSize(size)
             let n = Int(size)
             if n < data.bytes.count { data.bytes.removeSubrange(n...) }
             else { data.bytes.append(contentsOf: repeatElement(0, count: n - data.bytes.count)) }

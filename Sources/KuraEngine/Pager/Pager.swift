@@ -151,12 +151,43 @@ final class Pager: @unchecked Sendable {
 
         walFile = try fs.open(path + "-wal", create: true)
         wal = WriteAheadLog(file: walFile, pageSize: ps, databaseID: databaseID)
+        try Pager.finishInterruptedCreation(file, wal, pageSize: ps, databaseID: databaseID,
+                                            durability: durability, busyTimeout: busyTimeout)
         cache = PageCache(capacity: max(cacheBytes / ps, 8))
         latest = Snapshot(generation: 0, maxFrame: 0, pageCount: 1)
         success = true
         // Recovery: index the committed frames of the log.
         try beginTransaction()
         endTransaction()
+    }
+
+    /// A creation cut short by a power loss can leave page 1 incomplete (the file
+    /// shorter than a page) or torn (its checksum fails) while its first bytes
+    /// (magic, version, page size, database ID) already read as valid: the store
+    /// then failed every open with `corrupt`. If the file is at most one page long,
+    /// its header fields are those of a new store (one page, no catalog, change
+    /// counter 1) and the log has no valid header, nothing was ever committed (the
+    /// first commit starts the log) and the file holds nothing but page 1, so
+    /// page 1 is written again, as creation would have. Runs under the create lock.
+    private static func finishInterruptedCreation(_ file: StorageFile, _ wal: WriteAheadLog, pageSize: Int, databaseID: UInt64,
+                                                  durability: Durability, busyTimeout: Double) throws(KuraError) {
+        guard try file.size() <= Int64(pageSize) else { return }
+        try waitForLock(file, .create, .exclusive, timeout: busyTimeout, what: "check a newly created store")
+        defer { file.unlock(.create) }
+        guard try file.size() <= Int64(pageSize) else { return }
+        let header = Page(number: 1, size: pageSize)
+        if try file.readFully(into: header.buffer, at: 0), header.checksumIsValid { return }
+        // Only a page 1 that still reads as creation writes it (its first sector,
+        // which holds every field, intact): a store that ever held data says so.
+        guard header.headerPageCount == 1, header.headerCatalogRoot == 0, header.headerFreelistHead == 0,
+              header.headerChangeCounter == 1 else { return }
+        _ = try wal.refresh()
+        if wal.hasHeader { return }  // committed data may exist: leave it to the normal checks
+        header.initializeHeader(pageSize: pageSize, catalogRoot: 0)
+        header.headerDatabaseID = databaseID
+        header.sealChecksum()
+        try file.write(UnsafeRawBufferPointer(header.buffer), at: 0)
+        if durability != .off { try file.sync(full: durability == .full) }
     }
 
     static func waitForLock(_ file: StorageFile, _ byte: LockByte, _ mode: LockMode, timeout: Double, what: String) throws(KuraError) {
@@ -370,13 +401,17 @@ final class Pager: @unchecked Sendable {
     /// the durability mode. On a thrown error nothing is committed.
     func commit(_ pages: [Page], pageCount: UInt32) throws(KuraError) {
         precondition(!pages.isEmpty)
-        if poisoned {
-            throw KuraError(.io, "an earlier commit failed in a way that left the log unknown; close and reopen the store", path: path)
-        }
         if !wal.hasHeader {
             // No valid log header: nobody can be reading frames, so a new log can
             // be started without waiting for other connections' readers.
             try state.withLock { () throws(KuraError) in try wal.reset(sync: durability != .off) }
+        }
+        if poisoned {
+            // An earlier commit failed and its frames could not be cut off then.
+            // This writer has re-read the log since (beginTransaction), so what
+            // follows the committed log now is garbage: cut it off before going on.
+            try wal.discardUncommittedFrames()
+            poisoned = false
         }
         let sorted = pages.sorted { $0.number < $1.number }
         for p in sorted { p.sealChecksum() }
@@ -402,9 +437,9 @@ final class Pager: @unchecked Sendable {
         }
     }
 
-    /// Set when a failed commit's frames could not be cut off: this connection
-    /// refuses further commits (the writer lock is released, so another
-    /// connection's recovery decides what the log holds).
+    /// Set when a failed commit's frames could not be cut off. Until the next
+    /// commit cuts them off, a reader (of any connection) that re-reads the log
+    /// may adopt them if they are complete (FORMAT.md, "Commit"). Writer only.
     private var poisoned = false
 
     /// Frames in the log now.

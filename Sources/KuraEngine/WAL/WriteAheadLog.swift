@@ -217,6 +217,10 @@ final class WriteAheadLog {
             b.storeBytes(of: sum.littleEndian, toByteOffset: 32, as: UInt64.self)
         }
         try file.truncate(to: Int64(Self.headerSize))
+        // The frames are gone from the file: if writing the new header fails, the
+        // index must not point at them. The next `refresh` re-reads the header.
+        hasHeader = false
+        clearIndex()
         try h.withBytes { b throws(KuraError) in try file.write(b, at: 0) }
         if sync { try file.sync(full: true) }
         hasHeader = true
