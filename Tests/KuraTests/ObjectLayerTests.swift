@@ -24,6 +24,10 @@ final class ObjectLayerTests: XCTestCase {
         XCTAssertThrowsError(try ManagedObjectModel {
             EntityDescription("A") { UniqueConstraint("nope") }
         }) { e in XCTAssertTrue("\(e)".contains("\"nope\""), "\(e)") }
+        XCTAssertThrowsError(try ManagedObjectModel {
+            EntityDescription("A") { RelationshipDescription("bs", to: "B", inverse: "as", toMany: true, ordered: true) }
+            EntityDescription("B") { RelationshipDescription("as", to: "A", inverse: "bs", toMany: true) }
+        }) { e in XCTAssertTrue("\(e)".contains("ordered many-to-many"), "\(e)") }
     }
 
     func testEveryAttributeTypePersistsAcrossReopenAndIDsAreStable() throws {

@@ -111,6 +111,9 @@ public final class ManagedObjectModel: Sendable {
                 if r.isOrdered && !r.isToMany {
                     throw ModelError(message: "entity \"\(e.name)\": to-one relationship \"\(r.name)\" cannot be ordered")
                 }
+                if r.isOrdered, (r.inverse.flatMap { target.relationshipsByName[$0] }?.isToMany ?? true) {
+                    throw ModelError(message: "entity \"\(e.name)\": ordered relationship \"\(r.name)\" needs a to-one inverse (ordered many-to-many relationships are not supported yet)")
+                }
             }
             for group in e.uniquenessConstraints {
                 guard !group.isEmpty else { throw ModelError(message: "entity \"\(e.name)\" has an empty uniqueness constraint") }
