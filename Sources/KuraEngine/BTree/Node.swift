@@ -210,7 +210,19 @@ extension Page {
     func compareKey(_ i: Int, _ key: UnsafeRawBufferPointer) -> Int {
         let (o, l) = cellKey(i)
         let n = min(l, key.count)
-        let c = n == 0 ? 0 : memcmpBytes(bytes + o, key.baseAddress!, n)
+        if n <= 16 {
+            // Row-ID keys are 1 to 9 bytes: an inline loop beats a call to memcmp.
+            let a = bytes + o
+            var k = 0
+            while k < n {
+                let x = a.load(fromByteOffset: k, as: UInt8.self)
+                let y = key[k]
+                if x != y { return Int(x) - Int(y) }
+                k += 1
+            }
+            return l - key.count
+        }
+        let c = memcmpBytes(bytes + o, key.baseAddress!, n)
         if c != 0 { return c }
         return l - key.count
     }

@@ -22,13 +22,39 @@ protocol PageSource {
 }
 
 /// Pages of a read transaction.
-struct SnapshotPages: PageSource {
+///
+/// A snapshot's pages never change, so the transaction keeps the last pages it
+/// used in a small direct-mapped memo (64 slots by page number) and serves
+/// repeated pages — the root and interior pages of every descent — without the
+/// pager's lock. Thread rules: the transaction's thread only.
+final class SnapshotPages: PageSource {
     let pager: Pager
     let snapshot: Snapshot
-    var pageSize: Int { pager.pageSize }
+    let pageSize: Int
+    private static let slots = 64
+    private let memoNumbers: UnsafeMutablePointer<UInt32>
+    private var memoPages: [Page?]
+
+    init(pager: Pager, snapshot: Snapshot) {
+        self.pager = pager
+        self.snapshot = snapshot
+        pageSize = pager.pageSize
+        memoNumbers = .allocate(capacity: Self.slots)
+        memoNumbers.initialize(repeating: 0, count: Self.slots)
+        memoPages = Array(repeating: nil, count: Self.slots)
+    }
+
+    deinit { memoNumbers.deallocate() }
 
     @inline(__always)
-    func page(_ number: UInt32) throws(KuraError) -> Page { try pager.page(number, snapshot) }
+    func page(_ number: UInt32) throws(KuraError) -> Page {
+        let slot = Int(number & UInt32(Self.slots - 1))
+        if memoNumbers[slot] == number, let p = memoPages[slot] { return p }
+        let p = try pager.page(number, snapshot)
+        memoNumbers[slot] = number
+        memoPages[slot] = p
+        return p
+    }
 }
 
 /// Pages of a write transaction: reads see the transaction's own changes; the
