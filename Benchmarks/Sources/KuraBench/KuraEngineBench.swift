@@ -73,10 +73,12 @@ final class KuraEngineBench: BenchEngine {
     }
 
     func equalityQueries(_ keys: [Int64]) throws -> Int {
-        try db.read { tx in
+        // Parsed once and bound per query, as SQLite's prepared statement is.
+        let prepared = try KuraPredicate(format: "score == $K")
+        return try db.read { tx in
             var rows = 0
             for k in keys {
-                let q = TableQuery("t", where: try KuraPredicate(format: "score == %@", arguments: [.integer(k)]))
+                let q = TableQuery("t", where: try prepared.substituting(["K": .integer(k)]))
                 let c = try tx.select(q)
                 while let r = try c.next() {
                     _ = Self.check(try r.values())
@@ -88,11 +90,12 @@ final class KuraEngineBench: BenchEngine {
     }
 
     func rangeQueries(_ starts: [Int64]) throws -> Int {
-        try db.read { tx in
+        let prepared = try KuraPredicate(format: "score BETWEEN {$LO, $HI}")
+        return try db.read { tx in
             var sum = 0
             for a in starts {
                 let q = TableQuery("t",
-                                   where: try KuraPredicate(format: "score BETWEEN %@", arguments: [.list([.integer(a), .integer(a + 100)])]),
+                                   where: try prepared.substituting(["LO": .integer(a), "HI": .integer(a + 100)]),
                                    sort: [SortKey("score", ascending: false)], limit: 100)
                 let c = try tx.select(q)
                 while let r = try c.next() {
