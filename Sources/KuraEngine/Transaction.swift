@@ -179,6 +179,12 @@ public final class WriteTransaction: ReadTransaction {
         return h
     }
 
+    /// A row's record, checked against the table's schema if it has one.
+    func encode(_ values: [Value], for h: HotTable) throws(KuraError) -> [UInt8] {
+        guard let schema = h.schema else { return RecordCodec.encode(values) }
+        return RecordCodec.encode(try schema.validate(values, table: h.info.name))
+    }
+
     func flushHotTable() {
         guard let h = hot else { return }
         hot = nil
@@ -280,14 +286,7 @@ public final class WriteTransaction: ReadTransaction {
     ///   exhausted.
     @discardableResult
     public func insert(_ values: [Value], into table: TableInfo) throws(KuraError) -> Int64 {
-        let h = try hotTable(table)
-        let record: [UInt8]
-        if let schema = h.schema {
-            record = RecordCodec.encode(try schema.validate(values, table: h.info.name))
-        } else {
-            record = RecordCodec.encode(values)
-        }
-        return try insertEncoded(record, into: table)
+        try insertEncoded(try encode(values, for: hotTable(table)), into: table)
     }
 
     /// Inserts an encoded record with the next row ID. A table with a schema
@@ -346,14 +345,7 @@ public final class WriteTransaction: ReadTransaction {
         guard rowID < Int64.max else {
             throw KuraError(.invalidArgument, "row ID \(rowID) is reserved; explicit row IDs must be below Int64.max", path: database.path)
         }
-        let h = try hotTable(table)
-        let record: [UInt8]
-        if let schema = h.schema {
-            record = RecordCodec.encode(try schema.validate(values, table: h.info.name))
-        } else {
-            record = RecordCodec.encode(values)
-        }
-        _ = try insertEncoded(record, into: table, rowID: rowID)
+        _ = try insertEncoded(try encode(values, for: hotTable(table)), into: table, rowID: rowID)
     }
 
     /// Replaces the values of row `rowID`. Returns false if there is no such row.

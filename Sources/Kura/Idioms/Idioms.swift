@@ -181,13 +181,20 @@ extension EntityClass {
                               isolation: isolated (any Actor)? = #isolation) async throws -> Self {
         let container = context.container
         let entityName = try entity(in: context).name
-        let id = try await Task.detached {
-            let c = container.newContext()
-            let o = try c.insert(entityName)
-            for (k, v) in values.sorted(by: { $0.key < $1.key }) { try o.setValue(v, forKey: k) }
-            try c.save()
-            return o.objectID
-        }.value
+        let id = try await Task.detached { try makeAndSave(entityName, values, in: container.newContext()) }.value
+        return try object(id, in: context)
+    }
+
+    /// Inserts an object with `values` into `c`, saves, and returns its ID.
+    private static func makeAndSave(_ entityName: String, _ values: [String: any Sendable], in c: ManagedObjectContext) throws -> ManagedObjectID {
+        let o = try c.insert(entityName)
+        for (k, v) in values.sorted(by: { $0.key < $1.key }) { try o.setValue(v, forKey: k) }
+        try c.save()
+        return o.objectID
+    }
+
+    /// The object with `id` in the caller's `context`, as this class.
+    private static func object(_ id: ManagedObjectID, in context: ManagedObjectContext) throws -> Self {
         guard let o = try context.existingObject(with: id) as? Self else {
             throw KuraError(.typeMismatch, "\(id) is not a \(Self.self)")
         }
@@ -205,14 +212,8 @@ extension EntityClass {
             var r = FetchRequest<ManagedObject>(entityName: entityName, predicate: try ManagedObjectContext.predicate(values, entity: e))
             r.fetchLimit = 1
             if let found = try c.fetchObjectIDs(r).first { return found }
-            let o = try c.insert(entityName)
-            for (k, v) in values.sorted(by: { $0.key < $1.key }) { try o.setValue(v, forKey: k) }
-            try c.save()
-            return o.objectID
+            return try makeAndSave(entityName, values, in: c)
         }.value
-        guard let o = try context.existingObject(with: id) as? Self else {
-            throw KuraError(.typeMismatch, "\(id) is not a \(Self.self)")
-        }
-        return o
+        return try object(id, in: context)
     }
 }

@@ -132,12 +132,7 @@ final class PosixFile: StorageFile, @unchecked Sendable {
     func lock(_ byte: LockByte, _ mode: LockMode) throws(KuraError) -> Bool {
         try stateLock.withLock { () throws(KuraError) -> Bool in
             if held[byte] == mode { return true }
-            var fl = flock()
-            fl.l_type = Int16(mode == .shared ? F_RDLCK : F_WRLCK)
-            fl.l_whence = Int16(SEEK_SET)
-            fl.l_start = off_t(byte.rawValue)
-            fl.l_len = 1
-            fl.l_pid = 0
+            var fl = PosixFile.lockRecord(mode == .shared ? F_RDLCK : F_WRLCK, byte)
             if fcntl(fd, PosixFile.setLockCommand, &fl) == 0 {
                 held[byte] = mode
                 return true
@@ -151,12 +146,7 @@ final class PosixFile: StorageFile, @unchecked Sendable {
     func unlock(_ byte: LockByte) {
         stateLock.withLock {
             guard held[byte] != nil else { return }
-            var fl = flock()
-            fl.l_type = Int16(F_UNLCK)
-            fl.l_whence = Int16(SEEK_SET)
-            fl.l_start = off_t(byte.rawValue)
-            fl.l_len = 1
-            fl.l_pid = 0
+            var fl = PosixFile.lockRecord(F_UNLCK, byte)
             _ = fcntl(fd, PosixFile.setLockCommand, &fl)
             held[byte] = nil
         }
@@ -168,6 +158,17 @@ final class PosixFile: StorageFile, @unchecked Sendable {
             fd = -1
             held.removeAll()
         }
+    }
+
+    /// The `flock` record for one lock byte (`F_RDLCK`, `F_WRLCK` or `F_UNLCK`).
+    static func lockRecord(_ type: Int32, _ byte: LockByte) -> flock {
+        var fl = flock()
+        fl.l_type = Int16(type)
+        fl.l_whence = Int16(SEEK_SET)
+        fl.l_start = off_t(byte.rawValue)
+        fl.l_len = 1
+        fl.l_pid = 0
+        return fl
     }
 
     #if canImport(Glibc)

@@ -136,23 +136,13 @@ package final class ReadOnlyFile: StorageFile, @unchecked Sendable {
             // that a creator is writing, which the check excludes. Other bytes
             // are refused.
             guard byte == .create else { return false }
-            var fl = flock()
-            fl.l_type = Int16(F_WRLCK)
-            fl.l_whence = Int16(SEEK_SET)
-            fl.l_start = off_t(byte.rawValue)
-            fl.l_len = 1
-            fl.l_pid = 0
+            var fl = PosixFile.lockRecord(F_WRLCK, byte)
             guard fcntl(fd, ReadOnlyFile.getLockCommand, &fl) == 0 else { return false }
             return fl.l_type == Int16(F_UNLCK)
         }
         return try stateLock.withLock { () throws(KuraError) -> Bool in
             if held.contains(byte) { return true }
-            var fl = flock()
-            fl.l_type = Int16(F_RDLCK)
-            fl.l_whence = Int16(SEEK_SET)
-            fl.l_start = off_t(byte.rawValue)
-            fl.l_len = 1
-            fl.l_pid = 0
+            var fl = PosixFile.lockRecord(F_RDLCK, byte)
             if fcntl(fd, PosixFile.setLockCommand, &fl) == 0 {
                 held.insert(byte)
                 return true
@@ -166,12 +156,7 @@ package final class ReadOnlyFile: StorageFile, @unchecked Sendable {
     package func unlock(_ byte: LockByte) {
         stateLock.withLock {
             guard held.contains(byte) else { return }
-            var fl = flock()
-            fl.l_type = Int16(F_UNLCK)
-            fl.l_whence = Int16(SEEK_SET)
-            fl.l_start = off_t(byte.rawValue)
-            fl.l_len = 1
-            fl.l_pid = 0
+            var fl = PosixFile.lockRecord(F_UNLCK, byte)
             _ = fcntl(fd, PosixFile.setLockCommand, &fl)
             held.remove(byte)
         }
