@@ -204,8 +204,8 @@ struct IntegrityChecker<S: PageSource> {
             var prev = lo
             for i in 0..<n {
                 let key = p.keyBytes(i)
-                if let pk = prev, !lexLess(pk, key) { report(number, "\(name): key \(i) out of order"); break }
-                if let h = hi, lexLess(h, key) { report(number, "\(name): key \(i) above its parent's separator") }
+                if let pk = prev, !bytesPrecede(pk, key) { report(number, "\(name): key \(i) out of order"); break }
+                if let h = hi, bytesPrecede(h, key) { report(number, "\(name): key \(i) above its parent's separator") }
                 prev = key
             }
             if p.isLeafNode {
@@ -240,6 +240,3 @@ struct IntegrityChecker<S: PageSource> {
         return rows
     }
 }
-
-@inline(__always)
-func lexLess(_ a: [UInt8], _ b: [UInt8]) -> Bool { a.lexicographicallyPrecedes(b) }

@@ -211,7 +211,7 @@ extension WriteTransaction {
             guard let k = try indexKeys([probe], record: row.record, rowID: row.rowID, table: info).first else { continue }
             entries.append((k.key, k.prefixLength, k.hasNull, row.rowID))
         }
-        entries.sort { $0.key.lexicographicallyPrecedes($1.key) }
+        entries.sort { bytesPrecede($0.key, $1.key) }
         if unique {
             for i in entries.indices.dropFirst() where !entries[i].hasNull && entries[i].prefix == entries[i - 1].prefix
                 && entries[i].key[0..<entries[i].prefix] == entries[i - 1].key[0..<entries[i - 1].prefix] {

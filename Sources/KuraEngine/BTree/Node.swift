@@ -309,6 +309,19 @@ import Glibc
 import Darwin
 #endif
 
+/// Unsigned byte-wise order of two byte strings (memcmp, then length): the order
+/// of keys in every tree.
+@inline(__always)
+func bytesPrecede(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+    a.withUnsafeBufferPointer { x in
+        b.withUnsafeBufferPointer { y in
+            let n = min(x.count, y.count)
+            let c = n == 0 ? 0 : memcmpBytes(x.baseAddress!, y.baseAddress!, n)
+            return c != 0 ? c < 0 : x.count < y.count
+        }
+    }
+}
+
 @inline(__always) func memcmpBytes(_ a: UnsafeRawPointer, _ b: UnsafeRawPointer, _ n: Int) -> Int {
     Int(memcmp(a, b, n))
 }

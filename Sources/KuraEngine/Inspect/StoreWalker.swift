@@ -288,8 +288,8 @@ package final class StoreWalker {
             var prev = lo
             for i in 0..<n {
                 let key = p.keyBytes(i)
-                if let pk = prev, !lexLess(pk, key) { report(number, "\(label): key \(i) out of order"); break }
-                if let h = hi, lexLess(h, key) { report(number, "\(label): key \(i) above its parent's separator") }
+                if let pk = prev, !bytesPrecede(pk, key) { report(number, "\(label): key \(i) out of order"); break }
+                if let h = hi, bytesPrecede(h, key) { report(number, "\(label): key \(i) above its parent's separator") }
                 prev = key
             }
             // The writer's bookkeeping (Node.swift): the content area holds the

@@ -237,7 +237,7 @@ struct CandidateSource {
             }
             if cursor!.isValid {
                 let key = Array(cursor!.key)
-                let inRange = reverse ? !key.lexicographicallyPrecedes(r.lower) : withinUpper(key, r.upper)
+                let inRange = reverse ? !bytesPrecede(key, r.lower) : withinUpper(key, r.upper)
                 if inRange {
                     return (key, try IndexKeyParser.rowID(key, of: index))
                 }
@@ -249,7 +249,7 @@ struct CandidateSource {
     }
 
     private func withinUpper(_ key: [UInt8], _ upper: [UInt8]) -> Bool {
-        upper.isEmpty || key.starts(with: upper) || !upper.lexicographicallyPrecedes(key)
+        upper.isEmpty || key.starts(with: upper) || !bytesPrecede(upper, key)
     }
 
     /// The smallest byte string greater than every string starting with `p`;

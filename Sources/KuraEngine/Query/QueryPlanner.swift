@@ -218,7 +218,7 @@ enum QueryPlanner {
                         if case .integer = b, case .double(let d) = v, d.rounded() != d { continue }  // can never be equal
                         segs.insert(segment(b, col))
                     }
-                    let sorted = segs.sorted { $0.lexicographicallyPrecedes($1) }
+                    let sorted = segs.sorted { bytesPrecede($0, $1) }
                     ranges = prefixes.flatMap { p in sorted.map { KeyRange(lower: p + $0, upper: p + $0) } }
                 case .range(let lo, let hi):
                     if col.folded || (type == .text && !c.options.isEmpty) || (type != .text && !c.options.isEmpty) { continue }
