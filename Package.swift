@@ -15,13 +15,9 @@ let package = Package(
     targets: [
         .target(
             name: "KuraEngine",
-            swiftSettings: [
-                .swiftLanguageMode(.v6),
-                // The engine is always optimized: `swift test` (a debug build)
-                // runs hundreds of thousands of operations, and an unoptimized
-                // engine makes that ten times slower. Preconditions stay on.
-                .unsafeFlags(["-O"], .when(configuration: .debug)),
-            ]
+            // No unsafeFlags here: SwiftPM refuses a versioned dependency whose
+            // product targets use them, and KuraEngine is a product.
+            swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .target(
             name: "Kura",

@@ -56,9 +56,17 @@ final class QueryDifferentialTests: XCTestCase {
             try tx.createIndex("by_n_a", on: t, columns: [IndexColumn("n"), IndexColumn("a")])
             try tx.createIndex("by_flag_s", on: t, columns: [IndexColumn("flag"), IndexColumn("s", descending: true)])
         }
-        var usedIndex = 0
-        var timeNaive = 0.0, timeIndexed = 0.0, timeScan = 0.0
-        defer { print("differential timing: naive \(timeNaive) s, indexed \(timeIndexed) s, scan \(timeScan) s") }
+        // Queries and the naive answers are made first (deterministically, from the
+        // seed); the two stores then answer them on both cores, since read
+        // transactions run in parallel.
+        struct Case: Sendable {
+            let number: Int
+            let label: String
+            let query: TableQuery
+            let expected: [Int64]
+            let expectedCount: Int?
+        }
+        var cases: [Case] = []
         for q in 0..<2000 {
             let format = randomPredicate(&rng, depth: 0)
             var sort: [SortKey] = []
@@ -69,23 +77,34 @@ final class QueryDifferentialTests: XCTestCase {
             }
             let limit: Int? = rng.next() % 3 == 0 ? Int(rng.next() % 50) : nil
             let offset = rng.next() % 4 == 0 ? Int(rng.next() % 20) : 0
-            let query = try TableQuery("t", where: format, sort: sort, offset: offset, limit: limit)
-            var t0 = Date()
-            let expected = naive(rows, format: format, sort: sort, offset: offset, limit: limit)
-            timeNaive += Date().timeIntervalSince(t0); t0 = Date()
-            let viaIndex = try indexed.read { tx in try tx.fetch(query).map(\.rowID) }
-            timeIndexed += Date().timeIntervalSince(t0); t0 = Date()
-            let viaScan = try plain.read { tx in try tx.fetch(query).map(\.rowID) }
-            timeScan += Date().timeIntervalSince(t0)
-            let plan = try indexed.read { tx in try tx.explain(query) }
-            if plan.contains("index") { usedIndex += 1 }
-            XCTAssertEqual(viaScan, expected, "query \(q): \(format) sort \(sort) offset \(offset) limit \(String(describing: limit))")
-            XCTAssertEqual(viaIndex, expected, "query \(q): \(format) sort \(sort) offset \(offset) limit \(String(describing: limit))\n\(plan)")
-            if viaIndex != expected || viaScan != expected { break }
-            if q % 100 == 0 {
-                XCTAssertEqual(try indexed.read { tx in try tx.count(TableQuery("t", where: query.predicate)) }, naive(rows, format: format, sort: [], offset: 0, limit: nil).count)
+            cases.append(Case(number: q, label: "query \(q): \(format) sort \(sort) offset \(offset) limit \(String(describing: limit))",
+                              query: try TableQuery("t", where: format, sort: sort, offset: offset, limit: limit),
+                              expected: naive(rows, format: format, sort: sort, offset: offset, limit: limit),
+                              expectedCount: q % 100 == 0 ? naive(rows, format: format, sort: [], offset: 0, limit: nil).count : nil))
+        }
+        let failures = Locked<[String]>([])
+        let used = Locked(0)
+        let allCases = cases
+        DispatchQueue.concurrentPerform(iterations: 2) { worker in
+            for c in allCases where c.number % 2 == worker {
+                do {
+                    let viaIndex = try indexed.read { tx in try tx.fetch(c.query).map(\.rowID) }
+                    let viaScan = try plain.read { tx in try tx.fetch(c.query).map(\.rowID) }
+                    let plan = try indexed.read { tx in try tx.explain(c.query) }
+                    if plan.contains("index") { used.mutate { $0 += 1 } }
+                    if viaScan != c.expected { failures.mutate { $0.append("scan differs: \(c.label): \(viaScan) != \(c.expected)") } }
+                    if viaIndex != c.expected { failures.mutate { $0.append("index differs: \(c.label): \(viaIndex) != \(c.expected)\n\(plan)") } }
+                    if let n = c.expectedCount {
+                        let counted = try indexed.read { tx in try tx.count(TableQuery("t", where: c.query.predicate)) }
+                        if counted != n { failures.mutate { $0.append("count differs: \(c.label): \(counted) != \(n)") } }
+                    }
+                } catch {
+                    failures.mutate { $0.append("\(c.label): \(error)") }
+                }
             }
         }
+        XCTAssertEqual(failures.value.prefix(5), [], "\(failures.value.count) queries disagree")
+        let usedIndex = used.value
         XCTAssertGreaterThan(usedIndex, 1000, "the planner used indexes for too few queries to test them")
         try indexed.read { tx in XCTAssertEqual(try tx.checkIntegrity(), []) }
     }
