@@ -50,30 +50,15 @@ final class ConcurrencyTests: XCTestCase {
             let t = try tx.createTable("accounts")
             for _ in 0..<accounts { try tx.insert([.integer(100)], into: t) }
         }
-        let stop = Locked(false)
-        let reads = Locked(0)
-        let failures = Locked<[String]>([])
         let maxLog = Locked(0)
-        let group = DispatchGroup()
-        for _ in 0..<3 {
-            group.enter()
-            Thread {
-                defer { group.leave() }
-                while !stop.value {
-                    do {
-                        try db.read { tx in
-                            let c = try tx.rows(in: try tx.table("accounts"))
-                            var sum: Int64 = 0
-                            var n = 0
-                            while let r = try c.next() { sum += try r.value(at: 0).integerValue!; n += 1 }
-                            if sum != Int64(accounts * 100) || n != accounts { failures.mutate { $0.append("sum \(sum) over \(n) rows") } }
-                        }
-                        reads.mutate { $0 += 1 }
-                    } catch {
-                        failures.mutate { $0.append("\(error)") }
-                    }
-                }
-            }.start()
+        let readers = ReaderThreads(count: 3) { r in
+            try db.read { tx in
+                let c = try tx.rows(in: try tx.table("accounts"))
+                var sum: Int64 = 0
+                var n = 0
+                while let row = try c.next() { sum += try row.value(at: 0).integerValue!; n += 1 }
+                if sum != Int64(accounts * 100) || n != accounts { r.fail("sum \(sum) over \(n) rows") }
+            }
         }
         var rng = SplitMix64(seed: 5)
         let deadline = Date().addingTimeInterval(2)
@@ -90,11 +75,10 @@ final class ConcurrencyTests: XCTestCase {
             transfers += 1
             maxLog.mutate { $0 = max($0, db.logFrameCount) }
         }
-        stop.mutate { $0 = true }
-        print("bank: transfers \(transfers), snapshot reads \(reads.value), max log frames \(maxLog.value)")
-        group.wait()
-        XCTAssertEqual(failures.value, [])
-        XCTAssertGreaterThan(reads.value, 10)
+        readers.stop()
+        print("bank: transfers \(transfers), snapshot reads \(readers.reads.value), max log frames \(maxLog.value)")
+        XCTAssertEqual(readers.failures.value, [])
+        XCTAssertGreaterThan(readers.reads.value, 10)
         XCTAssertGreaterThan(transfers, 100)
         // Readers overlapped the whole time, yet the log never grew past the
         // checkpoint threshold plus one transaction's pages.
@@ -169,17 +153,8 @@ final class WriterPublishRaceTests: XCTestCase {
         o.checkpointThreshold = 50
         let db = try Database(path: dir.path + "/race.kura", options: o)
         try db.write { tx in try tx.insert([.integer(0)], into: try tx.createTable("t")) }
-        let stop = Locked(false)
-        let errors = Locked<[String]>([])
-        let group = DispatchGroup()
-        for _ in 0..<2 {
-            group.enter()
-            Thread {
-                defer { group.leave() }
-                while !stop.value {
-                    do { _ = try db.read { tx in try tx.values(in: try tx.table("t"), rowID: 1) } } catch { errors.mutate { $0.append("\(error)") } }
-                }
-            }.start()
+        let readers = ReaderThreads(count: 2) { _ in
+            _ = try db.read { tx in try tx.values(in: try tx.table("t"), rowID: 1) }
         }
         var commits = 0
         let deadline = Date().addingTimeInterval(1.5)
@@ -187,9 +162,8 @@ final class WriterPublishRaceTests: XCTestCase {
             try db.write { tx in try tx.insert([.integer(Int64(commits))], into: try tx.table("t")) }
             commits += 1
         }
-        stop.mutate { $0 = true }
-        group.wait()
-        XCTAssertEqual(errors.value, [])
+        readers.stop()
+        XCTAssertEqual(readers.failures.value, [])
         // Copy the files as a crash would leave them (the cache can hide a
         // misplaced frame from readers, and a checkpoint on close would heal it).
         let fm = FileManager.default

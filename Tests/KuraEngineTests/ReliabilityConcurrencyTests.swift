@@ -22,27 +22,12 @@ final class ReliabilityConcurrencyTests: XCTestCase {
             try tx.createTable("log")
             try tx.insert([.integer(0)], into: try tx.createTable("counter"), rowID: 1)
         }
-        let stop = Locked(false)
-        let failures = Locked<[String]>([])
-        let reads = Locked(0)
-        let group = DispatchGroup()
-        for _ in 0..<3 {
-            group.enter()
-            Thread {
-                defer { group.leave() }
-                while !stop.value {
-                    do {
-                        try db.read { tx in
-                            let n = try tx.values(in: try tx.table("counter"), rowID: 1)![0].integerValue!
-                            let rows = try tx.rowCount(try tx.table("log"))
-                            if Int64(rows) != n { failures.mutate { $0.append("counter \(n) but \(rows) rows") } }
-                        }
-                        reads.mutate { $0 += 1 }
-                    } catch {
-                        failures.mutate { $0.append("\(error)") }
-                    }
-                }
-            }.start()
+        let readers = ReaderThreads(count: 3) { r in
+            try db.read { tx in
+                let n = try tx.values(in: try tx.table("counter"), rowID: 1)![0].integerValue!
+                let rows = try tx.rowCount(try tx.table("log"))
+                if Int64(rows) != n { r.fail("counter \(n) but \(rows) rows") }
+            }
         }
         var commits: Int64 = 0
         let deadline = Date().addingTimeInterval(1.5)
@@ -54,10 +39,9 @@ final class ReliabilityConcurrencyTests: XCTestCase {
                 try tx.update([.integer(k)], in: try tx.table("counter"), rowID: 1)
             }
         }
-        stop.mutate { $0 = true }
-        group.wait()
-        print("same-connection readers during commits: \(commits) commits, \(reads.value) snapshots, \(failures.value.count) failures")
-        XCTAssertEqual(Array(failures.value.prefix(5)), [])
+        readers.stop()
+        print("same-connection readers during commits: \(commits) commits, \(readers.reads.value) snapshots, \(readers.failures.value.count) failures")
+        XCTAssertEqual(Array(readers.failures.value.prefix(5)), [])
         // Each commit here writes 3 pages (header, log leaf, counter leaf) unless
         // the log tree split; the log cannot hold more frames than were written.
         let walSize = try FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as! Int

@@ -23,3 +23,41 @@ final class TemporaryDirectory {
     }
     deinit { try? FileManager.default.removeItem(atPath: path) }
 }
+
+/// Reader threads for the concurrency tests: each runs `body` in a loop until
+/// `stop()`, counting the passes and collecting thrown errors and reported failures.
+final class ReaderThreads: @unchecked Sendable {
+    // @unchecked Sendable: all mutable state is in `Locked` boxes (each guarded by its NSLock).
+    private let stopped = Locked(false)
+    private let group = DispatchGroup()
+    /// Passes of `body` that returned normally.
+    let reads = Locked(0)
+    /// Errors thrown by `body` and messages given to `fail`.
+    let failures = Locked<[String]>([])
+
+    init(count: Int, _ body: @escaping @Sendable (ReaderThreads) throws -> Void) {
+        for _ in 0..<count {
+            group.enter()
+            Thread { [self] in
+                defer { group.leave() }
+                while !stopped.value {
+                    do {
+                        try body(self)
+                        reads.mutate { $0 += 1 }
+                    } catch {
+                        failures.mutate { $0.append("\(error)") }
+                    }
+                }
+            }.start()
+        }
+    }
+
+    /// Records a failed check.
+    func fail(_ message: String) { failures.mutate { $0.append(message) } }
+
+    /// Stops the threads and waits for them.
+    func stop() {
+        stopped.mutate { $0 = true }
+        group.wait()
+    }
+}
