@@ -1,5 +1,5 @@
-// kura compact: rewrites a store without free pages, atomically (KuraEngine's
-// StoreCompactor: copy next to it, sync, rename over).
+// kura compact: rewrites a store without free pages, in place through the log
+// (KuraEngine's `Database.compact()`), and shrinks the file.
 
 import KuraEngine
 
@@ -7,13 +7,13 @@ enum CompactCommand {
     static let spec = CommandSpec(name: "compact", help: """
         usage: kura compact STORE
 
-        Rewrites STORE without free pages: checkpoints it, copies every table and
-        index (same names, IDs, row IDs and definitions; pages filled completely)
-        into STORE.compact-tmp, checks and syncs the copy, then renames it over
-        STORE. A crash leaves either the old store or the new one. Refused if
-        another connection is inside a transaction or writing; do not run it while
-        another process has the store open (it would keep using the old file).
-        The new store gets a new database ID.
+        Rewrites STORE without free pages: copies every table and index (same
+        names, IDs, row IDs and definitions; pages filled completely) and commits
+        the copy as one transaction through the log, then checkpoints, which cuts
+        the file to its new length. Other programs may keep the store open while
+        it runs: they see the compacted store in their next transaction. A crash
+        leaves either the old store or the compacted one. If another process is
+        reading at the end, the file is cut at a later checkpoint.
 
         exit codes: 0 done, 2 usage error, 3 cannot read the file (missing,
                     damaged, busy)
@@ -24,11 +24,18 @@ enum CompactCommand {
             guard let a = try parseArguments(args, spec) else { return ExitCode.ok }
             let path = a.positional[0]
             try requireStoreFile(path)
-            let r: StoreCompactor.Outcome
-            do throws(KuraError) { r = try StoreCompactor.compact(path: path) } catch {
+            let r: Database.CompactionResult
+            do throws(KuraError) {
+                var options = Database.Options()
+                options.createIfMissing = false
+                let db = try Database(path: path, options: options)
+                defer { db.close() }
+                r = try db.compact()
+            } catch {
                 throw CLIError.cannotRead("cannot compact \(path): \(describe(error))")
             }
-            out.line("compacted \(path): \(r.pagesBefore) pages (\(r.freePagesBefore) free) -> \(r.pagesAfter) pages of \(r.pageSize) bytes")
+            out.line("compacted \(path): \(r.pagesBefore) pages (\(r.freePagesBefore) free) -> \(r.pagesAfter) pages of \(r.pageSize) bytes"
+                     + (r.fileTruncated ? "" : " (another process is reading: the file shrinks at a later checkpoint)"))
             return ExitCode.ok
         }
     }

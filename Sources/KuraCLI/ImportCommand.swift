@@ -5,6 +5,13 @@
 // line leaves the store untouched (and a store this command would have created
 // is not created). Without --batch the rows go in one transaction; with --batch
 // N a commit follows every N rows and prints `committed <total>`.
+//
+// Other processes may import into the same store at the same time. Whether the
+// entity exists, and which columns it has, is decided inside each write
+// transaction, from what that transaction sees; two importers into a new store
+// both succeed (one creates the entity, the other adds to it) or one gets `busy`.
+// A store file is never removed, even one this command created: another process
+// may have opened it and committed to it in the meantime.
 
 import Foundation
 import KuraEngine
@@ -88,82 +95,25 @@ enum ImportCommand {
                 throw CLIError.problems("\(file), line \(error.line): \(error.message)")
             }
 
-            // The entity's schema, if the store and entity exist.
-            let storeExisted = FileManager.default.fileExists(atPath: path)
-            var existing: TableSchema?
-            var entityExists = false
+            // A first plan from the entity as it is now, if the store exists, so
+            // that bad data is reported before anything is created or written.
+            // It decides nothing: every write transaction plans again from the
+            // schema it sees itself (another importer may have created the entity
+            // or added columns in between).
+            let ctx = Context(entity: entity, file: file, isCSV: isCSV, data: data, indexSpecs: indexSpecs)
             var db: Database?
-            if storeExisted {
+            var existing: TableSchema?
+            if FileManager.default.fileExists(atPath: path) {
                 try requireStoreFile(path)
                 var options = Database.Options()
                 options.createIfMissing = false
                 do throws(KuraError) { db = try Database(path: path, options: options) } catch {
                     throw CLIError.cannotRead("cannot open \(path): \(describe(error))")
                 }
-                try db!.read { tx in
-                    guard try tx.tableExists(entity) else { return }
-                    entityExists = true
-                    let t = try tx.table(entity)
-                    guard let s = try tx.schema(of: t) else {
-                        throw CLIError.usage("entity \"\(entity)\" in \(path) has no schema (a raw table); cannot import by column name")
-                    }
-                    existing = s
-                }
+                existing = try db?.read { tx in try ctx.schema(tx) } ?? nil
             }
-
-            // Column types: the entity's, then declared, first-value or inferred.
-            var columns: [ColumnDefinition] = existing?.columns ?? []
-            var newColumns: [ColumnDefinition] = []
-            var rowIDColumn: Int?
-            var target: [(position: Int, type: ColumnType)?] = []
-            for (c, name) in data.columns.enumerated() {
-                if name == "_rowid" {
-                    rowIDColumn = c
-                    target.append(nil)
-                    continue
-                }
-                if let p = existing?.position(of: name) {
-                    let t = existing!.columns[p].type
-                    if let d = data.declared[c], d != t, isCSV {
-                        throw CLIError.problems("\(file), line 1: column \"\(name)\" is \(t.rawValue) in entity \"\(entity)\", but the header says \(d.rawValue)")
-                    }
-                    target.append((p, t))
-                } else {
-                    let t = data.declared[c] ?? (isCSV ? ImportReader.inferCSVType(data, column: c) : .text)
-                    let def = ColumnDefinition(name, t)
-                    newColumns.append(def)
-                    target.append((columns.count, t))
-                    columns.append(def)
-                }
-            }
-            for s in indexSpecs {
-                for col in s where !columns.contains(where: { $0.name == col }) {
-                    throw CLIError.usage("--index \(s.joined(separator: ",")): entity \"\(entity)\" has no column \"\(col)\" (columns: \(columns.map(\.name).joined(separator: ", ")))")
-                }
-            }
-
-            // Convert every row before writing anything.
-            var rows: [(line: Int, rowID: Int64?, values: [Value])] = []
-            rows.reserveCapacity(data.rows.count)
-            do throws(ImportError) {
-                for r in data.rows {
-                    var values = columns.map(\.defaultValue)
-                    var rowID: Int64?
-                    for (c, f) in r.fields.enumerated() {
-                        if c == rowIDColumn {
-                            let v = try ImportReader.value(f, type: .integer, column: "_rowid", line: r.line, decidedAt: nil)
-                            rowID = v.integerValue
-                            continue
-                        }
-                        guard let (p, t) = target[c] else { continue }
-                        let decided = !isCSV && existing?.position(of: data.columns[c]) == nil ? data.decidedAt[c] : nil
-                        values[p] = try ImportReader.value(f, type: t, column: data.columns[c], line: r.line, decidedAt: decided)
-                    }
-                    rows.append((r.line, rowID, values))
-                }
-            } catch {
-                throw CLIError.problems("\(file), line \(error.line): \(error.message)")
-            }
+            let firstPlan = try ctx.plan(existing)
+            let converted = try ctx.convert(data.rows[...], firstPlan)
 
             // Write.
             if db == nil {
@@ -173,53 +123,147 @@ enum ImportCommand {
                     throw CLIError.cannotRead("cannot create \(path): \(describe(error))")
                 }
             }
+            // Invariant: db was set just above if it was nil.
             let store = db!
-            var committed = 0
             var start = 0
-            let size = batch ?? max(rows.count, 1)
-            do {
-                repeat {
-                    let end = min(start + size, rows.count)
-                    let first = start == 0
-                    let last = end == rows.count
-                    try store.write { tx in
-                        var t: TableInfo
-                        if first && !entityExists {
-                            t = try tx.createTable(entity, schema: try TableSchema(columns))
-                        } else {
-                            t = try tx.table(entity)
-                            if first { for c in newColumns { try tx.addColumn(c, to: t) } }
+            let size = batch ?? max(data.rows.count, 1)
+            // A store this command created is never removed on failure: another
+            // process may have opened it and committed to it in the meantime.
+            repeat {
+                let end = min(start + size, data.rows.count)
+                try store.write { tx in
+                    let schema = try ctx.schema(tx)
+                    let plan = schema == existing ? firstPlan : try ctx.plan(schema)
+                    let rows = plan.columns == firstPlan.columns ? Array(converted[start..<end]) : try ctx.convert(data.rows[start..<end], plan)
+                    var t: TableInfo
+                    if schema == nil {
+                        t = try tx.createTable(entity, schema: try TableSchema(plan.columns))
+                    } else {
+                        t = try tx.table(entity)
+                        if !plan.newColumns.isEmpty {
+                            for c in plan.newColumns { try tx.addColumn(c, to: t) }
                             t = try tx.table(entity)
                         }
-                        for r in rows[start..<end] {
-                            do throws(KuraError) {
-                                if let id = r.rowID { try tx.insert(r.values, into: t, rowID: id) }
-                                else { try tx.insert(r.values, into: t) }
-                            } catch {
-                                throw CLIError.problems("\(file), line \(r.line): \(describe(error))")
-                            }
+                    }
+                    for r in rows {
+                        do throws(KuraError) {
+                            if let id = r.rowID { try tx.insert(r.values, into: t, rowID: id) }
+                            else { try tx.insert(r.values, into: t) }
+                        } catch {
+                            throw CLIError.problems("\(file), line \(r.line): \(describe(error))")
                         }
-                        if last { try createIndexes(indexSpecs, entity: entity, tx) }
                     }
-                    committed = end
-                    if batch != nil {
-                        out.line("committed \(committed)")
-                        out.flush()
-                    }
-                    start = end
-                } while start < rows.count
-            } catch {
-                if !storeExisted && committed == 0 {
-                    try? FileManager.default.removeItem(atPath: path)
-                    try? FileManager.default.removeItem(atPath: path + "-wal")
+                    if end == data.rows.count { try createIndexes(indexSpecs, entity: entity, tx) }
                 }
-                throw error
-            }
+                if batch != nil {
+                    out.line("committed \(end)")
+                    out.flush()
+                }
+                start = end
+            } while start < data.rows.count
             if !a.has("no-checkpoint") { _ = try store.checkpoint() }
             if batch == nil {
-                out.line("imported \(rows.count) rows into \(entity) (\(path))")
+                out.line("imported \(data.rows.count) rows into \(entity) (\(path))")
             }
             return ExitCode.ok
+        }
+    }
+
+    /// One row ready to insert.
+    struct ConvertedRow {
+        var line: Int
+        var rowID: Int64?
+        var values: [Value]
+    }
+
+    /// How the input's columns map onto the entity: its columns after the import
+    /// (existing ones first, in order, then the new ones), the new ones, and for
+    /// each input column its position and type (nil for `_rowid`).
+    struct Plan: Equatable {
+        var columns: [ColumnDefinition] = []
+        var newColumns: [ColumnDefinition] = []
+        var rowIDColumn: Int?
+        var target: [Target?] = []
+        struct Target: Equatable {
+            var position: Int
+            var type: ColumnType
+            /// Whether the column was typed by this input (JSON lines: its first
+            /// non-null value), for error messages.
+            var typedHere: Bool
+        }
+    }
+
+    /// The input and options, shared by planning and conversion.
+    struct Context {
+        let entity: String
+        let file: String
+        let isCSV: Bool
+        let data: ImportData
+        let indexSpecs: [[String]]
+
+        /// The entity's schema in `tx`, nil if it does not exist.
+        func schema(_ tx: ReadTransaction) throws -> TableSchema? {
+            guard try tx.tableExists(entity) else { return nil }
+            guard let s = try tx.schema(of: try tx.table(entity)) else {
+                throw CLIError.usage("entity \"\(entity)\" has no schema (a raw table); cannot import by column name")
+            }
+            return s
+        }
+
+        /// Column types: the entity's, then declared, first-value or inferred.
+        func plan(_ existing: TableSchema?) throws -> Plan {
+            var plan = Plan(columns: existing?.columns ?? [])
+            for (c, name) in data.columns.enumerated() {
+                if name == "_rowid" {
+                    plan.rowIDColumn = c
+                    plan.target.append(nil)
+                    continue
+                }
+                if let existing, let p = existing.position(of: name) {
+                    let t = existing.columns[p].type
+                    if let d = data.declared[c], d != t, isCSV {
+                        throw CLIError.problems("\(file), line 1: column \"\(name)\" is \(t.rawValue) in entity \"\(entity)\", but the header says \(d.rawValue)")
+                    }
+                    plan.target.append(.init(position: p, type: t, typedHere: false))
+                } else {
+                    let t = data.declared[c] ?? (isCSV ? ImportReader.inferCSVType(data, column: c) : .text)
+                    let def = ColumnDefinition(name, t)
+                    plan.newColumns.append(def)
+                    plan.target.append(.init(position: plan.columns.count, type: t, typedHere: !isCSV))
+                    plan.columns.append(def)
+                }
+            }
+            for s in indexSpecs {
+                for col in s where !plan.columns.contains(where: { $0.name == col }) {
+                    throw CLIError.usage("--index \(s.joined(separator: ",")): entity \"\(entity)\" has no column \"\(col)\" (columns: \(plan.columns.map(\.name).joined(separator: ", ")))")
+                }
+            }
+            return plan
+        }
+
+        /// Converts input rows to the plan's column types.
+        func convert(_ rows: ArraySlice<ImportRow>, _ plan: Plan) throws -> [ConvertedRow] {
+            var out: [ConvertedRow] = []
+            out.reserveCapacity(rows.count)
+            do throws(ImportError) {
+                for r in rows {
+                    var values = plan.columns.map(\.defaultValue)
+                    var rowID: Int64?
+                    for (c, f) in r.fields.enumerated() {
+                        if c == plan.rowIDColumn {
+                            rowID = try ImportReader.value(f, type: .integer, column: "_rowid", line: r.line, decidedAt: nil).integerValue
+                            continue
+                        }
+                        guard let t = plan.target[c] else { continue }
+                        values[t.position] = try ImportReader.value(f, type: t.type, column: data.columns[c], line: r.line,
+                                                                    decidedAt: t.typedHere ? data.decidedAt[c] : nil)
+                    }
+                    out.append(ConvertedRow(line: r.line, rowID: rowID, values: values))
+                }
+            } catch {
+                throw CLIError.problems("\(file), line \(error.line): \(error.message)")
+            }
+            return out
         }
     }
 

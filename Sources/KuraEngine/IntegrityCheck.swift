@@ -167,7 +167,11 @@ struct IntegrityChecker<S: PageSource> {
         while trunk != 0 && !full {
             guard claim(trunk, "freelist trunk") else { return }
             count += 1
-            guard let p = try? source.page(trunk) else { report(trunk, "freelist trunk unreadable"); return }
+            let p: Page
+            do { p = try source.page(trunk) } catch {
+                report(trunk, "freelist trunk unreadable: \(error.message)")
+                return
+            }
             guard p.u8(0) == NodeKind.freelistTrunk.rawValue else {
                 report(trunk, "freelist trunk has kind \(p.u8(0))")
                 return

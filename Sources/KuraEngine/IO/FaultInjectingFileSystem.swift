@@ -171,9 +171,9 @@ public final class FaultInjectingFileSystem: FileSystem, @unchecked Sendable {
 
     // MARK: FileSystem
 
-    public func open(_ path: String, create: Bool) throws(KuraError) -> StorageFile {
+    public func open(_ path: String, create: Bool, permissionsOf template: StorageFile?) throws(KuraError) -> StorageFile {
         let existed = base.exists(path)
-        let f = try base.open(path, create: create)
+        let f = try base.open(path, create: create, permissionsOf: (template as? FaultFile)?.inner ?? template)
         if !existed { recordSync(path) }  // a new empty file: durable as empty
         return FaultFile(fs: self, inner: f)
     }

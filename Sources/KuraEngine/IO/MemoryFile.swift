@@ -18,7 +18,7 @@ public final class MemoryFileSystem: FileSystem, @unchecked Sendable {
         self.maxFileSize = maxFileSize
     }
 
-    public func open(_ path: String, create: Bool) throws(KuraError) -> StorageFile {
+    public func open(_ path: String, create: Bool, permissionsOf template: StorageFile?) throws(KuraError) -> StorageFile {
         try lock.withLock { () throws(KuraError) -> StorageFile in
             if let data = files[path] { return MemoryFile(fs: self, data: data, path: path) }
             guard create else { throw KuraError(.notFound, "no such file", path: path) }

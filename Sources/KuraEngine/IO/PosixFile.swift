@@ -18,15 +18,28 @@ import Darwin
 public struct PosixFileSystem: FileSystem {
     public init() {}
 
-    public func open(_ path: String, create: Bool) throws(KuraError) -> StorageFile {
-        let flags = O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0)
-        let fd = systemOpen(path, flags, 0o644)
-        if fd < 0 {
+    public func open(_ path: String, create: Bool, permissionsOf template: StorageFile?) throws(KuraError) -> StorageFile {
+        // With a template, the file is created 0600 (never more open than the
+        // template for an instant) and then given the template's mode and owner.
+        // O_EXCL tells whether this call created it; the bounded loop covers a
+        // file removed or created by someone else between the two opens.
+        for _ in 0..<8 {
+            if create {
+                let fd = systemOpen(path, O_RDWR | O_CLOEXEC | O_CREAT | O_EXCL, template == nil ? 0o666 : 0o600)
+                if fd >= 0 {
+                    let file = PosixFile(fd: fd, path: path)
+                    if let template { try file.copyPermissions(of: template) }
+                    return file
+                }
+                if errno != EEXIST { throw posixError(errno, "open", path) }
+            }
+            let fd = systemOpen(path, O_RDWR | O_CLOEXEC, 0)
+            if fd >= 0 { return PosixFile(fd: fd, path: path) }
             let e = errno
-            if e == ENOENT { throw KuraError(.notFound, "no such file", path: path) }
-            throw posixError(e, "open", path)
+            if e != ENOENT { throw posixError(e, "open", path) }
+            if !create { throw KuraError(.notFound, "no such file", path: path) }
         }
-        return PosixFile(fd: fd, path: path)
+        throw KuraError(.io, "open: the file kept appearing and disappearing while it was opened; retry", path: path)
     }
 
     public func exists(_ path: String) -> Bool {
@@ -127,6 +140,18 @@ final class PosixFile: StorageFile, @unchecked Sendable {
             throw posixError(errno, "fdatasync", path)
         }
         #endif
+    }
+
+    /// Gives this file the permission bits of `template` and, when the process
+    /// runs as root, its owner and group (as SQLite does for its journal and log,
+    /// so a root process does not leave a log other users cannot open).
+    /// The corresponding C functions are `fstat`, `fchmod` and `fchown`.
+    func copyPermissions(of template: StorageFile) throws(KuraError) {
+        var st = stat()
+        let got = (template as? PosixFile).map { fstat($0.fd, &st) } ?? stat(template.path, &st)
+        if got != 0 { throw posixError(errno, "stat", template.path) }
+        if fchmod(fd, st.st_mode & 0o777) != 0 { throw posixError(errno, "fchmod", path) }
+        if geteuid() == 0 && fchown(fd, st.st_uid, st.st_gid) != 0 { throw posixError(errno, "fchown", path) }
     }
 
     func lock(_ byte: LockByte, _ mode: LockMode) throws(KuraError) -> Bool {

@@ -72,13 +72,26 @@ public protocol StorageFile: AnyObject, Sendable {
 public protocol FileSystem: Sendable {
     /// Opens `path`, creating it empty if `create` is true and it does not exist.
     /// Throws `.notFound` if it does not exist and `create` is false.
-    func open(_ path: String, create: Bool) throws(KuraError) -> StorageFile
+    ///
+    /// A file this call creates gets the permission bits (and, where the process
+    /// may set it, the owner and group) of `template` when one is given, as a
+    /// store's log takes its store's; without a template, read and write for
+    /// everyone the process's umask allows (0666 & ~umask), as `open(2)` does.
+    func open(_ path: String, create: Bool, permissionsOf template: StorageFile?) throws(KuraError) -> StorageFile
     /// Whether `path` exists.
     func exists(_ path: String) -> Bool
     /// Removes `path`; no error if it does not exist.
     func remove(_ path: String) throws(KuraError)
     /// Atomically replaces `destination` with `source` (rename(2)).
     func rename(_ source: String, to destination: String) throws(KuraError)
+}
+
+extension FileSystem {
+    /// Opens `path`, creating it (0666 & ~umask) if `create` is true and it does
+    /// not exist. See ``open(_:create:permissionsOf:)``.
+    public func open(_ path: String, create: Bool) throws(KuraError) -> StorageFile {
+        try open(path, create: create, permissionsOf: nil)
+    }
 }
 
 extension StorageFile {

@@ -86,7 +86,7 @@ extension RawStore {
                                 storedChecksum: r.storedChecksum, computedChecksum: r.computedChecksum,
                                 kindByte: kindByte, kindName: kindName, bytes: r.bytes)
         let usable = Node.usable(pageSize)
-        if !r.complete { d.problems.append("the \(r.origin == .file ? "file" : "log") ends inside this page; missing bytes read as zeros") }
+        if !r.complete { d.problems.append("\(r.incompleteReason); missing bytes read as zeros") }
         if number == 1 {
             let h = HeaderFields(p)
             d.fields = [

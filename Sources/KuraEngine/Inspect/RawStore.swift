@@ -246,8 +246,16 @@ package final class RawStore {
     package struct RawPage {
         let page: Page
         package let origin: PageOrigin
-        /// False when the file (or log) ended before the page did.
+        /// False when the file (or log) ended before the page did, or reading it
+        /// failed (then `readError` says why).
         package let complete: Bool
+        /// The error of a read that failed (an I/O error, not a short file).
+        package var readError: KuraError?
+        /// Why the page is incomplete, for reports.
+        package var incompleteReason: String {
+            if let readError { return "reading it failed (\(readError.message))" }
+            return "the \(origin == .file ? "file" : "log") ends inside it"
+        }
         package var storedChecksum: UInt64 { page.u64(page.size - pageTrailerSize) }
         package var computedChecksum: UInt64 { page.computeChecksum() }
         package var checksumValid: Bool { complete && storedChecksum == computedChecksum }
@@ -261,16 +269,21 @@ package final class RawStore {
         let p = Page(number: number, size: pageSize)
         let origin = self.origin(of: number)
         var got = 0
-        switch origin {
-        case .frame(let f):
-            let offset = Int64(WriteAheadLog.headerSize) + Int64(f - 1) * Int64(WriteAheadLog.frameHeaderSize + pageSize) + Int64(WriteAheadLog.frameHeaderSize)
-            got = (try? walFile?.readAvailable(into: p.buffer, at: offset)) ?? 0
-        case .file:
-            if number >= 1 {
-                got = (try? file.readAvailable(into: p.buffer, at: Int64(number - 1) * Int64(pageSize))) ?? 0
+        var readError: KuraError?
+        do throws(KuraError) {
+            switch origin {
+            case .frame(let f):
+                let offset = Int64(WriteAheadLog.headerSize) + Int64(f - 1) * Int64(WriteAheadLog.frameHeaderSize + pageSize) + Int64(WriteAheadLog.frameHeaderSize)
+                got = try walFile?.readAvailable(into: p.buffer, at: offset) ?? 0
+            case .file:
+                if number >= 1 {
+                    got = try file.readAvailable(into: p.buffer, at: Int64(number - 1) * Int64(pageSize))
+                }
             }
+        } catch {
+            readError = error
         }
-        return RawPage(page: p, origin: origin, complete: got == pageSize)
+        return RawPage(page: p, origin: origin, complete: got == pageSize && readError == nil, readError: readError)
     }
 
     // MARK: The log
@@ -392,6 +405,7 @@ extension RawStore: PageSource {
         case .file: from = ""
         case .frame(let f): from = " (log frame \(f))"
         }
+        if let e = r.readError { throw e }
         guard r.complete else {
             throw KuraError(.corrupt, "page is past the end of the \(r.origin == .file ? "file; the file is truncated" : "log")", path: path, page: number)
         }

@@ -23,7 +23,7 @@ import Darwin
 package struct ReadOnlyFileSystem: FileSystem {
     package init() {}
 
-    package func open(_ path: String, create: Bool) throws(KuraError) -> StorageFile {
+    package func open(_ path: String, create: Bool, permissionsOf template: StorageFile?) throws(KuraError) -> StorageFile {
         let fd = openReadOnly(path)
         if fd < 0 {
             let e = errno

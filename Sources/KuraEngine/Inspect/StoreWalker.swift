@@ -192,7 +192,7 @@ package final class StoreWalker {
         let h = HeaderFields(r.page)
         use(1, PageUsage(kind: "header", owner: "-", items: 0, fill: nil))
         guard r.complete else {
-            report(1, "header page is incomplete: the file ends inside it")
+            report(1, "header page is incomplete: \(r.incompleteReason)")
             result.header = h
             return
         }
@@ -493,7 +493,7 @@ package final class StoreWalker {
             report(p, "page is neither in a tree nor free (leaked)")
             if collectUsage {
                 let r = store.rawPage(p)
-                use(p, PageUsage(kind: "leaked", owner: "-", note: r.complete ? "kind byte \(r.kindByte)" : "missing from the file"))
+                use(p, PageUsage(kind: "leaked", owner: "-", note: r.complete ? "kind byte \(r.kindByte)" : r.readError.map { "unreadable: \($0.message)" } ?? "missing from the file"))
             }
         }
     }

@@ -169,6 +169,23 @@ final class PageWriter: PageSource {
         try pager.commit(Array(dirty.values), pageCount: header.headerPageCount)
     }
 
+    /// Makes `pages` (numbered 1...N in order, page 1 first) the whole store, as
+    /// compaction does: page 1 takes the fields of `pages[0]` except the database
+    /// ID (it names this store's log) and the change counter (it goes on from
+    /// this store's, so caches keyed by it see a change). The page count becomes
+    /// N. Pages past N are no longer part of the store.
+    func replaceAllPages(with pages: [Page]) {
+        precondition(!pages.isEmpty && pages.indices.allSatisfy { pages[$0].number == UInt32($0 + 1) } && pages[0].size == pageSize)
+        let databaseID = header.headerDatabaseID
+        let counter = header.headerChangeCounter
+        header.buffer.copyMemory(from: UnsafeRawBufferPointer(pages[0].buffer))
+        header.headerDatabaseID = databaseID
+        header.headerChangeCounter = counter
+        dirty = [1: header]
+        for p in pages.dropFirst() { dirty[p.number] = p }
+        modified = true
+    }
+
     /// Whether the transaction changed any page (set by `writable`, `allocate`,
     /// `free` and `markModified`).
     private(set) var modified = false

@@ -126,7 +126,7 @@ final class Pager: @unchecked Sendable {
                 guard FileHeader.isValidPageSize(requestedPageSize) else {
                     throw KuraError(.invalidArgument, "page size \(requestedPageSize) is not a power of two from 512 to 65536", path: path)
                 }
-                try fs.remove(path + "-wal")
+                try Pager.refuseOrphanedLog(path, fs)
                 // The catalog tree is created by the first write transaction.
                 let header = Page(number: 1, size: requestedPageSize)
                 header.initializeHeader(pageSize: requestedPageSize, catalogRoot: 0)
@@ -149,16 +149,18 @@ final class Pager: @unchecked Sendable {
         pageSize = ps
         databaseID = first.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: FileHeader.databaseIDOffset, as: UInt64.self)) }
 
-        walFile = try fs.open(path + "-wal", create: true)
+        walFile = try fs.open(path + "-wal", create: true, permissionsOf: file)
         wal = WriteAheadLog(file: walFile, pageSize: ps, databaseID: databaseID)
         try Pager.finishInterruptedCreation(file, wal, pageSize: ps, databaseID: databaseID,
                                             durability: durability, busyTimeout: busyTimeout)
         cache = PageCache(capacity: max(cacheBytes / ps, 8))
         latest = Snapshot(generation: 0, maxFrame: 0, pageCount: 1)
         success = true
-        // Recovery: index the committed frames of the log.
-        try beginTransaction()
-        endTransaction()
+        // Recovery: index the committed frames of the log. The snapshot is
+        // released, or it would stay active for the connection's lifetime and
+        // every checkpoint would preserve pages for it.
+        let recovered = try beginTransaction()
+        endTransaction(recovered)
     }
 
     /// A creation cut short by a power loss can leave page 1 incomplete (the file
@@ -188,6 +190,19 @@ final class Pager: @unchecked Sendable {
         header.sealChecksum()
         try file.write(UnsafeRawBufferPointer(header.buffer), at: 0)
         if durability != .off { try file.sync(full: durability == .full) }
+    }
+
+    /// An empty store file with a log beside it that holds bytes: the log may be
+    /// the only copy of committed transactions (the store file was truncated or
+    /// replaced), so it is neither removed nor reused. A log of a deleted store is
+    /// recognised the same way; the user decides. Runs under the create lock.
+    private static func refuseOrphanedLog(_ path: String, _ fs: FileSystem) throws(KuraError) {
+        guard fs.exists(path + "-wal") else { return }
+        let log = try fs.open(path + "-wal", create: false)
+        defer { log.close() }
+        let size = try log.size()
+        guard size > 0 else { return }
+        throw KuraError(.corrupt, "the store file is empty but its log \(path)-wal holds \(size) bytes, which may be committed data of a store that was truncated or deleted; restore the store file, or move the log away to start a new store here", path: path)
     }
 
     static func waitForLock(_ file: StorageFile, _ byte: LockByte, _ mode: LockMode, timeout: Double, what: String) throws(KuraError) {
@@ -242,7 +257,10 @@ final class Pager: @unchecked Sendable {
         }
         txnLock.withLock {
             openTransactions -= 1
-            if openTransactions == 0 { file.unlock(.reader) }
+            if openTransactions == 0 {
+                file.unlock(.reader)
+                state.withLock { readerLockLost = false }
+            }
         }
     }
 
@@ -287,6 +305,10 @@ final class Pager: @unchecked Sendable {
         }
         while true {
             state.lock()
+            if readerLockLost {
+                state.unlock()
+                throw KuraError(.io, "this connection lost its reader lock (fcntl refused to convert it), so another process could have checkpointed under this transaction; end the transaction and retry", path: path, page: number)
+            }
             if !snapshot.preserved.isEmpty, let p = snapshot.preserved[number] {
                 state.unlock()
                 return p
@@ -390,7 +412,13 @@ final class Pager: @unchecked Sendable {
     /// (it is retried after the next one).
     func endWrite(_ snapshot: Snapshot, checkpointIfDue: Bool = false) {
         endTransaction(snapshot)
-        if checkpointIfDue && checkpointDue { _ = try? checkpoint() }
+        if checkpointIfDue && checkpointDue {
+            do { _ = try checkpoint() } catch {
+                // Not an error of the commit, which is durable in the log: the
+                // log keeps every frame until a checkpoint succeeds (a later
+                // commit retries, and recovery replays the log after a crash).
+            }
+        }
         state.withLock { ownWriterActive = false }
         file.unlock(.writer)
         releaseWriterSlot()
@@ -456,10 +484,29 @@ final class Pager: @unchecked Sendable {
         defer { txnLock.unlock() }
         guard try file.lock(.reader, .exclusive) else { return nil }
         defer {
-            if openTransactions > 0 { _ = try? file.lock(.reader, .shared) } else { file.unlock(.reader) }
+            if openTransactions > 0 { retakeSharedReaderLock() } else { file.unlock(.reader) }
         }
         return try body()
     }
+
+    /// Turns the exclusive reader lock back into a shared one for this
+    /// connection's running transactions. The conversion cannot meet a conflicting
+    /// lock (this handle holds the byte exclusively); should the system still
+    /// refuse it (ENOLCK), another process could checkpoint under those
+    /// transactions, so every page read fails with an I/O error until they have
+    /// all ended (`readerLockLost`), rather than read pages of a newer state.
+    /// Caller holds `txnLock`.
+    private func retakeSharedReaderLock() {
+        for _ in 0..<3 {
+            do { if try file.lock(.reader, .shared) { return } } catch { break }
+        }
+        file.unlock(.reader)
+        state.withLock { readerLockLost = true }
+    }
+
+    /// Set when this connection could not keep the reader lock while transactions
+    /// were open; cleared when the last of them ends. Guarded by `state`.
+    private var readerLockLost = false
 
     /// Copies the log into the database file and resets the log. The caller holds
     /// the writer lock. Returns false if another process is inside a transaction
@@ -494,6 +541,16 @@ final class Pager: @unchecked Sendable {
                     written.append(p)
                 }
                 if durability != .off { try file.sync(full: true) }
+                // 2b. A compaction made the store shorter: cut the file to its page
+                // count, unless an in-process snapshot of the longer store is still
+                // reading (then a later checkpoint does it). No other process is
+                // inside a transaction (reader byte exclusive), and every one
+                // reads the page count from the log or page 1 before any page.
+                let length = Int64(current.pageCount) * Int64(pageSize)
+                if try file.size() > length, snapshots.allSatisfy({ $0.pageCount <= current.pageCount }) {
+                    try file.truncate(to: length)
+                    if durability != .off { try file.sync(full: true) }
+                }
                 // 3. Detach every snapshot from the log, then reset it.
                 for s in snapshots { s.detached = true }
                 checkpointEpoch += 1

@@ -176,6 +176,8 @@ public struct RecordView {
     /// Value `i` as an integer without allocation, if it is one.
     public func integer(at i: Int) -> Int64? {
         guard i < types.count, types[i] >= 3, types[i] <= 8 else { return nil }
+        // Cannot fail: `decodeBody` throws only for text (invalid UTF-8), and
+        // serial types 3...8 are integers whose bytes `init` bounds-checked.
         return (try? value(at: i))?.integerValue
     }
 }
