@@ -159,6 +159,9 @@ public final class Database: Sendable {
     /// Pages currently in the cache (for tests of the memory bound).
     package var cachedPageCount: Int { pager.cachedPageCount }
 
+    /// Snapshots in use (for tests: zero when no transaction runs).
+    package var activeSnapshotCount: Int { pager.activeSnapshotCount }
+
     /// Frames in the log (for tests and `kura info`).
     public var logFrameCount: Int { pager.logFrames }
 

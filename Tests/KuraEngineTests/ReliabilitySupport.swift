@@ -107,6 +107,9 @@ enum WorkloadStep {
     case checkpoint
     /// `close()`, then open a new connection (recovery runs again).
     case reopen
+    /// `Database.compact()`: a transaction that rewrites every page and leaves
+    /// the content as it was, then a checkpoint that shortens the file.
+    case compact
 }
 
 /// A named sequence of steps with the options to run it under, and the model
@@ -126,6 +129,12 @@ struct Workload {
         for op in ops { op.apply(to: &s) }
         steps.append(.transaction(ops))
         states.append(s)
+    }
+
+    /// Compacts: one more transaction whose state is the current one.
+    mutating func addCompaction() {
+        steps.append(.compact)
+        states.append(model)
     }
 
     var model: StoreState { states.last! }
@@ -322,7 +331,33 @@ enum Workloads {
         return w
     }
 
-    static var all: [Workload] { [inserts(), updates(), deletes(), indexes(), overflow(), checkpoints()] }
+    /// Inserts and deletes that leave free pages, with compactions between them
+    /// (compaction commits every page through the log and truncates the file).
+    static func compactions(seed: UInt64 = 8) -> Workload {
+        var w = Workload(name: "compactions")
+        var rng = SplitMix64(seed: seed)
+        w.add([.createTable("a", nil), .createTable("people", peopleSchema),
+               .createIndex("by_email", table: "people", columns: [IndexColumn("email")], unique: true)])
+        for round in 0..<5 {
+            let base = Int64(round * 1000)
+            w.add((1...200).map { .insert("a", base + Int64($0), [.integer(base + Int64($0)), .blob(payload(Int(rng.next() % 120), seed: rng.next()))]) })
+            w.add((1...40).map { .insert("people", base + Int64($0), [.text("p\($0)"), .text("p\(base + Int64($0))@example.com"), .integer(Int64($0)), .null]) })
+            for _ in 0..<4 {
+                var ops: [ModelOp] = []
+                var gone = Set<Int64>()
+                for _ in 0..<25 {
+                    guard let id = w.randomRow("a", &rng), gone.insert(id).inserted else { continue }
+                    ops.append(.delete("a", id))
+                }
+                if let id = w.randomRow("people", &rng) { ops.append(.delete("people", id)) }
+                w.add(ops)
+            }
+            w.addCompaction()
+        }
+        return w
+    }
+
+    static var all: [Workload] { [inserts(), updates(), deletes(), indexes(), overflow(), checkpoints(), compactions()] }
 }
 
 /// Runs a workload's steps on `fs`, calling `progress(acknowledged, inFlight)`
@@ -352,6 +387,12 @@ final class WorkloadRunner: @unchecked Sendable {
                 if db.logFrameCount == 0 { durableFloor = acknowledged }
             case .checkpoint:
                 if try db.checkpoint() { durableFloor = acknowledged }
+            case .compact:
+                inFlight = true
+                try db.compact()
+                acknowledged += 1
+                inFlight = false
+                if db.logFrameCount == 0 { durableFloor = acknowledged }
             case .reopen:
                 db.close()
                 durableFloor = acknowledged

@@ -174,10 +174,12 @@ final class KuraEngineBench: BenchEngine {
 
     func checkpoint() throws { _ = try db.checkpoint() }
 
-    /// COMPACTION HOOK: the engine has no compaction API yet (`kura compact` is
-    /// being written). When it lands, call it here and return true; W10's
-    /// "after compaction" row then fills in by itself.
-    func compact() throws -> Bool { false }
+    /// W10 compaction: `Database.compact()` rewrites the store in place through
+    /// the log and checkpoints, which cuts the file (SQLite's row is VACUUM).
+    func compact() throws -> Bool {
+        let r = try db.compact()
+        return r.fileTruncated
+    }
 
     func close() throws { db.close() }
 

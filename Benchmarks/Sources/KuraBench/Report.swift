@@ -102,7 +102,7 @@ final class Results {
                 if let r = ratio(o, to: "grdb") { objectsRatio = String(format: "%.2f", r) }
             }
             if w.id == "W10 compacted" && find(w.id, "kura", rows: rows) == nil {
-                ratioText = "pending (no compaction API yet)"
+                ratioText = "not measured (the file was not cut: another reader)"
             }
             out += "| \(w.id): \(w.title) | \(cell("sqlite")) | \(cell("kura")) | \(cell("grdb")) | \(ratioText) | \(goalText) | \(objectsCell) | \(objectsSQLite) | \(objectsRatio) |\n"
         }

@@ -141,7 +141,7 @@ func main() throws {
             print("")
         }
         print("""
-        W10 compaction: Kura has no compaction API yet (`kura compact` is being written); SQLite's row is after VACUUM.
+        W10 compaction: Kura's row is after Database.compact() (in place, through the log); SQLite's is after VACUUM.
         Kura objects: W1, W2 and W11 so far; the other workloads are marked as a hook in Sources/KuraBench/KuraObjectsBench.swift.
         """)
     }

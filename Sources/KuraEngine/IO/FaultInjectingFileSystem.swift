@@ -82,6 +82,14 @@ public final class FaultInjectingFileSystem: FileSystem, @unchecked Sendable {
     /// Makes the `n`th call (1-based, counted from now) of `operation` (or of any
     /// operation when nil) fail with `code` (`.io` or `.diskFull`); with
     /// `persistent`, every later matching call fails too.
+    /// While true, taking a lock byte in shared mode fails with an I/O error, as
+    /// `fcntl` failing with ENOLCK would (tests of lock failures).
+    public var failSharedLocks: Bool {
+        get { lock.withLock { sharedLocksFail } }
+        set { lock.withLock { sharedLocksFail = newValue } }
+    }
+    private var sharedLocksFail = false
+
     public func failOperation(_ operation: Operation?, after n: Int, with code: KuraError.Code = .io, persistent: Bool = false) {
         lock.withLock {
             fault = (operation, n, code, persistent)
@@ -238,7 +246,12 @@ final class FaultFile: StorageFile, @unchecked Sendable {
         fs.recordSync(path)
     }
 
-    func lock(_ byte: LockByte, _ mode: LockMode) throws(KuraError) -> Bool { try inner.lock(byte, mode) }
+    func lock(_ byte: LockByte, _ mode: LockMode) throws(KuraError) -> Bool {
+        if mode == .shared && fs.failSharedLocks {
+            throw KuraError(.io, "fcntl lock failed: no locks available (injected)", path: path)
+        }
+        return try inner.lock(byte, mode)
+    }
     func unlock(_ byte: LockByte) { inner.unlock(byte) }
     func close() { inner.close() }
 }

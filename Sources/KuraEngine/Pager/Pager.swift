@@ -590,6 +590,9 @@ final class Pager: @unchecked Sendable {
 
     /// Number of pages in the cache (for tests of the memory bound).
     var cachedPageCount: Int { state.withLock { cache.count } }
+
+    /// Snapshots with at least one user (for tests: zero when no transaction runs).
+    var activeSnapshotCount: Int { state.withLock { active.count } }
 }
 
 func hex(_ v: UInt64) -> String { "0x" + String(v, radix: 16) }
