@@ -76,6 +76,7 @@ extension Database {
             w.replaceAllPages(with: pages)
             try w.commit()
         }
+        watcherSlot.current?.poke()
         let checkpointed = try pager.checkpointAsWriter()
         let length = try pager.file.size()
         out.fileTruncated = checkpointed && length <= Int64(out.pagesAfter) * Int64(pageSize)

@@ -55,6 +55,8 @@ public final class Database: Sendable {
     private let catalogCache = CatalogCache()
     /// Transactions enter it; `close()` shuts it and waits for them.
     let gate = TransactionGate()
+    /// The commit watcher, once someone observes commits.
+    let watcherSlot = CommitWatcherSlot()
 
     /// Opens the store at `path`, creating it if missing (unless
     /// `options.createIfMissing` is false). Recovers committed transactions from
@@ -81,7 +83,10 @@ public final class Database: Sendable {
         return try Database(path: ":memory:", options: o)
     }
 
-    deinit { pager.close() }
+    deinit {
+        watcherSlot.current?.stop()
+        pager.close()
+    }
 
     /// Page size of the store.
     public var pageSize: Int { pager.pageSize }
@@ -121,6 +126,7 @@ public final class Database: Sendable {
         let result = try body(tx)
         try tx.commit()
         committed = true
+        watcherSlot.current?.poke()
         return result
     }
 
@@ -148,6 +154,7 @@ public final class Database: Sendable {
     /// committed transactions stay in the log and the next open recovers them.
     public func close() {
         let pager = self.pager
+        watcherSlot.current?.stop()
         gate.close {
             do { _ = try pager.checkpointAsWriter() } catch {
                 // Nothing is lost: see "Failure modes" above.

@@ -32,6 +32,15 @@ extension ReadTransaction {
         return try tree.statistics(snapshotPages!)
     }
 
+    /// The store's change counter in this transaction's snapshot: it increases
+    /// with every commit (FORMAT.md, "The header page").
+    public var changeCounter: UInt64 {
+        get throws(KuraError) {
+            try checkActive()
+            return try headerPage().headerChangeCounter
+        }
+    }
+
     /// Pages in the store (its size is this times the page size).
     public var pageCount: Int {
         get throws(KuraError) {
