@@ -211,7 +211,7 @@ extension WriteTransaction {
             guard let k = try indexKeys([probe], record: row.record, rowID: row.rowID, table: info).first else { continue }
             entries.append((k.key, k.prefixLength, k.hasNull, row.rowID))
         }
-        entries.sort { bytesPrecede($0.key, $1.key) }
+        entries = sortedByKey(entries, \.key)
         if unique {
             for i in entries.indices.dropFirst() where !entries[i].hasNull && entries[i].prefix == entries[i - 1].prefix
                 && entries[i].key[0..<entries[i].prefix] == entries[i - 1].key[0..<entries[i - 1].prefix] {
@@ -225,6 +225,27 @@ extension WriteTransaction {
         return index
     }
 
+    /// `entries` in key order. Sorts slots that carry the first eight key bytes as
+    /// a big-endian integer, so most comparisons are one integer comparison; equal
+    /// heads fall back to comparing the whole keys. (Zero-padding the head of a
+    /// shorter key keeps the order: a key that ends inside the head is a prefix of
+    /// any longer key with the same head bytes, and sorts first in both orders.)
+    private func sortedByKey<T>(_ entries: [T], _ key: (T) -> [UInt8]) -> [T] {
+        var slots: [KeySortSlot] = []
+        slots.reserveCapacity(entries.count)
+        for (i, e) in entries.enumerated() {
+            var head: UInt64 = 0
+            key(e).withUnsafeBufferPointer { k in
+                for j in 0..<8 { head = head << 8 | UInt64(j < k.count ? k[j] : 0) }
+            }
+            slots.append(KeySortSlot(head: head, index: i))
+        }
+        slots.sort { a, b in
+            a.head != b.head ? a.head < b.head : bytesPrecede(key(entries[a.index]), key(entries[b.index]))
+        }
+        return slots.map { entries[$0.index] }
+    }
+
     /// Drops an index.
     ///
     /// - Throws: `.notFound` naming the index.
@@ -233,4 +254,11 @@ extension WriteTransaction {
         try dropObject(index.name)
         indexCache[index.table] = nil
     }
+}
+
+/// An entry to sort by key: the key's first eight bytes, big-endian, and where
+/// the entry is (see `sortedByKey`).
+private struct KeySortSlot {
+    var head: UInt64
+    var index: Int
 }
