@@ -140,10 +140,12 @@ struct PredicateEvaluator {
             return try Self.unary(op, value(x))
         case .subquery(let collection, let variable, let predicate):
             var out: [EvaluatedValue] = []
-            for element in try value(collection).elements {
+            let all = try value(collection)
+            for element in all.elements {
                 var bindings = variables
                 bindings[variable] = element
-                if try PredicateEvaluator(object: element, variables: bindings).evaluate(predicate) {
+                // Only the variable names the element; SELF is the collection (see the header).
+                if try PredicateEvaluator(object: all, variables: bindings).evaluate(predicate) {
                     out.append(element)
                 }
             }
@@ -225,6 +227,27 @@ struct PredicateEvaluator {
 
     private func function(_ f: KuraFunction, _ args: [KuraExpression]) throws(KuraError) -> EvaluatedValue {
         if f == .now { return .date(Date().timeIntervalSinceReferenceDate) }
+        if f == .random { return .scalar(.double(Double.random(in: 0..<1))) }
+        if let arity = f.arity, arity != args.count {
+            throw KuraError(.invalidArgument, "\(f.rawValue) takes \(arity) argument\(arity == 1 ? "" : "s") but got \(args.count)")
+        }
+        switch f {
+        case .union, .intersect, .minus:
+            return try Self.setOperation(f, value(args[0]), value(args[1]))
+        case .modulus:
+            return try Self.arithmeticModulus(value(args[0]), value(args[1]))
+        case .noindex:
+            return try value(args[0])
+        case .randomElement:
+            let v = try value(args[0])
+            guard case .collection(let xs) = v else {
+                if v.isNull { return .null }
+                throw KuraError(.typeMismatch, "random: needs a collection but got \(v.operandDescription)")
+            }
+            return xs.randomElement() ?? .null
+        default:
+            break
+        }
         if f.arity == nil {
             var values: [EvaluatedValue]
             if args.count == 1 {
@@ -244,9 +267,6 @@ struct PredicateEvaluator {
             case .stddev: return try PredicateAggregates.standardDeviation(values)
             default: break
             }
-        }
-        guard args.count == 1 else {
-            throw KuraError(.invalidArgument, "\(f.rawValue)() takes 1 argument but got \(args.count)")
         }
         let v = try value(args[0])
         if v.isNull { return .null }
@@ -286,22 +306,22 @@ struct PredicateEvaluator {
         // Dates: date ± seconds, seconds + date, date - date.
         switch (op, a, b) {
         case (.add, .date(let d), _):
-            guard let n = try? PredicateNumber(b, for: "+") else { throw mismatch() }
+            guard let n = PredicateNumber(b) else { throw mismatch() }
             return .date(d + n.double)
         case (.add, _, .date(let d)):
-            guard let n = try? PredicateNumber(a, for: "+") else { throw mismatch() }
+            guard let n = PredicateNumber(a) else { throw mismatch() }
             return .date(d + n.double)
         case (.subtract, .date(let x), .date(let y)):
             return .scalar(.double(x - y))
         case (.subtract, .date(let d), _):
-            guard let n = try? PredicateNumber(b, for: "-") else { throw mismatch() }
+            guard let n = PredicateNumber(b) else { throw mismatch() }
             return .date(d - n.double)
         case (_, .date, _), (_, _, .date):
             throw mismatch()
         default:
             break
         }
-        guard let x = try? PredicateNumber(a, for: op.rawValue), let y = try? PredicateNumber(b, for: op.rawValue) else { throw mismatch() }
+        guard let x = PredicateNumber(a), let y = PredicateNumber(b) else { throw mismatch() }
         switch op {
         case .add, .subtract, .multiply:
             if case .integer(let i) = x, case .integer(let j) = y {
@@ -312,6 +332,13 @@ struct PredicateEvaluator {
             let p = x.double, q = y.double
             return .scalar(.double(op == .add ? p + q : op == .subtract ? p - q : p * q))
         case .divide:
+            // Integers divide as integers, truncating toward zero (NSExpression's
+            // divide:by: on integer NSNumbers: 7 / 2 is 3); anything else in Double.
+            if case .integer(let i) = x, case .integer(let j) = y {
+                if j == 0 { throw KuraError(.invalidArgument, "division by zero: \(a.operandDescription) / \(b.operandDescription)") }
+                let (q, overflow) = i.dividedReportingOverflow(by: j)
+                return overflow ? .scalar(.double(-Double(i))) : .scalar(.integer(q))
+            }
             return .scalar(.double(x.double / y.double))
         case .power:
             return .scalar(.double(Foundation.pow(x.double, y.double)))
@@ -327,6 +354,48 @@ struct PredicateEvaluator {
             default: return .scalar(.integer(i >> j))
             }
         }
+    }
+
+    /// `modulus:by:`: integer remainder (sign of the dividend) or `fmod`.
+    static func arithmeticModulus(_ a: EvaluatedValue, _ b: EvaluatedValue) throws(KuraError) -> EvaluatedValue {
+        if a.isNull || b.isNull { return .null }
+        guard let x = PredicateNumber(a), let y = PredicateNumber(b) else {
+            throw KuraError(.typeMismatch, "modulus:by: needs numbers but got \(a.operandDescription) and \(b.operandDescription)")
+        }
+        if case .integer(let i) = x, case .integer(let j) = y {
+            if j == 0 { throw KuraError(.invalidArgument, "modulus by zero: modulus:by:(\(a.operandDescription), 0)") }
+            let (r, overflow) = i.remainderReportingOverflow(dividingBy: j)
+            return .scalar(.integer(overflow ? 0 : r))  // only Int64.min % -1 overflows; its remainder is 0
+        }
+        return .scalar(.double(Foundation.fmod(x.double, y.double)))
+    }
+
+    /// UNION, INTERSECT, MINUS: distinct elements, in the left operand's order
+    /// (then the right's, for UNION). Null is the empty collection; a scalar or an
+    /// object is an error.
+    static func setOperation(_ f: KuraFunction, _ a: EvaluatedValue, _ b: EvaluatedValue) throws(KuraError) -> EvaluatedValue {
+        func members(_ v: EvaluatedValue) throws(KuraError) -> [EvaluatedValue] {
+            switch v {
+            case .collection(let xs): return xs
+            case .scalar(.null): return []
+            case .object(let o):
+                if let values = o.predicateCollectionValues { return values }
+            default: break
+            }
+            throw KuraError(.typeMismatch, "\(f.rawValue) needs collections on both sides but got \(v.operandDescription)")
+        }
+        let xs = try members(a), ys = try members(b)
+        var out: [EvaluatedValue] = []
+        func addDistinct(_ v: EvaluatedValue) {
+            if !out.contains(where: { PredicateComparisonTest.equal($0, v, []) }) { out.append(v) }
+        }
+        let inRight = { (v: EvaluatedValue) in ys.contains { PredicateComparisonTest.equal($0, v, []) } }
+        switch f {
+        case .union: for v in xs + ys { addDistinct(v) }
+        case .intersect: for v in xs where inRight(v) { addDistinct(v) }
+        default: for v in xs where !inRight(v) { addDistinct(v) }
+        }
+        return .collection(out)
     }
 
     static func unary(_ op: KuraUnaryOperator, _ a: EvaluatedValue) throws(KuraError) -> EvaluatedValue {
@@ -380,11 +449,19 @@ enum PredicateNumber {
     case double(Double)
 
     init(_ v: EvaluatedValue, for what: String) throws(KuraError) {
+        guard let n = PredicateNumber(v) else {
+            throw KuraError(.typeMismatch, "\(what) needs a number but got \(v.operandDescription)")
+        }
+        self = n
+    }
+
+    /// nil when `v` is not a number or a boolean.
+    init?(_ v: EvaluatedValue) {
         switch v {
         case .scalar(.integer(let i)): self = .integer(i)
         case .scalar(.bool(let b)): self = .integer(b ? 1 : 0)
         case .scalar(.double(let d)): self = .double(d)
-        default: throw KuraError(.typeMismatch, "\(what) needs a number but got a \(v.typeName) value")
+        default: return nil
         }
     }
 
@@ -513,27 +590,23 @@ struct PredicateComparisonTest {
         switch op {
         case .equalTo: return Self.equal(left, right, options)
         case .notEqualTo: return !Self.equal(left, right, options)
-        case .lessThan: return Self.order(left, right, options).map { $0 < 0 } ?? false
-        case .lessThanOrEqualTo: return Self.order(left, right, options).map { $0 <= 0 } ?? false
-        case .greaterThan: return Self.order(left, right, options).map { $0 > 0 } ?? false
-        case .greaterThanOrEqualTo: return Self.order(left, right, options).map { $0 >= 0 } ?? false
+        case .lessThan: return try orderedCompare(left, right).map { $0 < 0 } ?? false
+        case .lessThanOrEqualTo: return try orderedCompare(left, right).map { $0 <= 0 } ?? false
+        case .greaterThan: return try orderedCompare(left, right).map { $0 > 0 } ?? false
+        case .greaterThanOrEqualTo: return try orderedCompare(left, right).map { $0 >= 0 } ?? false
         case .between:
             guard case .collection(let bounds) = right, bounds.count == 2 else {
                 if right.isNull { return false }
                 throw KuraError(.typeMismatch, "BETWEEN needs a two-element collection {lower, upper} but got a \(right.typeName) value")
             }
-            guard let lo = Self.order(left, bounds[0], options), let hi = Self.order(left, bounds[1], options) else { return false }
+            guard let lo = try orderedCompare(left, bounds[0]), let hi = try orderedCompare(left, bounds[1]) else { return false }
             return lo >= 0 && hi <= 0
         case .in:
-            switch right {
-            case .collection(let xs): return xs.contains { Self.equal(left, $0, options) }
-            default: return substring(of: right, needle: left, anchoredAt: nil)
-            }
+            if let xs = try members(right, of: "IN", side: "right") { return xs.contains { Self.equal(left, $0, options) } }
+            return substring(of: right, needle: left, anchoredAt: nil)
         case .contains:
-            switch left {
-            case .collection(let xs): return xs.contains { Self.equal($0, right, options) }
-            default: return substring(of: left, needle: right, anchoredAt: nil)
-            }
+            if let xs = try members(left, of: "CONTAINS", side: "left") { return xs.contains { Self.equal($0, right, options) } }
+            return substring(of: left, needle: right, anchoredAt: nil)
         case .beginsWith: return substring(of: left, needle: right, anchoredAt: .start)
         case .endsWith: return substring(of: left, needle: right, anchoredAt: .end)
         case .like:
@@ -547,6 +620,31 @@ struct PredicateComparisonTest {
     }
 
     private enum Anchor { case start, end }
+
+    /// `order` for <, <=, >, >= and BETWEEN: nil (the comparison is false) when
+    /// either side is null or a number is NaN; an error when the two values are of
+    /// kinds that have no order between them (text and a number, ...), as
+    /// Foundation raises for them.
+    private func orderedCompare(_ a: EvaluatedValue, _ b: EvaluatedValue) throws(KuraError) -> Int? {
+        if let c = Self.order(a, b, options) { return c }
+        if a.isNull || b.isNull { return nil }
+        if PredicateNumber(a) != nil || a.isDate, PredicateNumber(b) != nil || b.isDate { return nil }  // NaN
+        throw KuraError(.typeMismatch, "cannot order \(a.operandDescription) and \(b.operandDescription) with '\(op.rawValue)': only numbers, dates, text and data compare, each with its own kind")
+    }
+
+    /// The elements IN (right side) or CONTAINS (left side) searches: a collection's,
+    /// a dictionary's values; nil for text (a substring search) and null (false);
+    /// an error for anything else.
+    private func members(_ v: EvaluatedValue, of what: String, side: String) throws(KuraError) -> [EvaluatedValue]? {
+        switch v {
+        case .collection(let xs): return xs
+        case .scalar(.null), .scalar(.text), .scalar(.blob): return nil
+        case .object(let o):
+            if let values = o.predicateCollectionValues { return values }
+        default: break
+        }
+        throw KuraError(.typeMismatch, "\(what) needs a collection, a dictionary or text on the \(side) but got \(v.operandDescription)")
+    }
 
     /// Byte search, when it gives exactly the Character-level answer: the needle
     /// is ASCII without CR or LF and the haystack is ASCII. In ASCII text every
@@ -661,8 +759,10 @@ final class PredicateRegexCache: @unchecked Sendable {
         let compiled: NSRegularExpression
         do {
             // ICU's matches(): the whole string, hence the \z after a group.
+            // Apple's flags: `.` matches line breaks, ^ and $ match at line boundaries.
             compiled = try NSRegularExpression(pattern: "(?:" + pattern + ")\\z",
-                                               options: caseInsensitive ? [.caseInsensitive] : [])
+                                               options: caseInsensitive ? [.caseInsensitive, .dotMatchesLineSeparators, .anchorsMatchLines]
+                                                   : [.dotMatchesLineSeparators, .anchorsMatchLines])
         } catch {
             throw KuraError(.invalidArgument, "the MATCHES pattern '\(pattern)' is not a valid ICU regular expression")
         }

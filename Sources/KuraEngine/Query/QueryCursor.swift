@@ -152,9 +152,13 @@ struct CandidateSource {
                     guard let record = try tableTree.get(RowIDKey.encode(rowID), s) else {
                         throw KuraError(.corrupt, "index \"\(index.name)\" names row \(rowID), which table \"\(table.name)\" does not have", page: index.info.rootPage)
                     }
-                    if try record.withBytes({ b throws(KuraError) in try matching(b) }) {
-                        return Row(rowID: rowID, record: record)
+                    let matched: Bool
+                    do throws(KuraError) {
+                        matched = try record.withBytes { b throws(KuraError) in try matching(b) }
+                    } catch {
+                        throw Self.locating(error, rowID: rowID, page: nil)
                     }
+                    if matched { return Row(rowID: rowID, record: record) }
                 }
                 run.removeAll(keepingCapacity: true)
                 runPosition = 0
@@ -195,13 +199,19 @@ struct CandidateSource {
             let leaf = cursor!.leaf
             let i = cursor!.index
             let v = leaf.leafValue(i)
-            let matched: Bool
+            var matched: Bool
             var full: [UInt8]?
-            if v.overflow == 0 {
-                matched = try matching(UnsafeRawBufferPointer(start: leaf.bytes + v.offset, count: v.length))
-            } else {
-                full = try tableTree.value(leaf, i, s)
-                matched = try full!.withBytes { b throws(KuraError) in try matching(b) }
+            do throws(KuraError) {
+                if v.overflow == 0 {
+                    matched = try matching(UnsafeRawBufferPointer(start: leaf.bytes + v.offset, count: v.length))
+                } else {
+                    full = try tableTree.value(leaf, i, s)
+                    matched = try full!.withBytes { b throws(KuraError) in try matching(b) }
+                }
+            } catch {
+                let k = cursor!.key
+                let rowID = k.baseAddress.flatMap { RowIDKey.decode($0, 0, k.count) }.map(\.0)
+                throw Self.locating(error, rowID: rowID, page: leaf.number)
             }
             if matched {
                 let k = cursor!.key
@@ -246,6 +256,15 @@ struct CandidateSource {
             started = false
         }
         return nil
+    }
+
+    /// A corruption error from reading a row, with the row ID and page added.
+    static func locating(_ error: KuraError, rowID: Int64?, page: UInt32?) -> KuraError {
+        guard error.code == .corrupt else { return error }
+        var e = error
+        if let rowID { e.message += " (row \(rowID))" }
+        if e.page == nil { e.page = page }
+        return e
     }
 
     private func withinUpper(_ key: [UInt8], _ upper: [UInt8]) -> Bool {
