@@ -84,12 +84,7 @@ public final class QueryCursor {
         let sortKeys = query.sort
         func less(_ a: (values: [Value], rowID: Int64), _ b: (values: [Value], rowID: Int64)) -> Bool {
             for (i, k) in sortKeys.enumerated() {
-                var c: Int
-                if k.caseInsensitive, case .text(let x) = a.values[i], case .text(let y) = b.values[i] {
-                    c = ValueOrdering.compareText(TextFolding.fold(x, options: [.caseInsensitive]), TextFolding.fold(y, options: [.caseInsensitive]))
-                } else {
-                    c = ValueOrdering.compare(a.values[i], b.values[i])
-                }
+                var c = k.compareValues(a.values[i], b.values[i])
                 if !k.ascending { c = -c }
                 if c != 0 { return c < 0 }
             }
