@@ -10,12 +10,22 @@
 //   Objects are equal when their `predicateIdentity` values are; an object equals a
 //   scalar equal to its identity*.
 // - Ordering (<, <=, >, >=, BETWEEN): numbers/booleans/dates numerically, text in
-//   Unicode scalar order (after [c]/[d] folding), blobs bytewise. Anything else,
-//   null included, is incomparable and the comparison is false (never an error)*.
+//   Unicode scalar order (after [c]/[d] folding), blobs bytewise. A null operand
+//   (or NaN) makes the comparison false. Two values of kinds with no order between
+//   them (text and a number, a collection, an object, ...) throw `.typeMismatch`
+//   naming both operands, as Foundation raises for them (it was `false` before
+//   issue 16).
 // - BEGINSWITH, ENDSWITH, CONTAINS and IN (on strings) are false when either side
-//   is null or the right-hand string is empty, as in Foundation. LIKE: `*` and `?`;
-//   MATCHES: ICU regular expression (NSRegularExpression) over the whole string.
-//   Non-text operands are false. CONTAINS/IN also test membership in collections.
+//   is null or the right-hand string is empty, as in Foundation. LIKE: `*` and `?`.
+//   MATCHES: an ICU regular expression (NSRegularExpression) that must match the
+//   whole string, compiled with Apple's flags: `.` matches line breaks and `^`/`$`
+//   match at line boundaries too*. (Apple's guide only says "ICU v3"; the flags
+//   follow the behaviour recorded by an independent NSPredicate test suite.)
+//   Non-text operands are false.
+// - IN (right side) and CONTAINS (left side) search a collection's elements, or a
+//   dictionary's values (Apple's guide: "in the case of a dictionary, its values
+//   are used"; a context offers them by `predicateCollectionValues`); text is a
+//   substring search; null is false; any other value throws `.typeMismatch`.
 // - [c] folds case, [d] folds diacritics (TextFolding); [n] and [l] change nothing.
 // - ANY/SOME, ALL, NONE iterate the left-hand value: a collection's elements, no
 //   elements for null, and a lone value as a one-element collection*. ALL and NONE
@@ -24,17 +34,39 @@
 //   (`children.pets.name` is every pet's name). Collection operators: @count, @sum,
 //   @avg, @min, @max, @unionOfObjects, @distinctUnionOfObjects; others throw
 //   `.unsupported`.
-// - SUBQUERY binds the variable and SELF to each element.
+// - SUBQUERY(collection, $x, predicate) binds only `$x` to each element. Inside the
+//   predicate, `SELF` and plain key paths do not switch to the element: they are
+//   evaluated against the collection itself*, as Apple's own description of
+//   SUBQUERY does (`[filter evaluateWithObject:collection]` with the variable
+//   substituted). So `SELF.@count` is the collection's size and `price > 5` reads
+//   `collection.price`; write `$x.price`.
+// - Set expressions: `a UNION b`, `a INTERSECT b`, `a MINUS b` take collections (or
+//   dictionaries' values; null is empty) and give distinct elements in a's order
+//   (then b's, for UNION)*; a scalar operand throws `.typeMismatch`.
 // - Arithmetic: null operands give null*. Integer +, -, * that overflow Int64 are
-//   done in Double instead (never trap); `/` and `**` always give a double (as
-//   NSExpression's divide:by: and raise:toPower: do). Dates plus or minus seconds give
-//   dates, date minus date gives seconds*. Anything else that is not a number throws
+//   done in Double instead (never trap). `/` between two integers (booleans count
+//   as integers) is integer division truncating toward zero, as NSExpression's
+//   divide:by: does with integer NSNumbers (`7 / 2` is 3; write `7.0 / 2` for 3.5);
+//   with a double on either side it is Double division. An integer division by zero
+//   throws `.invalidArgument`* (Double division by zero gives ±infinity); the one
+//   overflowing quotient (Int64.min / -1) is given as a Double. `**` always gives a
+//   double (raise:toPower:). `modulus:by:` is the integer remainder (sign of the
+//   dividend; by zero throws) or `fmod`. Dates plus or minus seconds give dates,
+//   date minus date gives seconds*. Anything else that is not a number throws
 //   `.typeMismatch`.
 // - Functions: sum count min max average median mode stddev (one collection
 //   argument, or several values; nulls are skipped except by count), sqrt log ln exp
-//   floor ceiling abs trunc, now, lowercase uppercase. `mode` returns a collection
-//   of the most frequent values; `stddev` is the population standard deviation.
+//   floor ceiling abs trunc, now, lowercase uppercase, modulus:by:, random (a double
+//   in [0, 1)), random: (a random element; null for none), noindex: (its argument).
+//   `mode` returns a collection of the most frequent values; `stddev` is the
+//   population standard deviation. NSExpression's selector spellings of these and
+//   of the operators (`add:to:`, `bitwiseAnd:with:`, `onesComplement:`, ...) parse
+//   to the same trees (PredicateParser.swift).
 // - Unset variables throw `.invalidArgument`. Errors thrown by the context propagate.
+//
+// The same evaluator answers in-memory objects (`evaluate(with:)`, which the object
+// layer uses through PredicateEvaluationContext) and table rows (RowContext), so
+// every rule above holds on both paths.
 //
 // Recursion is bounded by the tree depth, which the parser limits.
 
@@ -45,10 +77,12 @@ extension KuraPredicate {
     ///
     /// - Parameter variables: values for `$NAME` variables not replaced by
     ///   ``substituting(_:)``.
-    /// - Throws: ``KuraError``: `.typeMismatch` for arithmetic on non-numbers or a key
-    ///   on a scalar, `.invalidArgument` for an unset variable or a bad regular
-    ///   expression, `.unsupported` for unknown collection operators, and whatever the
-    ///   context throws. Comparisons themselves never throw.
+    /// - Throws: ``KuraError``: `.typeMismatch` for arithmetic on non-numbers, a key
+    ///   on a scalar, ordering values of different kinds (`'a' < 1`) or `IN` on a
+    ///   non-collection; `.invalidArgument` for an unset variable, a bad regular
+    ///   expression or an integer division by zero; `.unsupported` for unknown
+    ///   collection operators; `.corrupt` for a row that does not decode; and
+    ///   whatever the context throws.
     public func evaluate(with object: EvaluatedValue, variables: [String: EvaluatedValue] = [:]) throws(KuraError) -> Bool {
         try PredicateEvaluator(object: object, variables: variables).evaluate(self)
     }
@@ -433,7 +467,8 @@ struct PredicateEvaluator {
         case (.string, .scalar(.bool(let b))): return .scalar(.text(b ? "1" : "0"))
         case (.string, .date(let d)): return .scalar(.text(Date(timeIntervalSinceReferenceDate: d).description))
         case (.date, .date): return v
-        case (.date, .scalar(let s)) where s.doubleValue != nil: return .date(s.doubleValue!)
+        case (.date, .scalar(let s)):
+            if let seconds = s.doubleValue { return .date(seconds) }
         case (.data, .scalar(.blob)): return v
         case (.data, .scalar(.text(let s))):
             if let bytes = PredicateParser.decodeHex(s) { return .scalar(.blob(bytes)) }

@@ -84,7 +84,8 @@ public final class QueryCursor {
         let sortKeys = query.sort
         func less(_ a: (values: [Value], rowID: Int64), _ b: (values: [Value], rowID: Int64)) -> Bool {
             for (i, k) in sortKeys.enumerated() {
-                var c = k.compareValues(a.values[i], b.values[i])
+                // Folding collations were applied when the values were read.
+                var c = k.collation.foldsOnly ? ValueOrdering.compare(a.values[i], b.values[i]) : k.compareValues(a.values[i], b.values[i])
                 if !k.ascending { c = -c }
                 if c != 0 { return c < 0 }
             }
@@ -95,8 +96,9 @@ public final class QueryCursor {
             var values: [Value] = []
             values.reserveCapacity(positions.count)
             try row.record.withBytes { b throws(KuraError) in
-                for (p, def) in positions {
-                    values.append(p < (try RecordCodec.count(in: b)) ? try RecordCodec.value(at: p, in: b) : def?.defaultValue ?? .null)
+                for (i, (p, def)) in positions.enumerated() {
+                    let v = p < (try RecordCodec.count(in: b)) ? try RecordCodec.value(at: p, in: b) : def?.defaultValue ?? .null
+                    values.append(sortKeys[i].collation.sortValue(v))
                 }
             }
             keys.append((values, row.rowID))
@@ -210,7 +212,7 @@ struct CandidateSource {
             }
             if matched {
                 let k = cursor!.key
-                guard let (rowID, n) = RowIDKey.decode(k.baseAddress!, 0, k.count), n == k.count else {
+                guard let base = k.baseAddress, let (rowID, n) = RowIDKey.decode(base, 0, k.count), n == k.count else {
                     throw KuraError(.corrupt, "table \"\(table.name)\" has a key that is not a row ID", page: leaf.number)
                 }
                 return Row(rowID: rowID, record: full ?? Array(UnsafeRawBufferPointer(start: leaf.bytes + v.offset, count: v.length)))
@@ -325,7 +327,7 @@ enum IndexKeyParser {
     static func rowID(_ key: [UInt8], of index: IndexDefinition) throws(KuraError) -> Int64 {
         let p = try prefix(key, columns: index.columns.count, of: index).count
         let id: Int64? = key.withUnsafeBytes { b in
-            guard let (v, n) = RowIDKey.decode(b.baseAddress!, p, b.count), p + n == b.count else { return nil }
+            guard let base = b.baseAddress, let (v, n) = RowIDKey.decode(base, p, b.count), p + n == b.count else { return nil }
             return v
         }
         guard let id else {

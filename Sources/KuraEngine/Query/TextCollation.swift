@@ -77,6 +77,18 @@ public enum TextCollation: String, Sendable, Hashable, CaseIterable {
         return ValueOrdering.compare(a, b)
     }
 
+    /// For the folding collations, `v` with its text folded, so that a sort can
+    /// fold each value once and then compare binary (`compare(a, b)` equals
+    /// `ValueOrdering.compare(sortValue(a), sortValue(b))`); other collations return
+    /// `v` and must compare with ``compare(_:_:)-(Value,Value)``.
+    func sortValue(_ v: Value) -> Value {
+        guard foldsOnly, case .text(let s) = v else { return v }
+        return .text(folded(s))
+    }
+
+    /// True for the collations that are binary order of a folded text.
+    var foldsOnly: Bool { self == .caseInsensitive || self == .diacriticInsensitive || self == .caseDiacriticInsensitive }
+
     /// The text as the case/diacritic collations compare it.
     func folded(_ s: String) -> String {
         switch self {
