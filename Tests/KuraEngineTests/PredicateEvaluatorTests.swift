@@ -63,7 +63,7 @@ final class PredicateEvaluatorTests: XCTestCase {
         check("NULL == NULL", true)
         check("NULL == 0", false)
         check("NULL != 0", true)
-        check("1 < 'a'", false)
+        checkThrows("1 < 'a'", .typeMismatch)
         check("'a' < 'b'", true)
         check("'B' < 'a'", true)
         check("'B' <[c] 'a'", false)
@@ -88,14 +88,20 @@ final class PredicateEvaluatorTests: XCTestCase {
 
     func testArithmetic() {
         check("1 + 2 == 3", true)
-        check("7 / 2 == 3.5", true)
+        // Issue 16: integers divide as integers (NSExpression's divide:by:), truncating toward zero.
+        check("7 / 2 == 3", true)
+        check("-7 / 2 == -3", true)
+        check("7.0 / 2 == 3.5", true)
+        check("7 / 2.0 == 3.5", true)
+        check("-9223372036854775808 / -1 > 9223372036854775807", true)
+        checkThrows("1 / 0 == 0", .invalidArgument)
+        check("1.0 / 0 > 9223372036854775807", true)
         check("2 ** 10 == 1024", true)
         check("2 ** 0.5 > 1.41 AND 2 ** 0.5 < 1.42", true)
         check("-2 ** 2 == 4", true)
         check("10 - 2 - 3 == 5", true)
         check("2 + 3 * 4 == 14", true)
         check("(2 + 3) * 4 == 20", true)
-        check("1 / 0 > 9223372036854775807", true)
         check("9223372036854775807 + 1 > 9223372036854775807", true)
         check("9223372036854775807 * 2 == 18446744073709551614.0", true)
         check("-9223372036854775808 - 1 < -9223372036854775807", true)
@@ -239,7 +245,12 @@ final class PredicateEvaluatorTests: XCTestCase {
         check("'iPhoneXXXXXXXXXXXXXn' MATCHES 'i\\w{18}n'", true)
         check("'HELLO' MATCHES[c] 'hel+o'", true)
         check("'Héllo' MATCHES[d] 'Hel+o'", true)
-        check("'a\\nb' MATCHES 'a.b'", false)
+        // Issue 16: Apple's ICU flags: `.` matches a line break, ^ and $ match at
+        // line boundaries, and the whole string must still match.
+        check("'a\\nb' MATCHES 'a.b'", true)
+        check("'a\\nb' MATCHES 'a$\\n^b'", true)
+        check("'a\\nb' MATCHES 'a$'", false)
+        check("'a\\nb' MATCHES '^b'", false)
         check("name MATCHES '.*Noir'", true)
         check("age MATCHES '30'", false)
         checkThrows("name MATCHES '('", .invalidArgument)
@@ -265,13 +276,21 @@ final class PredicateEvaluatorTests: XCTestCase {
         check("age != nil", true)
     }
 
-    func testIncomparableTypesAreFalse() {
-        check("name > 5", false)
-        check("name < 5", false)
-        check("age > '5'", false)
+    /// Issue 16: ordering values of kinds with no order between them (text and a
+    /// number, ...) is an error naming both, as Foundation raises; it was `false`.
+    func testIncomparableTypesThrowWhenOrdered() {
+        checkThrows("name > 5", .typeMismatch)
+        checkThrows("name < 5", .typeMismatch)
+        checkThrows("age > '5'", .typeMismatch)
+        checkThrows("age BETWEEN {'1', '5'}", .typeMismatch)
+        checkThrows("tags > 1", .typeMismatch)
+        checkThrows("owner < 1", .typeMismatch)
+        checkThrows("ANY tags < 5", .typeMismatch)
+        check("nick < 5", false)
+        check("age < nil", false)
+        check("CAST('nan', 'NSNumber') < 1", false)
+        check("born < 0", true)
         check("age BEGINSWITH '3'", false)
-        check("tags > 1", false)
-        check("owner < 1", false)
         check("data BEGINSWITH %@", true, .blob([1, 2]))
         check("data ENDSWITH %@", true, .blob([3]))
         check("data CONTAINS %@", true, .blob([2, 3]))
@@ -358,7 +377,10 @@ final class PredicateEvaluatorTests: XCTestCase {
     func testSubqueries() {
         check("SUBQUERY(kids, $k, $k.age > 10).@count == 2", true)
         check("SUBQUERY(kids, $k, $k.age > 10 AND SUBQUERY($k.pets, $p, $p.name BEGINSWITH 'T').@count > 0).@count == 1", true)
-        check("SUBQUERY(kids, $k, SELF.age > 10).@count == 2", true)
+        // Issue 16: only the variable names the element; SELF is the collection.
+        check("SUBQUERY(kids, $k, SELF.@count == 3).@count == 3", true)
+        check("SUBQUERY(kids, $k, $k.age > 10 AND SELF.@count == 3).@count == 2", true)
+        checkThrows("SUBQUERY(kids, $k, SELF.age > 10).@count == 2", .typeMismatch)
         check("SUBQUERY(kids, $k, $k.age < $max).@count == 1", true, variables: ["max": 10])
         check("(SUBQUERY(kids, $x, $x.age < 36).@count == kids.@count)", true)
         check("SUBQUERY(missing, $x, $x == 1).@count == 0", true)

@@ -230,9 +230,10 @@ final class PredicateParserTests: XCTestCase {
         XCTAssertEqual(expr("now()"), .function(.now, []))
         XCTAssertEqual(expr("SQRT(4)"), .function(.sqrt, [4]))
         XCTAssertEqual(expr("lowercase(name).length"), .member(.function(.lowercase, [k("name")]), ["length"]))
-        for f in KuraFunction.allCases {
-            let args = f.arity == 0 ? "" : "x"
-            XCTAssertEqual(expr("\(f.rawValue)(\(args))"), .function(f, f.arity == 0 ? [] : [k("x")]))
+        for f in KuraFunction.allCases where !f.isSetOperation {
+            let args = f.arity == 0 ? [] : f.arity == 2 ? [k("x"), k("y")] : [k("x")]
+            let written = args.map { $0.expressionFormat }.joined(separator: ", ")
+            XCTAssertEqual(expr("\(f.rawValue)(\(written))"), .function(f, args))
         }
         XCTAssertEqual(expr("FUNCTION('a', 'uppercase')"), .function(.uppercase, ["a"]))
         XCTAssertEqual(expr("function(name, \"lowercase\")"), .function(.lowercase, [k("name")]))
@@ -286,7 +287,12 @@ final class PredicateParserTests: XCTestCase {
         assertError("a == %d", [2.5], code: .invalidArgument, offset: 5)
         assertError("a == %f", ["x"], code: .invalidArgument, offset: 5)
         assertError("a == %@", [.keyPath("b")], code: .invalidArgument, offset: 5)
-        assertError("a == 1", ["extra"], code: .invalidArgument, offset: 6)
+        // Issue 16: unused arguments are ignored unless the caller asks for strictness.
+        XCTAssertEqual(try KuraPredicate(format: "a == 1", arguments: ["extra"]), parse("a == 1"))
+        XCTAssertThrowsError(try KuraPredicate(format: "a == 1", arguments: ["extra"], requireAllArguments: true)) { e in
+            XCTAssertEqual((e as? KuraError)?.code, .invalidArgument)
+            XCTAssertEqual((e as? KuraError)?.offset, 6)
+        }
         assertError("'%@' == %@", [], code: .invalidArgument, offset: 8)
     }
 
@@ -393,6 +399,10 @@ final class PredicateParserTests: XCTestCase {
         assertError("foo(a) == 1", code: .unsupported, offset: 0)
         assertError("ANYKEY == 1", code: .unsupported, offset: 0)
         assertError("a UTI-CONFORMS-TO 'public.image'", code: .unsupported, offset: 2)
+        assertError("a UTI-EQUALS 'public.image'", code: .unsupported, offset: 2)
+        assertError("distanceToLocation:fromLocation:(a, b) < 5", code: .unsupported, offset: 0)
+        assertError("frobnicate:(a) == 1", code: .unsupported, offset: 0)
+        assertError("modulus:by:(a) == 1", code: .syntax, offset: 0)
     }
 
     // MARK: Malformed predicates

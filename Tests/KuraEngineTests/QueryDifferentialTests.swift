@@ -72,7 +72,10 @@ final class QueryDifferentialTests: XCTestCase {
             var sort: [SortKey] = []
             if rng.next() % 2 == 0 {
                 for col in ["a", "b", "s", "n", "flag"].shuffled(using: &rng).prefix(Int(1 + rng.next() % 2)) {
-                    sort.append(SortKey(col, ascending: rng.next() % 2 == 0, caseInsensitive: col == "s" && rng.next() % 4 == 0))
+                    let ascending = rng.next() % 2 == 0
+                    // Text sorts also use the [c] and [cd] collations; the folded index serves [cd].
+                    let collation: TextCollation = col == "s" ? [.binary, .binary, .binary, .caseInsensitive, .caseDiacriticInsensitive][Int(rng.next() % 5)] : .binary
+                    sort.append(SortKey(col, ascending: ascending, collation: collation))
                 }
             }
             let limit: Int? = rng.next() % 3 == 0 ? Int(rng.next() % 50) : nil
@@ -146,6 +149,7 @@ final class QueryDifferentialTests: XCTestCase {
         let p = try! KuraPredicate(format: format)
         var matched = rows.filter { naiveEval(p, $0) }
         let ciKeys = Dictionary(uniqueKeysWithValues: matched.compactMap { r -> (Int64, String)? in r.s == nil ? nil : (r.id, r.folds[1]) })
+        let cdKeys = Dictionary(uniqueKeysWithValues: matched.compactMap { r -> (Int64, String)? in r.s == nil ? nil : (r.id, r.folds[3]) })
         func key(_ r: NaiveRow, _ c: String) -> Value {
             switch c {
             case "a": return r.a.map { .integer($0) } ?? .null
@@ -158,10 +162,11 @@ final class QueryDifferentialTests: XCTestCase {
         matched.sort { x, y in
             for k in sort {
                 var c: Int
-                if k.caseInsensitive, let fx = ciKeys[x.id], let fy = ciKeys[y.id] {
+                let folded = k.collation == .caseDiacriticInsensitive ? cdKeys : ciKeys
+                if k.collation != .binary, let fx = folded[x.id], let fy = folded[y.id] {
                     c = naiveCompare(.text(fx), .text(fy), ci: false)
                 } else {
-                    c = naiveCompare(key(x, k.column), key(y, k.column), ci: k.caseInsensitive)
+                    c = naiveCompare(key(x, k.column), key(y, k.column), ci: false)
                 }
                 if !k.ascending { c = -c }
                 if c != 0 { return c < 0 }

@@ -37,6 +37,26 @@ public enum EvaluatedValue {
         return false
     }
 
+    var isDate: Bool {
+        if case .date = self { return true }
+        return false
+    }
+
+    /// The value for an error message: its kind and, for scalars, a short literal
+    /// (`the text value "abc"`, `the integer value 5`, `a collection of 3 elements`).
+    var operandDescription: String {
+        switch self {
+        case .scalar(.null): return "null"
+        case .scalar(let v):
+            var literal = PredicateFormatter.formatConstant(v)
+            if literal.count > 40 { literal = String(literal.prefix(37)) + "..." }
+            return "the \(v.typeName) value \(literal)"
+        case .date(let d): return "the date \(Date(timeIntervalSinceReferenceDate: d))"
+        case .collection(let xs): return "a collection of \(xs.count) element\(xs.count == 1 ? "" : "s")"
+        case .object: return "an object"
+        }
+    }
+
     var typeName: String {
         switch self {
         case .scalar(let v): return v.typeName
@@ -129,6 +149,11 @@ public protocol PredicateEvaluationContext {
     /// are equal, and an object equals a scalar equal to its identity (so an object
     /// layer can pass an object ID for `SELF == %@`). nil: equal to nothing.
     var predicateIdentity: Value? { get }
+    /// The values a dictionary-like object offers to `IN` (on the right), `CONTAINS`
+    /// (on the left) and the set expressions, as an NSDictionary offers its values.
+    /// nil (the default): the object is not a collection, and those operators throw
+    /// `.typeMismatch` for it.
+    var predicateCollectionValues: [EvaluatedValue]? { get }
 }
 
 extension PredicateEvaluationContext {
@@ -139,9 +164,12 @@ extension PredicateEvaluationContext {
     }
 
     public var predicateIdentity: Value? { nil }
+
+    public var predicateCollectionValues: [EvaluatedValue]? { nil }
 }
 
-/// A dictionary-backed object: keys map to values, missing keys read as null.
+/// A dictionary-backed object: keys map to values, missing keys read as null. It is
+/// also a dictionary to `IN`, `CONTAINS` and the set expressions, which see its values.
 /// Useful for tests, for rows already decoded into a dictionary, and for `$VARIABLE`
 /// objects.
 public struct PredicateRecord: PredicateEvaluationContext, ExpressibleByDictionaryLiteral {
@@ -162,4 +190,9 @@ public struct PredicateRecord: PredicateEvaluationContext, ExpressibleByDictiona
     }
 
     public var predicateIdentity: Value? { identity }
+
+    /// The dictionary's values, in key order (so answers do not depend on hashing).
+    public var predicateCollectionValues: [EvaluatedValue]? {
+        values.sorted { $0.key < $1.key }.map(\.value)
+    }
 }

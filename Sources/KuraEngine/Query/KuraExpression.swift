@@ -47,14 +47,16 @@ public indirect enum KuraExpression: Hashable, Sendable {
     case aggregate([KuraExpression])
     /// An element of a collection: `a[0]`, `a[FIRST]`, `a[LAST]`, `a[SIZE]`, `dict['key']`.
     case index(KuraExpression, KuraIndex)
-    /// A built-in function call: `sum(a)`, `lowercase(name)`, `now()`.
+    /// A built-in function call: `sum(a)`, `lowercase(name)`, `now()`,
+    /// `modulus:by:(a, 3)`; also the set expressions `a UNION b` (see ``KuraFunction``).
     case function(KuraFunction, [KuraExpression])
     /// Binary arithmetic or bitwise operation.
     case binary(KuraBinaryOperator, KuraExpression, KuraExpression)
     /// Unary minus or bitwise complement.
     case unary(KuraUnaryOperator, KuraExpression)
     /// `SUBQUERY(collection, $variable, predicate)`: the elements of `collection`
-    /// for which `predicate` is true, with `$variable` (and `SELF`) bound to the element.
+    /// for which `predicate` is true, with `$variable` bound to the element. Inside
+    /// `predicate`, `SELF` and plain key paths name the collection, not the element.
     case subquery(collection: KuraExpression, variable: String, predicate: KuraPredicate)
     /// `CAST(expression, 'NSNumber')` and friends.
     case cast(KuraExpression, KuraCastType)
@@ -121,21 +123,52 @@ public enum KuraCastType: String, Hashable, Sendable, CaseIterable {
     case data = "NSData"
 }
 
-/// Built-in functions of the format language: `name(arguments)`.
+/// Built-in functions of the format language: `name(arguments)`, and the
+/// NSExpression functions named by selector (`modulus:by:(a, b)`, `random`,
+/// `random:(xs)`, `noindex:(x)`).
+///
+/// Three cases are not called like functions: `.union`, `.intersect` and `.minus`
+/// are the set expressions `a UNION b`, `a INTERSECT b` and `a MINUS b`, stored as
+/// two-argument functions and printed infix. (Selector functions that have an
+/// operator, such as `add:to:` or `bitwiseAnd:with:`, parse to that operator.)
 public enum KuraFunction: String, Hashable, Sendable, CaseIterable {
     case sum, count, min, max, average, median, mode, stddev
     case sqrt, log, ln, exp, floor, ceiling, abs, trunc
     case now, lowercase, uppercase
+    /// `modulus:by:(a, b)`: the remainder of a / b (integers: sign of a, as C's `%`;
+    /// otherwise `fmod`). A zero integer divisor is an error.
+    case modulus = "modulus:by:"
+    /// `random()` (NSExpression's `random`): a random double in [0, 1).
+    case random
+    /// `random:(collection)`: an element of the collection chosen at random, or null
+    /// for an empty collection.
+    case randomElement = "random:"
+    /// `noindex:(x)`: x itself; a hint that x must not be answered from an index
+    /// (Kura's planner then does not use one for that comparison).
+    case noindex = "noindex:"
+    /// `a UNION b`: the distinct elements of both collections, a's first.
+    case union = "UNION"
+    /// `a INTERSECT b`: the distinct elements of a that are also in b.
+    case intersect = "INTERSECT"
+    /// `a MINUS b`: the distinct elements of a that are not in b.
+    case minus = "MINUS"
 
     /// The number of arguments the function takes: `nil` means one or more (the
     /// aggregate functions take either one collection or a list of values).
     public var arity: Int? {
         switch self {
         case .sum, .count, .min, .max, .average, .median, .mode, .stddev: return nil
-        case .now: return 0
+        case .now, .random: return 0
+        case .modulus, .union, .intersect, .minus: return 2
         default: return 1
         }
     }
+
+    /// True for the set expressions (`UNION`, `INTERSECT`, `MINUS`), which print infix.
+    public var isSetOperation: Bool { self == .union || self == .intersect || self == .minus }
+
+    /// True when the value can differ between two evaluations of the same arguments.
+    public var isNondeterministic: Bool { self == .now || self == .random || self == .randomElement }
 }
 
 extension KuraExpression {

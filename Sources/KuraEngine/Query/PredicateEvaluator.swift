@@ -10,12 +10,22 @@
 //   Objects are equal when their `predicateIdentity` values are; an object equals a
 //   scalar equal to its identity*.
 // - Ordering (<, <=, >, >=, BETWEEN): numbers/booleans/dates numerically, text in
-//   Unicode scalar order (after [c]/[d] folding), blobs bytewise. Anything else,
-//   null included, is incomparable and the comparison is false (never an error)*.
+//   Unicode scalar order (after [c]/[d] folding), blobs bytewise. A null operand
+//   (or NaN) makes the comparison false. Two values of kinds with no order between
+//   them (text and a number, a collection, an object, ...) throw `.typeMismatch`
+//   naming both operands, as Foundation raises for them (it was `false` before
+//   issue 16).
 // - BEGINSWITH, ENDSWITH, CONTAINS and IN (on strings) are false when either side
-//   is null or the right-hand string is empty, as in Foundation. LIKE: `*` and `?`;
-//   MATCHES: ICU regular expression (NSRegularExpression) over the whole string.
-//   Non-text operands are false. CONTAINS/IN also test membership in collections.
+//   is null or the right-hand string is empty, as in Foundation. LIKE: `*` and `?`.
+//   MATCHES: an ICU regular expression (NSRegularExpression) that must match the
+//   whole string, compiled with Apple's flags: `.` matches line breaks and `^`/`$`
+//   match at line boundaries too*. (Apple's guide only says "ICU v3"; the flags
+//   follow the behaviour recorded by an independent NSPredicate test suite.)
+//   Non-text operands are false.
+// - IN (right side) and CONTAINS (left side) search a collection's elements, or a
+//   dictionary's values (Apple's guide: "in the case of a dictionary, its values
+//   are used"; a context offers them by `predicateCollectionValues`); text is a
+//   substring search; null is false; any other value throws `.typeMismatch`.
 // - [c] folds case, [d] folds diacritics (TextFolding); [n] and [l] change nothing.
 // - ANY/SOME, ALL, NONE iterate the left-hand value: a collection's elements, no
 //   elements for null, and a lone value as a one-element collection*. ALL and NONE
@@ -24,17 +34,39 @@
 //   (`children.pets.name` is every pet's name). Collection operators: @count, @sum,
 //   @avg, @min, @max, @unionOfObjects, @distinctUnionOfObjects; others throw
 //   `.unsupported`.
-// - SUBQUERY binds the variable and SELF to each element.
+// - SUBQUERY(collection, $x, predicate) binds only `$x` to each element. Inside the
+//   predicate, `SELF` and plain key paths do not switch to the element: they are
+//   evaluated against the collection itself*, as Apple's own description of
+//   SUBQUERY does (`[filter evaluateWithObject:collection]` with the variable
+//   substituted). So `SELF.@count` is the collection's size and `price > 5` reads
+//   `collection.price`; write `$x.price`.
+// - Set expressions: `a UNION b`, `a INTERSECT b`, `a MINUS b` take collections (or
+//   dictionaries' values; null is empty) and give distinct elements in a's order
+//   (then b's, for UNION)*; a scalar operand throws `.typeMismatch`.
 // - Arithmetic: null operands give null*. Integer +, -, * that overflow Int64 are
-//   done in Double instead (never trap); `/` and `**` always give a double (as
-//   NSExpression's divide:by: and raise:toPower: do). Dates plus or minus seconds give
-//   dates, date minus date gives seconds*. Anything else that is not a number throws
+//   done in Double instead (never trap). `/` between two integers (booleans count
+//   as integers) is integer division truncating toward zero, as NSExpression's
+//   divide:by: does with integer NSNumbers (`7 / 2` is 3; write `7.0 / 2` for 3.5);
+//   with a double on either side it is Double division. An integer division by zero
+//   throws `.invalidArgument`* (Double division by zero gives ±infinity); the one
+//   overflowing quotient (Int64.min / -1) is given as a Double. `**` always gives a
+//   double (raise:toPower:). `modulus:by:` is the integer remainder (sign of the
+//   dividend; by zero throws) or `fmod`. Dates plus or minus seconds give dates,
+//   date minus date gives seconds*. Anything else that is not a number throws
 //   `.typeMismatch`.
 // - Functions: sum count min max average median mode stddev (one collection
 //   argument, or several values; nulls are skipped except by count), sqrt log ln exp
-//   floor ceiling abs trunc, now, lowercase uppercase. `mode` returns a collection
-//   of the most frequent values; `stddev` is the population standard deviation.
+//   floor ceiling abs trunc, now, lowercase uppercase, modulus:by:, random (a double
+//   in [0, 1)), random: (a random element; null for none), noindex: (its argument).
+//   `mode` returns a collection of the most frequent values; `stddev` is the
+//   population standard deviation. NSExpression's selector spellings of these and
+//   of the operators (`add:to:`, `bitwiseAnd:with:`, `onesComplement:`, ...) parse
+//   to the same trees (PredicateParser.swift).
 // - Unset variables throw `.invalidArgument`. Errors thrown by the context propagate.
+//
+// The same evaluator answers in-memory objects (`evaluate(with:)`, which the object
+// layer uses through PredicateEvaluationContext) and table rows (RowContext), so
+// every rule above holds on both paths.
 //
 // Recursion is bounded by the tree depth, which the parser limits.
 
@@ -45,10 +77,12 @@ extension KuraPredicate {
     ///
     /// - Parameter variables: values for `$NAME` variables not replaced by
     ///   ``substituting(_:)``.
-    /// - Throws: ``KuraError``: `.typeMismatch` for arithmetic on non-numbers or a key
-    ///   on a scalar, `.invalidArgument` for an unset variable or a bad regular
-    ///   expression, `.unsupported` for unknown collection operators, and whatever the
-    ///   context throws. Comparisons themselves never throw.
+    /// - Throws: ``KuraError``: `.typeMismatch` for arithmetic on non-numbers, a key
+    ///   on a scalar, ordering values of different kinds (`'a' < 1`) or `IN` on a
+    ///   non-collection; `.invalidArgument` for an unset variable, a bad regular
+    ///   expression or an integer division by zero; `.unsupported` for unknown
+    ///   collection operators; `.corrupt` for a row that does not decode; and
+    ///   whatever the context throws.
     public func evaluate(with object: EvaluatedValue, variables: [String: EvaluatedValue] = [:]) throws(KuraError) -> Bool {
         try PredicateEvaluator(object: object, variables: variables).evaluate(self)
     }
@@ -140,10 +174,12 @@ struct PredicateEvaluator {
             return try Self.unary(op, value(x))
         case .subquery(let collection, let variable, let predicate):
             var out: [EvaluatedValue] = []
-            for element in try value(collection).elements {
+            let all = try value(collection)
+            for element in all.elements {
                 var bindings = variables
                 bindings[variable] = element
-                if try PredicateEvaluator(object: element, variables: bindings).evaluate(predicate) {
+                // Only the variable names the element; SELF is the collection (see the header).
+                if try PredicateEvaluator(object: all, variables: bindings).evaluate(predicate) {
                     out.append(element)
                 }
             }
@@ -225,6 +261,27 @@ struct PredicateEvaluator {
 
     private func function(_ f: KuraFunction, _ args: [KuraExpression]) throws(KuraError) -> EvaluatedValue {
         if f == .now { return .date(Date().timeIntervalSinceReferenceDate) }
+        if f == .random { return .scalar(.double(Double.random(in: 0..<1))) }
+        if let arity = f.arity, arity != args.count {
+            throw KuraError(.invalidArgument, "\(f.rawValue) takes \(arity) argument\(arity == 1 ? "" : "s") but got \(args.count)")
+        }
+        switch f {
+        case .union, .intersect, .minus:
+            return try Self.setOperation(f, value(args[0]), value(args[1]))
+        case .modulus:
+            return try Self.arithmeticModulus(value(args[0]), value(args[1]))
+        case .noindex:
+            return try value(args[0])
+        case .randomElement:
+            let v = try value(args[0])
+            guard case .collection(let xs) = v else {
+                if v.isNull { return .null }
+                throw KuraError(.typeMismatch, "random: needs a collection but got \(v.operandDescription)")
+            }
+            return xs.randomElement() ?? .null
+        default:
+            break
+        }
         if f.arity == nil {
             var values: [EvaluatedValue]
             if args.count == 1 {
@@ -244,9 +301,6 @@ struct PredicateEvaluator {
             case .stddev: return try PredicateAggregates.standardDeviation(values)
             default: break
             }
-        }
-        guard args.count == 1 else {
-            throw KuraError(.invalidArgument, "\(f.rawValue)() takes 1 argument but got \(args.count)")
         }
         let v = try value(args[0])
         if v.isNull { return .null }
@@ -286,22 +340,22 @@ struct PredicateEvaluator {
         // Dates: date ± seconds, seconds + date, date - date.
         switch (op, a, b) {
         case (.add, .date(let d), _):
-            guard let n = try? PredicateNumber(b, for: "+") else { throw mismatch() }
+            guard let n = PredicateNumber(b) else { throw mismatch() }
             return .date(d + n.double)
         case (.add, _, .date(let d)):
-            guard let n = try? PredicateNumber(a, for: "+") else { throw mismatch() }
+            guard let n = PredicateNumber(a) else { throw mismatch() }
             return .date(d + n.double)
         case (.subtract, .date(let x), .date(let y)):
             return .scalar(.double(x - y))
         case (.subtract, .date(let d), _):
-            guard let n = try? PredicateNumber(b, for: "-") else { throw mismatch() }
+            guard let n = PredicateNumber(b) else { throw mismatch() }
             return .date(d - n.double)
         case (_, .date, _), (_, _, .date):
             throw mismatch()
         default:
             break
         }
-        guard let x = try? PredicateNumber(a, for: op.rawValue), let y = try? PredicateNumber(b, for: op.rawValue) else { throw mismatch() }
+        guard let x = PredicateNumber(a), let y = PredicateNumber(b) else { throw mismatch() }
         switch op {
         case .add, .subtract, .multiply:
             if case .integer(let i) = x, case .integer(let j) = y {
@@ -312,6 +366,13 @@ struct PredicateEvaluator {
             let p = x.double, q = y.double
             return .scalar(.double(op == .add ? p + q : op == .subtract ? p - q : p * q))
         case .divide:
+            // Integers divide as integers, truncating toward zero (NSExpression's
+            // divide:by: on integer NSNumbers: 7 / 2 is 3); anything else in Double.
+            if case .integer(let i) = x, case .integer(let j) = y {
+                if j == 0 { throw KuraError(.invalidArgument, "division by zero: \(a.operandDescription) / \(b.operandDescription)") }
+                let (q, overflow) = i.dividedReportingOverflow(by: j)
+                return overflow ? .scalar(.double(-Double(i))) : .scalar(.integer(q))
+            }
             return .scalar(.double(x.double / y.double))
         case .power:
             return .scalar(.double(Foundation.pow(x.double, y.double)))
@@ -327,6 +388,48 @@ struct PredicateEvaluator {
             default: return .scalar(.integer(i >> j))
             }
         }
+    }
+
+    /// `modulus:by:`: integer remainder (sign of the dividend) or `fmod`.
+    static func arithmeticModulus(_ a: EvaluatedValue, _ b: EvaluatedValue) throws(KuraError) -> EvaluatedValue {
+        if a.isNull || b.isNull { return .null }
+        guard let x = PredicateNumber(a), let y = PredicateNumber(b) else {
+            throw KuraError(.typeMismatch, "modulus:by: needs numbers but got \(a.operandDescription) and \(b.operandDescription)")
+        }
+        if case .integer(let i) = x, case .integer(let j) = y {
+            if j == 0 { throw KuraError(.invalidArgument, "modulus by zero: modulus:by:(\(a.operandDescription), 0)") }
+            let (r, overflow) = i.remainderReportingOverflow(dividingBy: j)
+            return .scalar(.integer(overflow ? 0 : r))  // only Int64.min % -1 overflows; its remainder is 0
+        }
+        return .scalar(.double(Foundation.fmod(x.double, y.double)))
+    }
+
+    /// UNION, INTERSECT, MINUS: distinct elements, in the left operand's order
+    /// (then the right's, for UNION). Null is the empty collection; a scalar or an
+    /// object is an error.
+    static func setOperation(_ f: KuraFunction, _ a: EvaluatedValue, _ b: EvaluatedValue) throws(KuraError) -> EvaluatedValue {
+        func members(_ v: EvaluatedValue) throws(KuraError) -> [EvaluatedValue] {
+            switch v {
+            case .collection(let xs): return xs
+            case .scalar(.null): return []
+            case .object(let o):
+                if let values = o.predicateCollectionValues { return values }
+            default: break
+            }
+            throw KuraError(.typeMismatch, "\(f.rawValue) needs collections on both sides but got \(v.operandDescription)")
+        }
+        let xs = try members(a), ys = try members(b)
+        var out: [EvaluatedValue] = []
+        func addDistinct(_ v: EvaluatedValue) {
+            if !out.contains(where: { PredicateComparisonTest.equal($0, v, []) }) { out.append(v) }
+        }
+        let inRight = { (v: EvaluatedValue) in ys.contains { PredicateComparisonTest.equal($0, v, []) } }
+        switch f {
+        case .union: for v in xs + ys { addDistinct(v) }
+        case .intersect: for v in xs where inRight(v) { addDistinct(v) }
+        default: for v in xs where !inRight(v) { addDistinct(v) }
+        }
+        return .collection(out)
     }
 
     static func unary(_ op: KuraUnaryOperator, _ a: EvaluatedValue) throws(KuraError) -> EvaluatedValue {
@@ -364,7 +467,8 @@ struct PredicateEvaluator {
         case (.string, .scalar(.bool(let b))): return .scalar(.text(b ? "1" : "0"))
         case (.string, .date(let d)): return .scalar(.text(Date(timeIntervalSinceReferenceDate: d).description))
         case (.date, .date): return v
-        case (.date, .scalar(let s)) where s.doubleValue != nil: return .date(s.doubleValue!)
+        case (.date, .scalar(let s)):
+            if let seconds = s.doubleValue { return .date(seconds) }
         case (.data, .scalar(.blob)): return v
         case (.data, .scalar(.text(let s))):
             if let bytes = PredicateParser.decodeHex(s) { return .scalar(.blob(bytes)) }
@@ -380,11 +484,19 @@ enum PredicateNumber {
     case double(Double)
 
     init(_ v: EvaluatedValue, for what: String) throws(KuraError) {
+        guard let n = PredicateNumber(v) else {
+            throw KuraError(.typeMismatch, "\(what) needs a number but got \(v.operandDescription)")
+        }
+        self = n
+    }
+
+    /// nil when `v` is not a number or a boolean.
+    init?(_ v: EvaluatedValue) {
         switch v {
         case .scalar(.integer(let i)): self = .integer(i)
         case .scalar(.bool(let b)): self = .integer(b ? 1 : 0)
         case .scalar(.double(let d)): self = .double(d)
-        default: throw KuraError(.typeMismatch, "\(what) needs a number but got a \(v.typeName) value")
+        default: return nil
         }
     }
 
@@ -513,27 +625,23 @@ struct PredicateComparisonTest {
         switch op {
         case .equalTo: return Self.equal(left, right, options)
         case .notEqualTo: return !Self.equal(left, right, options)
-        case .lessThan: return Self.order(left, right, options).map { $0 < 0 } ?? false
-        case .lessThanOrEqualTo: return Self.order(left, right, options).map { $0 <= 0 } ?? false
-        case .greaterThan: return Self.order(left, right, options).map { $0 > 0 } ?? false
-        case .greaterThanOrEqualTo: return Self.order(left, right, options).map { $0 >= 0 } ?? false
+        case .lessThan: return try orderedCompare(left, right).map { $0 < 0 } ?? false
+        case .lessThanOrEqualTo: return try orderedCompare(left, right).map { $0 <= 0 } ?? false
+        case .greaterThan: return try orderedCompare(left, right).map { $0 > 0 } ?? false
+        case .greaterThanOrEqualTo: return try orderedCompare(left, right).map { $0 >= 0 } ?? false
         case .between:
             guard case .collection(let bounds) = right, bounds.count == 2 else {
                 if right.isNull { return false }
                 throw KuraError(.typeMismatch, "BETWEEN needs a two-element collection {lower, upper} but got a \(right.typeName) value")
             }
-            guard let lo = Self.order(left, bounds[0], options), let hi = Self.order(left, bounds[1], options) else { return false }
+            guard let lo = try orderedCompare(left, bounds[0]), let hi = try orderedCompare(left, bounds[1]) else { return false }
             return lo >= 0 && hi <= 0
         case .in:
-            switch right {
-            case .collection(let xs): return xs.contains { Self.equal(left, $0, options) }
-            default: return substring(of: right, needle: left, anchoredAt: nil)
-            }
+            if let xs = try members(right, of: "IN", side: "right") { return xs.contains { Self.equal(left, $0, options) } }
+            return substring(of: right, needle: left, anchoredAt: nil)
         case .contains:
-            switch left {
-            case .collection(let xs): return xs.contains { Self.equal($0, right, options) }
-            default: return substring(of: left, needle: right, anchoredAt: nil)
-            }
+            if let xs = try members(left, of: "CONTAINS", side: "left") { return xs.contains { Self.equal($0, right, options) } }
+            return substring(of: left, needle: right, anchoredAt: nil)
         case .beginsWith: return substring(of: left, needle: right, anchoredAt: .start)
         case .endsWith: return substring(of: left, needle: right, anchoredAt: .end)
         case .like:
@@ -547,6 +655,31 @@ struct PredicateComparisonTest {
     }
 
     private enum Anchor { case start, end }
+
+    /// `order` for <, <=, >, >= and BETWEEN: nil (the comparison is false) when
+    /// either side is null or a number is NaN; an error when the two values are of
+    /// kinds that have no order between them (text and a number, ...), as
+    /// Foundation raises for them.
+    private func orderedCompare(_ a: EvaluatedValue, _ b: EvaluatedValue) throws(KuraError) -> Int? {
+        if let c = Self.order(a, b, options) { return c }
+        if a.isNull || b.isNull { return nil }
+        if PredicateNumber(a) != nil || a.isDate, PredicateNumber(b) != nil || b.isDate { return nil }  // NaN
+        throw KuraError(.typeMismatch, "cannot order \(a.operandDescription) and \(b.operandDescription) with '\(op.rawValue)': only numbers, dates, text and data compare, each with its own kind")
+    }
+
+    /// The elements IN (right side) or CONTAINS (left side) searches: a collection's,
+    /// a dictionary's values; nil for text (a substring search) and null (false);
+    /// an error for anything else.
+    private func members(_ v: EvaluatedValue, of what: String, side: String) throws(KuraError) -> [EvaluatedValue]? {
+        switch v {
+        case .collection(let xs): return xs
+        case .scalar(.null), .scalar(.text), .scalar(.blob): return nil
+        case .object(let o):
+            if let values = o.predicateCollectionValues { return values }
+        default: break
+        }
+        throw KuraError(.typeMismatch, "\(what) needs a collection, a dictionary or text on the \(side) but got \(v.operandDescription)")
+    }
 
     /// Byte search, when it gives exactly the Character-level answer: the needle
     /// is ASCII without CR or LF and the haystack is ASCII. In ASCII text every
@@ -661,8 +794,10 @@ final class PredicateRegexCache: @unchecked Sendable {
         let compiled: NSRegularExpression
         do {
             // ICU's matches(): the whole string, hence the \z after a group.
+            // Apple's flags: `.` matches line breaks, ^ and $ match at line boundaries.
             compiled = try NSRegularExpression(pattern: "(?:" + pattern + ")\\z",
-                                               options: caseInsensitive ? [.caseInsensitive] : [])
+                                               options: caseInsensitive ? [.caseInsensitive, .dotMatchesLineSeparators, .anchorsMatchLines]
+                                                   : [.dotMatchesLineSeparators, .anchorsMatchLines])
         } catch {
             throw KuraError(.invalidArgument, "the MATCHES pattern '\(pattern)' is not a valid ICU regular expression")
         }

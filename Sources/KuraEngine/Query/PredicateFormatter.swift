@@ -64,6 +64,7 @@ enum PredicateFormatter {
     private static func level(_ e: KuraExpression) -> Int {
         switch e {
         case .binary(let op, _, _): return op.precedence
+        case .function(let f, let args) where f.isSetOperation && args.count == 2: return 0
         case .unary: return unaryLevel
         case .constant(.integer(let i)) where i < 0: return unaryLevel
         case .constant(.double(let d)) where d.sign == .minus && !d.isNaN: return unaryLevel
@@ -101,6 +102,9 @@ enum PredicateFormatter {
             case .expression(let x): inner = format(x, minimumLevel: 0)
             }
             return format(base, minimumLevel: primaryLevel) + "[" + inner + "]"
+        case .function(let f, let args) where f.isSetOperation && args.count == 2:
+            // Left-associative and looser than every arithmetic operator.
+            return format(args[0], minimumLevel: 0) + " " + f.rawValue + " " + format(args[1], minimumLevel: 1)
         case .function(let f, let args):
             return f.rawValue + "(" + args.map { format($0, minimumLevel: 0) }.joined(separator: ", ") + ")"
         case .binary(let op, let l, let r):

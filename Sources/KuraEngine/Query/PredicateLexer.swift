@@ -81,10 +81,13 @@ struct PredicateLexer {
     /// for the end.
     private let characterOffsets: [Int]
     private let arguments: [PredicateArgument]
+    /// Whether arguments the format does not consume are an error (the default,
+    /// as in Foundation, ignores them).
+    private let requireAllArguments: Bool
     private var position = 0
     private var argumentsUsed = 0
 
-    init(_ source: String, arguments: [PredicateArgument]) {
+    init(_ source: String, arguments: [PredicateArgument], requireAllArguments: Bool = false) {
         var scalars: [Unicode.Scalar] = []
         var offsets: [Int] = []
         var characterIndex = 0
@@ -99,6 +102,7 @@ struct PredicateLexer {
         self.scalars = scalars
         self.characterOffsets = offsets
         self.arguments = arguments
+        self.requireAllArguments = requireAllArguments
     }
 
     /// Character offset of scalar position `i`.
@@ -126,7 +130,7 @@ struct PredicateLexer {
             tokens.append(token)
             if case .end = token.kind { break }
         }
-        if argumentsUsed < arguments.count {
+        if requireAllArguments && argumentsUsed < arguments.count {
             throw KuraError(.invalidArgument,
                             "expected \(argumentsUsed) argument\(argumentsUsed == 1 ? "" : "s") for the format's placeholders but found \(arguments.count); remove the extra arguments",
                             offset: offset(scalars.count))

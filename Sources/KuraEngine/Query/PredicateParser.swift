@@ -16,7 +16,7 @@
 //                   | BETWEEN | IN | CONTAINS | BEGINSWITH | ENDSWITH | LIKE | MATCHES
 //   options        := letters from c d n l, in any order (case-insensitive)
 //
-//   expression     := binary(1)
+//   expression     := binary(1) { ("UNION" | "INTERSECT" | "MINUS") binary(1) }  -- left-assoc., loosest
 //   binary(p)      := unary { op binary(prec(op) + 1, or prec(op) for "**") }  where prec(op) >= p
 //                     precedences: "|" 1, "^" 2, "&" 3, "<<" ">>" 4, "+" "-" 5, "*" "/" 6, "**" 7
 //   unary          := "-" number                                    -- folded into a constant
@@ -31,6 +31,7 @@
 //                   | CAST "(" expression "," string ")"            -- NSNumber NSString NSDate NSData
 //                   | FUNCTION "(" expression "," string { "," expression } ")"
 //                   | name "(" [ expression { "," expression } ] ")" -- built-in functions
+//                   | name ":" { name ":" } "(" [ arguments ] ")"   -- functions by selector
 //                   | identifier                                    -- a key
 //
 // TOKENS: numbers are decimal (`12`, `2.5`, `9.2e-5`) or `0x1F`, `0o17`, `0b101`;
@@ -50,10 +51,24 @@
 //   stack of the parser, the formatter or the evaluator.
 // - A bare literal is not a predicate (`TRUE`, `1`, `0 || 1` are errors, as in
 //   Foundation); a bare key path is (`hidden` means `hidden == TRUE`).
-// - Unsupported but recognized: FUNCTION with an Objective-C selector (`'pow:'`),
-//   custom selector operators (`self isKindOfClass: %@`), UTI-CONFORMS-TO/UTI-EQUALS,
-//   ANYKEY, CAST to other classes, unknown function names. These throw
-//   `KuraError.unsupported` with the offset of the construct.
+// - UNION, INTERSECT and MINUS are words only where an operator may stand (after
+//   an operand); elsewhere they are keys. They bind more loosely than every
+//   arithmetic operator: `a UNION b + c` is `a UNION (b + c)`.
+// - Functions by selector (NSExpression's names): `sum:(xs)` ... `uppercase:(s)` are
+//   the named functions; `add:to:`, `from:subtract:`, `multiply:by:`, `divide:by:`,
+//   `raise:toPower:`, `bitwiseAnd:with:`, `bitwiseOr:with:`, `bitwiseXor:with:`,
+//   `leftshift:by:`, `rightshift:by:` and `onesComplement:` parse to the operator
+//   they name; `castObject:toType:` to CAST; `objectFrom:withIndex:` to `[ ]`;
+//   `modulus:by:`, `random:` and `noindex:` are functions of their own.
+// - FUNCTION(receiver, 'selector', args...) is accepted for the selectors that mean
+//   something without Objective-C (see `methodSelectors`): Kura's function names
+//   (`'uppercase'`) and NSString/NSNumber/NSArray methods with a built-in
+//   equivalent (`'uppercaseString'`, `'count'`, `'stringValue'`, ...).
+// - Unsupported but recognized: FUNCTION with any other selector (`'pow:'`), custom
+//   selector operators (`self isKindOfClass: %@`), UTI-CONFORMS-TO and UTI-EQUALS (no
+//   type-conformance table on Linux), ANYKEY, CAST to other classes, the
+//   `distanceToLocation:fromLocation:` function, unknown function names. These throw
+//   `KuraError.unsupported` naming the construct, with its offset.
 //
 // Error offsets are Character offsets into the format string.
 
@@ -65,8 +80,12 @@ extension KuraPredicate {
     ///   is the Character offset of the problem), `.invalidArgument` (too few or too
     ///   many arguments, `%K` with a non-string, ...), or `.unsupported` (FUNCTION with
     ///   an Objective-C selector, `isKindOfClass:`, CAST to other classes).
-    public init(format: String, arguments: [PredicateArgument]) throws(KuraError) {
-        var lexer = PredicateLexer(format, arguments: arguments)
+    ///
+    /// Arguments the format does not consume are ignored, as Foundation ignores
+    /// them (Apple's `%K like '%@'` example passes a value the quoted `'%@'` never
+    /// takes). Pass `requireAllArguments: true` to get `.invalidArgument` for them.
+    public init(format: String, arguments: [PredicateArgument], requireAllArguments: Bool = false) throws(KuraError) {
+        var lexer = PredicateLexer(format, arguments: arguments, requireAllArguments: requireAllArguments)
         var parser = PredicateParser(tokens: try lexer.tokenize())
         self = try parser.parseWholePredicate()
     }
@@ -83,8 +102,8 @@ extension KuraExpression {
     /// Parses one expression in the format language (`"age + 1"`, `"@sum.price"`).
     ///
     /// - Throws: ``KuraError`` as ``KuraPredicate/init(format:arguments:)`` does.
-    public init(format: String, arguments: [PredicateArgument] = []) throws(KuraError) {
-        var lexer = PredicateLexer(format, arguments: arguments)
+    public init(format: String, arguments: [PredicateArgument] = [], requireAllArguments: Bool = false) throws(KuraError) {
+        var lexer = PredicateLexer(format, arguments: arguments, requireAllArguments: requireAllArguments)
         var parser = PredicateParser(tokens: try lexer.tokenize())
         self = try parser.parseWholeExpression()
     }
@@ -294,7 +313,8 @@ struct PredicateParser {
                     throw KuraError(.unsupported, "custom selector operators such as '\(name):' are not supported; Kura cannot call Objective-C methods", offset: t.offset)
                 }
                 if name.uppercased() == "UTI", peekToken(1).isPunctuation("-") {
-                    throw KuraError(.unsupported, "UTI-CONFORMS-TO and UTI-EQUALS are not supported", offset: t.offset)
+                    let spelled = peekToken(2).keyword == "EQUALS" ? "UTI-EQUALS" : "UTI-CONFORMS-TO"
+                    throw KuraError(.unsupported, "the operator \(spelled) is not supported: Kura has no table of uniform type identifiers; compare the type strings with == or IN instead", offset: t.offset)
                 }
                 op = nil
             }
@@ -327,7 +347,25 @@ struct PredicateParser {
     // MARK: Expressions
 
     private mutating func parseExpression() throws(KuraError) -> KuraExpression {
-        try parseBinary(minimumPrecedence: 1)
+        var left = try parseBinary(minimumPrecedence: 1)
+        let entryDepth = depth
+        defer { depth = entryDepth }
+        while let op = currentSetOperator {
+            advance()
+            try enter()
+            let right = try parseBinary(minimumPrecedence: 1)
+            left = .function(op, [left, right])
+        }
+        return left
+    }
+
+    private var currentSetOperator: KuraFunction? {
+        switch current.keyword {
+        case "UNION": return .union
+        case "INTERSECT": return .intersect
+        case "MINUS": return .minus
+        default: return nil
+        }
     }
 
     private var currentBinaryOperator: KuraBinaryOperator? {
@@ -475,6 +513,7 @@ struct PredicateParser {
                 if word == "FUNCTION" { return try parseFunctionExpression() }
                 return try parseFunctionCall(name: name, token: t)
             }
+            if peekToken(1).isPunctuation(":") { return try parseSelectorCall(token: t) }
             advance()
             return .keyPath([name])
         default:
@@ -501,9 +540,14 @@ struct PredicateParser {
         return args
     }
 
+    /// Function names a user can call as `name(...)`.
+    static var callableFunctionNames: String {
+        KuraFunction.allCases.filter { !$0.isSetOperation }.map { $0.rawValue.hasSuffix(":") || $0.rawValue.contains(":") ? $0.rawValue + "(...)" : $0.rawValue }.joined(separator: ", ")
+    }
+
     private mutating func parseFunctionCall(name: String, token: PredicateToken) throws(KuraError) -> KuraExpression {
-        guard let function = KuraFunction(rawValue: name.lowercased()) else {
-            throw KuraError(.unsupported, "unknown function '\(name)'; Kura supports \(KuraFunction.allCases.map { $0.rawValue }.joined(separator: ", "))", offset: token.offset)
+        guard let function = KuraFunction(rawValue: name.lowercased()), !function.isSetOperation, !function.rawValue.contains(":") else {
+            throw KuraError(.unsupported, "unknown function '\(name)'; Kura supports \(Self.callableFunctionNames)", offset: token.offset)
         }
         advance()
         let args = try parseArguments().map(\.0)
@@ -520,6 +564,64 @@ struct PredicateParser {
             throw KuraError(.syntax, "expected at least 1 argument for \(function.rawValue)() but found 0", offset: token.offset)
         }
     }
+
+    /// `name:name:(arguments)`: an NSExpression function written by its selector.
+    private mutating func parseSelectorCall(token: PredicateToken) throws(KuraError) -> KuraExpression {
+        var selector = ""
+        while case .identifier(let part, _) = current.kind, peekToken(1).isPunctuation(":") {
+            selector += part + ":"
+            advance(); advance()
+        }
+        guard current.isPunctuation("(") else { throw error(expected: "'(' after the function selector '\(selector)'") }
+        let args = try parseArguments()
+        let values = args.map(\.0)
+        func arity(_ n: Int) throws(KuraError) {
+            if values.count != n {
+                throw KuraError(.syntax, "expected \(n) argument\(n == 1 ? "" : "s") for \(selector) but found \(values.count)", offset: token.offset)
+            }
+        }
+        let binary: [String: KuraBinaryOperator] = [
+            "add:to:": .add, "from:subtract:": .subtract, "multiply:by:": .multiply, "divide:by:": .divide,
+            "raise:topower:": .power, "bitwiseand:with:": .bitwiseAnd, "bitwiseor:with:": .bitwiseOr,
+            "bitwisexor:with:": .bitwiseXor, "leftshift:by:": .leftShift, "rightshift:by:": .rightShift,
+        ]
+        let lower = selector.lowercased()
+        if let op = binary[lower] {
+            try arity(2)
+            return .binary(op, values[0], values[1])
+        }
+        switch lower {
+        case "onescomplement:":
+            try arity(1)
+            return .unary(.bitwiseNot, values[0])
+        case "castobject:totype:":
+            try arity(2)
+            guard case .constant(.text(let typeName)) = values[1] else {
+                throw error(expected: "a class name string such as 'NSNumber'", at: args[1].1)
+            }
+            return try Self.cast(values[0], typeName: typeName, at: args[1].1)
+        case "objectfrom:withindex:":
+            try arity(2)
+            return .index(values[0], .expression(values[1]))
+        case "distancetolocation:fromlocation:":
+            throw KuraError(.unsupported, "the function distanceToLocation:fromLocation: is not supported: it needs CoreLocation objects", offset: token.offset)
+        default:
+            break
+        }
+        // One-argument selectors name the functions: `sum:(xs)`, `modulus:by:(a, b)`, ...
+        let name = selector.split(separator: ":").count == 1 && KuraFunction(rawValue: lower) == nil ? String(lower.dropLast()) : lower
+        guard let function = KuraFunction(rawValue: name), !function.isSetOperation, function.arity != 0 else {
+            throw KuraError(.unsupported, "unknown function '\(selector)'; Kura supports \(Self.callableFunctionNames) and NSExpression's selector names for them", offset: token.offset)
+        }
+        try Self.checkArity(function, values.count, at: token)
+        return .function(function, values)
+    }
+
+    /// FUNCTION(receiver, 'selector', arguments): the selectors with a meaning that
+    /// does not need Objective-C, each turned into the equivalent built-in tree.
+    static let methodSelectors = ["uppercaseString", "lowercaseString", "count", "firstObject", "lastObject",
+                                  "stringValue", "description", "doubleValue", "floatValue", "intValue", "integerValue",
+                                  "longValue", "longLongValue", "objectAtIndex:", "valueForKey:", "valueForKeyPath:"]
 
     private mutating func parseFunctionExpression() throws(KuraError) -> KuraExpression {
         advance()
@@ -540,13 +642,31 @@ struct PredicateParser {
         }
         try expect(")")
         leave()
-        if selector.contains(":") {
-            throw KuraError(.unsupported, "FUNCTION with the Objective-C selector '\(selector)' is not supported; Kura cannot call Objective-C methods", offset: selectorToken.offset)
+        let colons = selector.filter { $0 == ":" }.count
+        if colons != extra.count {
+            throw KuraError(.syntax, "expected \(colons) argument\(colons == 1 ? "" : "s") after the selector '\(selector)' but found \(extra.count)", offset: selectorToken.offset)
         }
-        guard let function = KuraFunction(rawValue: selector), function.arity != 0, extra.isEmpty else {
-            throw KuraError(.unsupported, "FUNCTION with the selector '\(selector)' is not supported; use a built-in function such as uppercase(x)", offset: selectorToken.offset)
+        if colons == 0, let function = KuraFunction(rawValue: selector), function.arity == 1 || function.arity == nil {
+            return .function(function, [receiver])
         }
-        return .function(function, [receiver])
+        switch selector {
+        case "uppercaseString": return .function(.uppercase, [receiver])
+        case "lowercaseString": return .function(.lowercase, [receiver])
+        case "count": return receiver.appending(["@count"])
+        case "firstObject": return .index(receiver, .first)
+        case "lastObject": return .index(receiver, .last)
+        case "stringValue", "description": return .cast(receiver, .string)
+        case "doubleValue", "floatValue": return .cast(receiver, .number)
+        case "intValue", "integerValue", "longValue", "longLongValue": return .function(.trunc, [.cast(receiver, .number)])
+        case "objectAtIndex:": return .index(receiver, .expression(extra[0]))
+        case "valueForKey:", "valueForKeyPath:":
+            guard case .constant(.text(let path)) = extra[0] else {
+                throw KuraError(.unsupported, "FUNCTION(x, '\(selector)', key) needs a constant key string", offset: selectorToken.offset)
+            }
+            return receiver.appending(path.split(separator: ".").map(String.init))
+        default:
+            throw KuraError(.unsupported, "FUNCTION with the selector '\(selector)' is not supported; Kura cannot call Objective-C methods. It understands \(Self.methodSelectors.map { "'\($0)'" }.joined(separator: ", ")) and its own function names such as 'uppercase'", offset: selectorToken.offset)
+        }
     }
 
     private mutating func parseSubquery() throws(KuraError) -> KuraExpression {
@@ -593,6 +713,10 @@ struct PredicateParser {
         guard case .constant(.text(let typeName)) = typeExpression else {
             throw error(expected: "a class name string such as 'NSNumber'", at: typeToken)
         }
+        return try Self.cast(operand, typeName: typeName, at: typeToken)
+    }
+
+    private static func cast(_ operand: KuraExpression, typeName: String, at typeToken: PredicateToken) throws(KuraError) -> KuraExpression {
         guard let type = KuraCastType(rawValue: typeName) else {
             throw KuraError(.unsupported, "CAST to '\(typeName)' is not supported; use NSNumber, NSString, NSDate or NSData", offset: typeToken.offset)
         }
@@ -600,7 +724,7 @@ struct PredicateParser {
         case (.date, .constant(.integer(let i))): return .date(secondsSinceReferenceDate: Double(i))
         case (.date, .constant(.double(let d))): return .date(secondsSinceReferenceDate: d)
         case (.data, .constant(.text(let hex))):
-            guard let bytes = Self.decodeHex(hex) else {
+            guard let bytes = decodeHex(hex) else {
                 throw KuraError(.syntax, "expected an even number of hexadecimal digits for CAST(..., 'NSData') but found '\(hex)'", offset: typeToken.offset)
             }
             return .constant(.blob(bytes))

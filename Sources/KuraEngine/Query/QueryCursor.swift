@@ -84,12 +84,8 @@ public final class QueryCursor {
         let sortKeys = query.sort
         func less(_ a: (values: [Value], rowID: Int64), _ b: (values: [Value], rowID: Int64)) -> Bool {
             for (i, k) in sortKeys.enumerated() {
-                var c: Int
-                if k.caseInsensitive, case .text(let x) = a.values[i], case .text(let y) = b.values[i] {
-                    c = ValueOrdering.compareText(TextFolding.fold(x, options: [.caseInsensitive]), TextFolding.fold(y, options: [.caseInsensitive]))
-                } else {
-                    c = ValueOrdering.compare(a.values[i], b.values[i])
-                }
+                // Folding collations were applied when the values were read.
+                var c = k.collation.foldsOnly ? ValueOrdering.compare(a.values[i], b.values[i]) : k.compareValues(a.values[i], b.values[i])
                 if !k.ascending { c = -c }
                 if c != 0 { return c < 0 }
             }
@@ -100,8 +96,9 @@ public final class QueryCursor {
             var values: [Value] = []
             values.reserveCapacity(positions.count)
             try row.record.withBytes { b throws(KuraError) in
-                for (p, def) in positions {
-                    values.append(p < (try RecordCodec.count(in: b)) ? try RecordCodec.value(at: p, in: b) : def?.defaultValue ?? .null)
+                for (i, (p, def)) in positions.enumerated() {
+                    let v = p < (try RecordCodec.count(in: b)) ? try RecordCodec.value(at: p, in: b) : def?.defaultValue ?? .null
+                    values.append(sortKeys[i].collation.sortValue(v))
                 }
             }
             keys.append((values, row.rowID))
@@ -152,9 +149,13 @@ struct CandidateSource {
                     guard let record = try tableTree.get(RowIDKey.encode(rowID), s) else {
                         throw KuraError(.corrupt, "index \"\(index.name)\" names row \(rowID), which table \"\(table.name)\" does not have", page: index.info.rootPage)
                     }
-                    if try record.withBytes({ b throws(KuraError) in try matching(b) }) {
-                        return Row(rowID: rowID, record: record)
+                    let matched: Bool
+                    do throws(KuraError) {
+                        matched = try record.withBytes { b throws(KuraError) in try matching(b) }
+                    } catch {
+                        throw Self.locating(error, rowID: rowID, page: nil)
                     }
+                    if matched { return Row(rowID: rowID, record: record) }
                 }
                 run.removeAll(keepingCapacity: true)
                 runPosition = 0
@@ -195,17 +196,23 @@ struct CandidateSource {
             let leaf = cursor!.leaf
             let i = cursor!.index
             let v = leaf.leafValue(i)
-            let matched: Bool
+            var matched: Bool
             var full: [UInt8]?
-            if v.overflow == 0 {
-                matched = try matching(UnsafeRawBufferPointer(start: leaf.bytes + v.offset, count: v.length))
-            } else {
-                full = try tableTree.value(leaf, i, s)
-                matched = try full!.withBytes { b throws(KuraError) in try matching(b) }
+            do throws(KuraError) {
+                if v.overflow == 0 {
+                    matched = try matching(UnsafeRawBufferPointer(start: leaf.bytes + v.offset, count: v.length))
+                } else {
+                    full = try tableTree.value(leaf, i, s)
+                    matched = try full!.withBytes { b throws(KuraError) in try matching(b) }
+                }
+            } catch {
+                let k = cursor!.key
+                let rowID = k.baseAddress.flatMap { RowIDKey.decode($0, 0, k.count) }.map(\.0)
+                throw Self.locating(error, rowID: rowID, page: leaf.number)
             }
             if matched {
                 let k = cursor!.key
-                guard let (rowID, n) = RowIDKey.decode(k.baseAddress!, 0, k.count), n == k.count else {
+                guard let base = k.baseAddress, let (rowID, n) = RowIDKey.decode(base, 0, k.count), n == k.count else {
                     throw KuraError(.corrupt, "table \"\(table.name)\" has a key that is not a row ID", page: leaf.number)
                 }
                 return Row(rowID: rowID, record: full ?? Array(UnsafeRawBufferPointer(start: leaf.bytes + v.offset, count: v.length)))
@@ -246,6 +253,15 @@ struct CandidateSource {
             started = false
         }
         return nil
+    }
+
+    /// A corruption error from reading a row, with the row ID and page added.
+    static func locating(_ error: KuraError, rowID: Int64?, page: UInt32?) -> KuraError {
+        guard error.code == .corrupt else { return error }
+        var e = error
+        if let rowID { e.message += " (row \(rowID))" }
+        if e.page == nil { e.page = page }
+        return e
     }
 
     private func withinUpper(_ key: [UInt8], _ upper: [UInt8]) -> Bool {
@@ -311,7 +327,7 @@ enum IndexKeyParser {
     static func rowID(_ key: [UInt8], of index: IndexDefinition) throws(KuraError) -> Int64 {
         let p = try prefix(key, columns: index.columns.count, of: index).count
         let id: Int64? = key.withUnsafeBytes { b in
-            guard let (v, n) = RowIDKey.decode(b.baseAddress!, p, b.count), p + n == b.count else { return nil }
+            guard let base = b.baseAddress, let (v, n) = RowIDKey.decode(base, p, b.count), p + n == b.count else { return nil }
             return v
         }
         guard let id else {

@@ -69,7 +69,7 @@ enum QueryPlanner {
         // No index narrows the rows: use one for the order if there is a limit.
         if q.limit != nil && !q.sort.isEmpty {
             for index in indexes {
-                if let (reverse, n) = sortMatch(index, from: 0, q.sort) {
+                if let (reverse, n) = sortMatch(index, from: 0, q.sort, schema: schema) {
                     var plan = QueryPlan(access: .index(index, ranges: [KeyRange(lower: [], upper: [])], reverse: reverse), ordered: true, orderColumns: n)
                     plan.notes = ["walk index \"\(index.name)\" \(reverse ? "backward" : "forward") in sort order, stopping at the limit"]
                     return plan
@@ -257,7 +257,7 @@ enum QueryPlanner {
         var reverse = false
         var orderColumns = 0
         let orderFrom = terminal && ranges!.count > 1 ? terminalColumn : equalities
-        if !sort.isEmpty, let (r, n) = sortMatch(index, from: orderFrom, sort) {
+        if !sort.isEmpty, let (r, n) = sortMatch(index, from: orderFrom, sort, schema: schema) {
             ordered = true
             reverse = r
             orderColumns = orderFrom + n
@@ -273,12 +273,18 @@ enum QueryPlanner {
 
     /// Whether `sort` is the order of the index's columns from `from` on (all in
     /// the index's directions, or all reversed). Returns (reverse, columns used).
-    static func sortMatch(_ index: IndexDefinition, from: Int, _ sort: [SortKey]) -> (Bool, Int)? {
+    /// A text column's order is binary, or the [cd]-folded order when the index
+    /// column is folded; other columns ignore folding and collations.
+    static func sortMatch(_ index: IndexDefinition, from: Int, _ sort: [SortKey], schema: TableSchema?) -> (Bool, Int)? {
         guard from + sort.count <= index.columns.count else { return nil }
         var reverse: Bool?
         for (i, s) in sort.enumerated() {
             let c = index.columns[from + i]
-            guard c.name == s.column, !s.caseInsensitive, !c.folded else { return nil }
+            guard c.name == s.column else { return nil }
+            let isText = schema.map { c.position >= 0 && c.position < $0.columns.count && $0.columns[c.position].type == .text } ?? true
+            if isText {
+                guard s.collation == (c.folded ? .caseDiacriticInsensitive : .binary) else { return nil }
+            }
             let r = s.ascending == c.descending
             if let rev = reverse, rev != r { return nil }
             reverse = r

@@ -4,6 +4,9 @@
 // predicate asks for it (by name, through the table's schema), so evaluating a
 // predicate costs no dictionary and no object per row: the context is a struct
 // of three words, which fits an existential's inline storage.
+//
+// A record that does not decode is corruption, never a row of defaults: the
+// error (`.corrupt`) names the table here, and the cursor adds the row ID and page.
 
 /// A row as an evaluation context. Lifetime: the bytes it borrows.
 struct RowContext: PredicateEvaluationContext {
@@ -14,7 +17,12 @@ struct RowContext: PredicateEvaluationContext {
         guard let c = columns.positions[key] else {
             throw KuraError(.notFound, "table \"\(columns.table)\" has no column \"\(key)\"")
         }
-        let v = c.position < columns.storedCount(record) ? try RecordCodec.value(at: c.position, in: record) : c.defaultValue
+        let v: Value
+        do {
+            v = c.position < (try RecordCodec.count(in: record)) ? try RecordCodec.value(at: c.position, in: record) : c.defaultValue
+        } catch {
+            throw KuraError(.corrupt, "a row of table \"\(columns.table)\" has a malformed record (reading column \"\(key)\"): \(error.message)", page: error.page)
+        }
         if c.isDate, case .double(let d) = v { return .date(d) }
         return .scalar(v)
     }
@@ -37,11 +45,5 @@ final class ColumnMap: Sendable {
             p[c.name] = Column(position: i, isDate: c.type == .date, defaultValue: c.defaultValue)
         }
         positions = p
-    }
-
-    /// How many values the record stores (columns past it read their default).
-    @inline(__always)
-    func storedCount(_ record: UnsafeRawBufferPointer) -> Int {
-        (try? RecordCodec.count(in: record)) ?? 0
     }
 }

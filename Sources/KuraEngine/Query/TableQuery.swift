@@ -5,24 +5,48 @@
 //   - with no sort keys, rows come in row-ID order;
 //   - null sorts before every value ascending (after every value descending),
 //     as in SQLite;
-//   - numbers compare numerically, text by Unicode scalar order (by folded text
-//     when `caseInsensitive`), blobs bytewise; ties keep row-ID order.
+//   - numbers compare numerically, text by the key's `TextCollation` (binary:
+//     Unicode scalar order), blobs bytewise; ties keep row-ID order.
+//   - an index walk gives a sort on a text column only when the index column's
+//     order is the collation's: a plain column for `.binary`, a folded column for
+//     `.caseDiacriticInsensitive`; other collations sort after reading.
 
-/// One sort key: a column, a direction, and optionally case-insensitive text
-/// comparison. (Kura's counterpart of a sort descriptor.)
+/// One sort key: a column, a direction, and how text compares (Kura's counterpart
+/// of a sort descriptor, whose comparison selector is the ``collation``).
 public struct SortKey: Sendable, Hashable, CustomStringConvertible {
     public var column: String
     public var ascending: Bool
-    public var caseInsensitive: Bool
+    /// How text values compare; see ``TextCollation``.
+    public var collation: TextCollation
 
     public init(_ column: String, ascending: Bool = true, caseInsensitive: Bool = false) {
         self.column = column
         self.ascending = ascending
-        self.caseInsensitive = caseInsensitive
+        self.collation = caseInsensitive ? .caseInsensitive : .binary
+    }
+
+    public init(_ column: String, ascending: Bool = true, collation: TextCollation) {
+        self.column = column
+        self.ascending = ascending
+        self.collation = collation
+    }
+
+    /// True for any collation but `.binary`; setting it chooses `.caseInsensitive`
+    /// or `.binary`.
+    public var caseInsensitive: Bool {
+        get { collation != .binary }
+        set { collation = newValue ? .caseInsensitive : .binary }
+    }
+
+    /// Compares two values of this key in ascending order (the direction is not
+    /// applied): text by ``collation``, the rest by ``ValueOrdering``. The object
+    /// layer's in-memory sort and the engine's sort both use it.
+    public func compareValues(_ a: Value, _ b: Value) -> Int {
+        collation.compare(a, b)
     }
 
     public var description: String {
-        column + (ascending ? " ascending" : " descending") + (caseInsensitive ? " (case-insensitive)" : "")
+        column + (ascending ? " ascending" : " descending") + (collation == .binary ? "" : " (\(collation.rawValue))")
     }
 }
 
