@@ -117,30 +117,33 @@ extension WriteTransaction {
         }
         var positions: [(Int, Value)] = []
         for (name, v) in changes { positions.append((try schema.column(name, table: info.name).position, v)) }
-        let ids = try matchingRowIDs(TableQuery(table, where: predicate))
-        for id in ids {
-            guard var values = try values(in: info, rowID: id) else { continue }
+        // The scan already read each row's record: it is the current one (no row
+        // is visited twice, and updating one row leaves the others' records as
+        // they are), so each update starts from it instead of descending again.
+        let rows = try matchingRows(TableQuery(table, where: predicate))
+        for row in rows {
+            var values = try RecordCodec.decode(row.record)
             while values.count < schema.columns.count { values.append(schema.columns[values.count].defaultValue) }
             for (p, v) in positions { values[p] = v }
-            try update(values, in: info, rowID: id)
+            _ = try updateEncoded(try encodeRow(values, info), in: info, rowID: row.rowID, current: row.record)
         }
-        return ids.count
+        return rows.count
     }
 
     /// Deletes every row matching `predicate`; returns how many.
     @discardableResult
     public func delete(from table: String, where predicate: KuraPredicate?) throws(KuraError) -> Int {
         let info = try self.table(table)
-        let ids = try matchingRowIDs(TableQuery(table, where: predicate))
-        for id in ids { try delete(from: info, rowID: id) }
-        return ids.count
+        let rows = try matchingRows(TableQuery(table, where: predicate))
+        for row in rows { try delete(from: info, rowID: row.rowID, current: row.record) }
+        return rows.count
     }
 
-    /// Row IDs first, so changing rows does not disturb the scan.
-    private func matchingRowIDs(_ q: TableQuery) throws(KuraError) -> [Int64] {
+    /// The matching rows first, so changing rows does not disturb the scan.
+    private func matchingRows(_ q: TableQuery) throws(KuraError) -> [Row] {
         let c = try select(q)
-        var ids: [Int64] = []
-        while let r = try c.next() { ids.append(r.rowID) }
-        return ids
+        var rows: [Row] = []
+        while let r = try c.next() { rows.append(r) }
+        return rows
     }
 }

@@ -360,7 +360,9 @@ public final class WriteTransaction: ReadTransaction {
         try updateEncoded(checkedRecord(record, try entry(table)), in: table, rowID: rowID)
     }
 
-    func updateEncoded(_ record: [UInt8], in table: TableInfo, rowID: Int64) throws(KuraError) -> Bool {
+    /// `current`, when given, is the row's record as this transaction has it now
+    /// (the caller just read it), which saves a descent to read it again.
+    func updateEncoded(_ record: [UInt8], in table: TableInfo, rowID: Int64, current: [UInt8]? = nil) throws(KuraError) -> Bool {
         let info = try entry(table)
         let tree = BTree(root: info.rootPage, kind: .table)
         let indexes = try self.indexes(of: info.name)
@@ -369,7 +371,9 @@ public final class WriteTransaction: ReadTransaction {
             if done { changeCount += 1 }
             return done
         }
-        guard let old = try tree.get(RowIDKey.encode(rowID), writer!) else { return false }
+        let stored: [UInt8]?
+        if let current { stored = current } else { stored = try tree.get(RowIDKey.encode(rowID), writer!) }
+        guard let old = stored else { return false }
         let oldKeys = try indexKeys(indexes, record: old, rowID: rowID, table: info)
         let newKeys = try indexKeys(indexes, record: record, rowID: rowID, table: info)
         let changed = zip(oldKeys, newKeys).map { $0.key != $1.key }
@@ -386,11 +390,20 @@ public final class WriteTransaction: ReadTransaction {
     /// Deletes row `rowID`. Returns false if there was no such row.
     @discardableResult
     public func delete(from table: TableInfo, rowID: Int64) throws(KuraError) -> Bool {
+        try delete(from: table, rowID: rowID, current: nil)
+    }
+
+    /// Deletes row `rowID`; `current`, when given, is its record as this
+    /// transaction has it now (saves reading it again for its index keys).
+    @discardableResult
+    func delete(from table: TableInfo, rowID: Int64, current: [UInt8]?) throws(KuraError) -> Bool {
         var info = try entry(table)
         let tree = BTree(root: info.rootPage, kind: .table)
         let indexes = try self.indexes(of: info.name)
         if !indexes.isEmpty {
-            guard let old = try tree.get(RowIDKey.encode(rowID), writer!) else { return false }
+            let stored: [UInt8]?
+            if let current { stored = current } else { stored = try tree.get(RowIDKey.encode(rowID), writer!) }
+            guard let old = stored else { return false }
             for k in try indexKeys(indexes, record: old, rowID: rowID, table: info) { try k.index.tree.delete(k.key, writer!) }
         }
         guard try tree.delete(RowIDKey.encode(rowID), writer!) else { return false }

@@ -135,7 +135,11 @@ extension ReliabilityConcurrencyTests {
         let count = 1200
         let a = try startWriter(child, path: path, id: 1, count: count, threshold: 25)
         let b = try startWriter(child, path: path, id: 2, count: 100_000, threshold: 25)
-        usleep(300_000)  // both are writing now
+        // Kill B once it has committed a few times. (Regression: a fixed 300 ms
+        // sleep was too short on a loaded machine; B had not committed yet, the
+        // test failed and then trapped building the range 1...0.)
+        let deadline = Date().addingTimeInterval(120)
+        while Date() < deadline, ((try? writesByWriter(path))?.rows[2]?.count ?? 0) < 5 { usleep(20_000) }
         kill(b.process.processIdentifier, SIGKILL)
         b.process.waitUntilExit()
         let ackB = b.acknowledged()
@@ -148,9 +152,9 @@ extension ReliabilityConcurrencyTests {
         XCTAssertEqual(rows[1], Array(1...Int64(count)))
         let killed = rows[2] ?? []
         XCTAssertTrue(killed.count == ackB || killed.count == ackB + 1, "killed writer acknowledged \(ackB), store holds \(killed.count)")
-        XCTAssertEqual(killed, Array(1...Int64(killed.count)))
+        XCTAssertEqual(killed, (0..<killed.count).map { Int64($0 + 1) })
         XCTAssertEqual(counter, Int64(count + killed.count))
         XCTAssertEqual(problems, [])
-        print("two processes, one killed: survivor \(ackA) commits (\(rows[1]!.count) present), killed one \(ackB) acknowledged / \(killed.count) present, integrity clean")
+        print("two processes, one killed: survivor \(ackA) commits (\(rows[1]?.count ?? 0) present), killed one \(ackB) acknowledged / \(killed.count) present, integrity clean")
     }
 }

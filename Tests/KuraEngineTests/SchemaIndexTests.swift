@@ -186,4 +186,46 @@ final class SchemaIndexTests: XCTestCase {
         let problems = try db.read { tx in try tx.checkIntegrity() }
         XCTAssertTrue(problems.contains { $0.message.contains("matches no row") }, "\(problems)")
     }
+    /// Update and delete by predicate reuse the record the scan read instead of
+    /// reading each row again; rows, indexes on changed and unchanged columns,
+    /// and counts must stay exactly what a plain Swift model says.
+    func testUpdateAndDeleteByPredicateKeepRowsAndIndexesExact() throws {
+        let db = try Database.inMemory()
+        let schema = try TableSchema([ColumnDefinition("a", .integer), ColumnDefinition("b", .integer), ColumnDefinition("s", .text)])
+        var model: [Int64: (a: Int64, b: Int64, s: String)] = [:]
+        try db.write { tx in
+            let t = try tx.createTable("t", schema: schema)
+            for i in 0..<3000 {
+                let row = (a: Int64(i % 997), b: Int64(i % 13), s: String(repeating: "q", count: i % 700))
+                let id = try tx.insert([.integer(row.a), .integer(row.b), .text(row.s)], into: t)
+                model[id] = row
+            }
+            _ = try tx.createIndex("t_a", on: t, columns: [IndexColumn("a")])
+            _ = try tx.createIndex("t_b_a", on: t, columns: [IndexColumn("b"), IndexColumn("a")])
+        }
+        try db.write { tx in
+            // Changes an indexed column (b) and leaves the others.
+            let n = try tx.update("t", where: try KuraPredicate(format: "a < 300"), set: ["b": .integer(100)])
+            XCTAssertEqual(n, model.values.filter { $0.a < 300 }.count)
+            for (id, r) in model where r.a < 300 { model[id] = (r.a, 100, r.s) }
+            // Changes an unindexed column only.
+            let m = try tx.update("t", where: try KuraPredicate(format: "b == 5"), set: ["s": .text("five")])
+            XCTAssertEqual(m, model.values.filter { $0.b == 5 }.count)
+            for (id, r) in model where r.b == 5 { model[id] = (r.a, r.b, "five") }
+            let d = try tx.delete(from: "t", where: try KuraPredicate(format: "b == 100 AND a >= 150"))
+            XCTAssertEqual(d, model.values.filter { $0.b == 100 && $0.a >= 150 }.count)
+            model = model.filter { !($0.value.b == 100 && $0.value.a >= 150) }
+        }
+        try db.read { tx in
+            XCTAssertEqual(try tx.checkIntegrity(), [])
+            let rows = try tx.fetch(TableQuery("t"))
+            XCTAssertEqual(rows.count, model.count)
+            for r in rows {
+                guard let m = model[r.rowID] else { XCTFail("row \(r.rowID) should be gone"); continue }
+                XCTAssertEqual(r.values, [.integer(m.a), .integer(m.b), .text(m.s)], "row \(r.rowID)")
+            }
+            XCTAssertEqual(try tx.count(try TableQuery("t", where: "b == 100")), model.values.filter { $0.b == 100 }.count)
+            XCTAssertEqual(try tx.count(try TableQuery("t", where: "a == 12")), model.values.filter { $0.a == 12 }.count)
+        }
+    }
 }
