@@ -453,6 +453,9 @@ final class XcodeModelTests: XCTestCase {
         assertError(try parse("<plist/>"), .syntax, contains: ["<plist>", "<model>"])
         assertError(try parse("<model>\n  text\n</model>"), .syntax, contains: ["unexpected text"])
         assertError(try parse(""), .syntax, contains: ["test.xml"])
+        // Hostile nesting is refused before it builds a deep tree.
+        assertError(try parse("<model>" + String(repeating: "<a>", count: 100_000) + String(repeating: "</a>", count: 100_000) + "</model>"),
+                    .syntax, contains: ["line 1", "nested more than"])
     }
 
     func testInconsistentModelsAndBadDefaultsNameTheLine() throws {
@@ -557,5 +560,31 @@ final class XcodeModelTests: XCTestCase {
         XCTAssertEqual(f.map(\.kind), [.abstractEntity, .transformableAttribute, .entityInheritance, .transientProperty, .valueValidation, .fetchedProperty, .fetchRequestTemplate])
         XCTAssertEqual(f.map(\.line), [2, 3, 5, 6, 6, 7, 9])
         assertError(try doc.makeModel(), .unsupported, contains: ["7 parts", "line 3, entity \"Base\", property \"blob\": Transformable attribute", "line 9: fetch request template"])
+    }
+
+    func testEveryOtherUnsupportedKindIsDetected() throws {
+        let doc = try parse("""
+        <model>
+        <entity name="E">
+        <attribute name="oid" optional="YES" attributeType="ObjectID"/>
+        <attribute name="home" optional="YES" attributeType="Composite" composite="Address"/>
+        <attribute name="full" optional="YES" attributeType="String" derived="YES" derivationExpression="a.b"/>
+        <attribute name="text" optional="YES" attributeType="String" spotlightIndexingEnabled="YES"/>
+        <attribute name="blob" optional="YES" attributeType="Binary" defaultValueString="00"/>
+        <attribute name="when" optional="YES" attributeType="Date" defaultValueString="now"/>
+        <relationship name="others" optional="YES" toMany="YES" ordered="YES" deletionRule="Nullify" destinationEntity="E"/>
+        <fetchIndex name="x"><fetchIndexElement expression="text" expressionType="String" type="Binary" order="ascending"/></fetchIndex>
+        <fetchIndex name="y"><fetchIndexElement property="text" type="R-Tree" order="ascending"/></fetchIndex>
+        <fetchIndex name="z"><fetchIndexElement property="others" type="Binary" order="ascending"/></fetchIndex>
+        </entity>
+        <compositeAttribute name="Address"><attribute name="city" optional="YES" attributeType="String"/></compositeAttribute>
+        </model>
+        """)
+        let f = doc.unsupportedFeatures()
+        XCTAssertEqual(f.map(\.kind), [.objectIDAttribute, .compositeAttribute, .derivedAttribute, .spotlightIndexing, .defaultValue, .defaultValue,
+                                       .orderedWithoutInverse, .expressionIndex, .rtreeIndex, .toManyIndex, .compositeType])
+        XCTAssertEqual(f.map(\.line), [3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14])
+        XCTAssertEqual(doc.compositeAttributes.first?.attributes.map(\.name), ["city"])
+        XCTAssertEqual(doc.entities.first?.attributes[1].composite, "Address")
     }
 }

@@ -3,7 +3,7 @@
 // Two passes. Foundation's XMLParser (libxml2's SAX parser; FoundationXML on
 // Linux) builds a small element tree with the line of every start tag; then a
 // typed pass walks the tree, reads each element's attributes through an
-// `AttributeReader` that remembers which attributes it consumed, and throws for
+// `XcodeAttributeReader` that remembers which attributes it consumed, and throws for
 // any attribute or child element it does not know (the grammar is in
 // XcodeModelDocument.swift). Errors are `KuraError(.syntax)` whose message starts
 // with "<file> line <n>:" and names the element and attribute.
@@ -24,7 +24,7 @@ extension XcodeModelDocument {
     ///   the message names the file, line, element and attribute.
     public init(xml: Data, path: String = "<memory>") throws(KuraError) {
         let root = try XcodeXMLTree.parse(xml, path: path)
-        self = try DocumentReader(path: path).document(root)
+        self = try XcodeDocumentReader(path: path).document(root)
     }
 }
 
@@ -38,6 +38,11 @@ struct XcodeXMLElement {
 
 /// Builds the element tree with XMLParser.
 enum XcodeXMLTree {
+    /// Deepest nesting accepted (Xcode writes at most 5: model, entity,
+    /// compoundIndexes, compoundIndex, index). Bounds the tree, whose values
+    /// are freed recursively.
+    static let maxDepth = 16
+
     static func parse(_ data: Data, path: String) throws(KuraError) -> XcodeXMLElement {
         let parser = XMLParser(data: data)
         let builder = TreeBuilder(path: path)
@@ -66,6 +71,12 @@ enum XcodeXMLTree {
         init(path: String) { self.path = path }
 
         func parser(_ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?, qualifiedName: String?, attributes: [String: String] = [:]) {
+            guard error == nil else { return }
+            guard stack.count < XcodeXMLTree.maxDepth else {
+                error = KuraError(.syntax, "\(path) line \(parser.lineNumber): <\(elementName)> is nested more than \(XcodeXMLTree.maxDepth) elements deep (an Xcode model nests at most 5)", path: path)
+                parser.abortParsing()
+                return
+            }
             stack.append(XcodeXMLElement(name: elementName, attributes: attributes, line: parser.lineNumber))
         }
 
@@ -100,7 +111,7 @@ enum XcodeXMLTree {
 }
 
 /// The attributes of one element, read once each; `finish()` rejects the rest.
-struct AttributeReader {
+struct XcodeAttributeReader {
     let element: XcodeXMLElement
     let path: String
     private var used: Set<String> = []
@@ -152,7 +163,7 @@ struct AttributeReader {
 }
 
 /// The typed pass over the element tree.
-struct DocumentReader {
+struct XcodeDocumentReader {
     let path: String
 
     func unknownChild(_ child: XcodeXMLElement, in parent: XcodeXMLElement) -> KuraError {
@@ -168,7 +179,7 @@ struct DocumentReader {
             throw KuraError(.syntax, "\(path) line \(root.line): the root element is <\(root.name)>; an Xcode model's root is <model>", path: path)
         }
         var doc = XcodeModelDocument(path: path)
-        var a = AttributeReader(root, path: path)
+        var a = XcodeAttributeReader(root, path: path)
         doc.type = a.string("type")
         doc.documentVersion = a.string("documentVersion")
         doc.lastSavedToolsVersion = a.string("lastSavedToolsVersion")
@@ -197,7 +208,7 @@ struct DocumentReader {
     }
 
     func entity(_ e: XcodeXMLElement) throws(KuraError) -> XcodeModelDocument.Entity {
-        var a = AttributeReader(e, path: path)
+        var a = XcodeAttributeReader(e, path: path)
         var out = XcodeModelDocument.Entity(name: try a.required("name"), line: e.line)
         out.representedClassName = a.string("representedClassName")
         out.codeGenerationType = a.string("codeGenerationType")
@@ -215,13 +226,13 @@ struct DocumentReader {
             case "fetchedProperty": out.fetchedProperties.append(try fetchedProperty(child))
             case "fetchIndex": out.fetchIndexes.append(try fetchIndex(child))
             case "compoundIndexes":
-                try AttributeReader(child, path: path).finish()
+                try XcodeAttributeReader(child, path: path).finish()
                 for ci in child.children {
                     guard ci.name == "compoundIndex" else { throw unknownChild(ci, in: child) }
                     out.compoundIndexes.append(.init(line: ci.line, properties: try valueList(ci, item: "index")))
                 }
             case "uniquenessConstraints":
-                try AttributeReader(child, path: path).finish()
+                try XcodeAttributeReader(child, path: path).finish()
                 for uc in child.children {
                     guard uc.name == "uniquenessConstraint" else { throw unknownChild(uc, in: child) }
                     out.uniquenessConstraints.append(.init(line: uc.line, properties: try valueList(uc, item: "constraint")))
@@ -247,7 +258,7 @@ struct DocumentReader {
     }
 
     func attribute(_ e: XcodeXMLElement) throws(KuraError) -> XcodeModelDocument.Attribute {
-        var a = AttributeReader(e, path: path)
+        var a = XcodeAttributeReader(e, path: path)
         let name = try a.required("name")
         let kind: XcodeModelDocument.AttributeKind
         if let t = a.string("attributeType") {
@@ -289,7 +300,7 @@ struct DocumentReader {
     }
 
     func relationship(_ e: XcodeXMLElement) throws(KuraError) -> XcodeModelDocument.Relationship {
-        var a = AttributeReader(e, path: path)
+        var a = XcodeAttributeReader(e, path: path)
         let name = try a.required("name")
         var out = XcodeModelDocument.Relationship(name: name, line: e.line, destinationEntity: try a.required("destinationEntity"))
         out.inverseName = a.string("inverseName")
@@ -325,7 +336,7 @@ struct DocumentReader {
     }
 
     func fetchedProperty(_ e: XcodeXMLElement) throws(KuraError) -> XcodeModelDocument.FetchedProperty {
-        var a = AttributeReader(e, path: path)
+        var a = XcodeAttributeReader(e, path: path)
         let name = try a.required("name")
         let optional = try a.flag("optional")
         let syncable = try a.bool("syncable")
@@ -352,7 +363,7 @@ struct DocumentReader {
     }
 
     func fetchRequest(_ e: XcodeXMLElement) throws(KuraError) -> XcodeModelDocument.FetchRequestTemplate {
-        var a = AttributeReader(e, path: path)
+        var a = XcodeAttributeReader(e, path: path)
         var out = XcodeModelDocument.FetchRequestTemplate(name: try a.required("name"), line: e.line, entity: try a.required("entity"))
         out.predicateString = a.string("predicateString")
         out.fetchLimit = try a.int("fetchLimit")
@@ -369,12 +380,12 @@ struct DocumentReader {
     }
 
     func fetchIndex(_ e: XcodeXMLElement) throws(KuraError) -> XcodeModelDocument.FetchIndex {
-        var a = AttributeReader(e, path: path)
+        var a = XcodeAttributeReader(e, path: path)
         var out = XcodeModelDocument.FetchIndex(name: try a.required("name"), line: e.line)
         try a.finish()
         for child in e.children {
             guard child.name == "fetchIndexElement" else { throw unknownChild(child, in: e) }
-            var c = AttributeReader(child, path: path)
+            var c = XcodeAttributeReader(child, path: path)
             let property = c.string("property")
             let expression = c.string("expression")
             let expressionType = c.string("expressionType")
@@ -393,25 +404,25 @@ struct DocumentReader {
 
     /// `<parent><item value="..."/>...</parent>` → the values.
     func valueList(_ e: XcodeXMLElement, item: String) throws(KuraError) -> [String] {
-        try AttributeReader(e, path: path).finish()
+        try XcodeAttributeReader(e, path: path).finish()
         var out: [String] = []
         for child in e.children {
             guard child.name == item else { throw unknownChild(child, in: e) }
-            var c = AttributeReader(child, path: path)
+            var c = XcodeAttributeReader(child, path: path)
             out.append(try c.required("value"))
             try c.finish()
             try noChildren(child)
         }
-        guard !out.isEmpty else { throw AttributeReader(e, path: path).fail("is empty") }
+        guard !out.isEmpty else { throw XcodeAttributeReader(e, path: path).fail("is empty") }
         return out
     }
 
     func userInfo(_ e: XcodeXMLElement) throws(KuraError) -> [String: String] {
-        try AttributeReader(e, path: path).finish()
+        try XcodeAttributeReader(e, path: path).finish()
         var out: [String: String] = [:]
         for child in e.children {
             guard child.name == "entry" else { throw unknownChild(child, in: e) }
-            var c = AttributeReader(child, path: path)
+            var c = XcodeAttributeReader(child, path: path)
             let key = try c.required("key")
             let value = try c.required("value")
             try c.finish()
@@ -423,13 +434,13 @@ struct DocumentReader {
     }
 
     func configuration(_ e: XcodeXMLElement) throws(KuraError) -> XcodeModelDocument.Configuration {
-        var a = AttributeReader(e, path: path)
+        var a = XcodeAttributeReader(e, path: path)
         let name = try a.required("name")
         try a.finish()
         var members: [String] = []
         for child in e.children {
             guard child.name == "memberEntity" else { throw unknownChild(child, in: e) }
-            var c = AttributeReader(child, path: path)
+            var c = XcodeAttributeReader(child, path: path)
             members.append(try c.required("name"))
             try c.finish()
             try noChildren(child)
@@ -438,7 +449,7 @@ struct DocumentReader {
     }
 
     func compositeAttribute(_ e: XcodeXMLElement) throws(KuraError) -> XcodeModelDocument.CompositeAttribute {
-        var a = AttributeReader(e, path: path)
+        var a = XcodeAttributeReader(e, path: path)
         let name = try a.required("name")
         try a.finish()
         var attrs: [XcodeModelDocument.Attribute] = []
@@ -451,10 +462,10 @@ struct DocumentReader {
 
     /// `<elements>`: diagram layout, checked for shape and dropped.
     func layout(_ e: XcodeXMLElement) throws(KuraError) {
-        try AttributeReader(e, path: path).finish()
+        try XcodeAttributeReader(e, path: path).finish()
         for child in e.children {
             guard child.name == "element" else { throw unknownChild(child, in: e) }
-            var c = AttributeReader(child, path: path)
+            var c = XcodeAttributeReader(child, path: path)
             for key in ["name", "positionX", "positionY", "width", "height"] { _ = c.string(key) }
             try c.finish()
             try noChildren(child)
