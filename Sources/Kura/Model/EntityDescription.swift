@@ -12,17 +12,30 @@ public struct AttributeDescription: Sendable {
     public let defaultValue: (any Sendable)?
     /// Whether fetches by this attribute use an index.
     public let isIndexed: Bool
+    /// Application data attached to the attribute (Core Data's `userInfo`); Kura
+    /// does not interpret it.
+    public let userInfo: [String: String]
+    /// The attribute's name in an earlier model version (Core Data's renaming
+    /// identifier; Xcode's `elementID`), for migration.
+    public let renamingIdentifier: String?
+    /// Core Data's version hash modifier: marks a change that keeps the name and type.
+    public let versionHashModifier: String?
 
     /// - Parameters:
     ///   - optional: false makes a nil value a validation error at save.
     ///   - default: the initial value of new objects (Int, Double, String, Date, ...).
     ///   - indexed: keep an index on the attribute.
-    public init(_ name: String, _ type: AttributeType, optional: Bool = true, default defaultValue: (any Sendable)? = nil, indexed: Bool = false) {
+    ///   - userInfo, renamingIdentifier, versionHashModifier: kept as given (see the properties).
+    public init(_ name: String, _ type: AttributeType, optional: Bool = true, default defaultValue: (any Sendable)? = nil, indexed: Bool = false,
+                userInfo: [String: String] = [:], renamingIdentifier: String? = nil, versionHashModifier: String? = nil) {
         self.name = name
         self.type = type
         self.isOptional = optional
         self.defaultValue = defaultValue
         self.isIndexed = indexed
+        self.userInfo = userInfo
+        self.renamingIdentifier = renamingIdentifier
+        self.versionHashModifier = versionHashModifier
     }
 }
 
@@ -54,10 +67,20 @@ public struct RelationshipDescription: Sendable {
     /// For a to-many: the fewest and most objects it may hold at save.
     public let minCount: Int?
     public let maxCount: Int?
+    /// Application data attached to the relationship (Core Data's `userInfo`).
+    public let userInfo: [String: String]
+    /// The relationship's name in an earlier model version (Xcode's `elementID`).
+    public let renamingIdentifier: String?
+    /// Core Data's version hash modifier.
+    public let versionHashModifier: String?
 
     /// A to-one relationship (or a to-many with `toMany: true`).
     public init(_ name: String, to destination: String, inverse: String? = nil, toMany: Bool = false, ordered: Bool = false,
-                deleteRule: DeleteRule = .nullify, optional: Bool = true, minCount: Int? = nil, maxCount: Int? = nil) {
+                deleteRule: DeleteRule = .nullify, optional: Bool = true, minCount: Int? = nil, maxCount: Int? = nil,
+                userInfo: [String: String] = [:], renamingIdentifier: String? = nil, versionHashModifier: String? = nil) {
+        self.userInfo = userInfo
+        self.renamingIdentifier = renamingIdentifier
+        self.versionHashModifier = versionHashModifier
         self.name = name
         self.destination = destination
         self.inverse = inverse
@@ -101,10 +124,17 @@ public final class EntityDescription: Sendable {
     public let objectClass: ManagedObject.Type
     public let attributesByName: [String: AttributeDescription]
     public let relationshipsByName: [String: RelationshipDescription]
+    /// Application data attached to the entity (Core Data's `userInfo`).
+    public let userInfo: [String: String]
+    /// The entity's name in an earlier model version (Xcode's `elementID`).
+    public let renamingIdentifier: String?
+    /// Core Data's version hash modifier.
+    public let versionHashModifier: String?
+    /// The class name the model file names (Core Data's `managedObjectClassName`),
+    /// kept as written; ``objectClass`` is the class Kura actually makes.
+    public let representedClassName: String?
 
-    public init(_ name: String, class objectClass: ManagedObject.Type = ManagedObject.self, @EntityBuilder _ build: () -> [EntityBuilder.Part]) {
-        self.name = name
-        self.objectClass = objectClass
+    public convenience init(_ name: String, class objectClass: ManagedObject.Type = ManagedObject.self, @EntityBuilder _ build: () -> [EntityBuilder.Part]) {
         var attrs: [AttributeDescription] = []
         var rels: [RelationshipDescription] = []
         var uniques: [[String]] = []
@@ -115,9 +145,24 @@ public final class EntityDescription: Sendable {
             case .unique(let u): uniques.append(u)
             }
         }
+        self.init(name, class: objectClass, attributes: attrs, relationships: rels, uniquenessConstraints: uniques)
+    }
+
+    /// An entity from lists (what the result-builder initializer and the Xcode
+    /// model loader build).
+    public init(_ name: String, class objectClass: ManagedObject.Type = ManagedObject.self, attributes attrs: [AttributeDescription],
+                relationships rels: [RelationshipDescription], uniquenessConstraints uniques: [[String]] = [],
+                userInfo: [String: String] = [:], renamingIdentifier: String? = nil, versionHashModifier: String? = nil,
+                representedClassName: String? = nil) {
+        self.name = name
+        self.objectClass = objectClass
         attributes = attrs
         relationships = rels
         uniquenessConstraints = uniques
+        self.userInfo = userInfo
+        self.renamingIdentifier = renamingIdentifier
+        self.versionHashModifier = versionHashModifier
+        self.representedClassName = representedClassName
         attributesByName = Dictionary(attrs.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         relationshipsByName = Dictionary(rels.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
     }

@@ -48,12 +48,19 @@ public final class ManagedObjectModel: Sendable {
     public let entitiesByName: [String: EntityDescription]
     /// Entities in definition order.
     public let entities: [EntityDescription]
+    /// Named subsets of the entities (Core Data's configurations): name → entity
+    /// names. A store opened by ``PersistentContainer`` holds every entity (Core
+    /// Data's default configuration); the named ones are kept for callers.
+    public let configurations: [String: [String]]
 
     /// Builds and validates a model.
     ///
+    /// - Parameter configurations: named subsets of the entities; each member
+    ///   must be an entity of the model.
     /// - Throws: `ModelError` naming the entity and property at fault.
-    public init(_ entities: [EntityDescription]) throws(ModelError) {
+    public init(_ entities: [EntityDescription], configurations: [String: [String]] = [:]) throws(ModelError) {
         self.entities = entities
+        self.configurations = configurations
         var byName: [String: EntityDescription] = [:]
         for e in entities {
             guard !e.name.isEmpty, !e.name.hasPrefix("_") else { throw ModelError(message: "entity name \"\(e.name)\" must be non-empty and not start with \"_\"") }
@@ -61,6 +68,11 @@ public final class ManagedObjectModel: Sendable {
             byName[e.name] = e
         }
         entitiesByName = byName
+        for (name, members) in configurations.sorted(by: { $0.key < $1.key }) {
+            for m in members where byName[m] == nil {
+                throw ModelError(message: "configuration \"\(name)\" names entity \"\(m)\", which the model does not have")
+            }
+        }
         try validate()
     }
 

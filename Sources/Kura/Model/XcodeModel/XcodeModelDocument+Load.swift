@@ -1,0 +1,417 @@
+// XcodeModelDocument+Load: XcodeModelDocument → ManagedObjectModel.
+//
+// Three steps, each of which reports all it finds or names the line:
+//   1. `unsupportedFeatures()` lists every part of the file Kura's model cannot
+//      represent yet (table below); if any, `makeModel` throws one
+//      `KuraError.unsupported` listing them all, each with file, line, entity and
+//      property.
+//   2. Consistency checks with lines (unknown destination or inverse, an inverse
+//      that does not point back, constraints and indexes naming no attribute,
+//      duplicate names): `KuraError.invalidArgument`.
+//   3. Translation (defaults parsed per type: `.syntax` naming the line when a
+//      default does not parse), then `ManagedObjectModel`'s own validation
+//      (a `ModelError` becomes `.invalidArgument` naming the file).
+//
+// How each part of the file lands in the model:
+//
+//     | Xcode                                | Kura                                         |
+//     |--------------------------------------|----------------------------------------------|
+//     | entity                               | EntityDescription (userInfo, elementID as    |
+//     |                                      | renamingIdentifier, versionHashModifier,     |
+//     |                                      | representedClassName kept)                   |
+//     | representedClassName / entity name   | class from the caller's registry, else       |
+//     |                                      | ManagedObject (see makeModel)                |
+//     | Integer 16/32/64, Double, Float,     | int16/int32/int64, double, float, decimal,   |
+//     | Decimal, String, Boolean, Date,      | string, bool, date, data, uuid, url          |
+//     | Binary, UUID, URI                    | (Decimal keeps 15 significant digits)        |
+//     | optional, defaultValueString,        | isOptional, defaultValue (parsed per type)   |
+//     | defaultDateTimeInterval              |                                              |
+//     | indexed="YES", single-element        | isIndexed                                    |
+//     | fetchIndex or compoundIndex          |                                              |
+//     | uniquenessConstraint                 | uniquenessConstraints                        |
+//     | relationship                         | RelationshipDescription (inverse, toMany,    |
+//     |                                      | ordered, deletionRule, optional, counts,     |
+//     |                                      | userInfo, elementID, versionHashModifier)    |
+//     | configuration                        | ManagedObjectModel.configurations            |
+//
+// Read and deliberately not used (they carry nothing Kura needs):
+//
+//     | Xcode                                | why                                          |
+//     |--------------------------------------|----------------------------------------------|
+//     | syncable                             | Xcode ≤ 9 wrote YES on everything for the    |
+//     |                                      | retired Sync Services; Core Data ignores it  |
+//     | usesScalarValueType,                 | code generation only (property types of      |
+//     | codeGenerationType                   | generated classes)                           |
+//     | allowsExternalBinaryDataStorage      | a storage hint (side files for big blobs);   |
+//     |                                      | Kura keeps blobs in overflow pages, values   |
+//     |                                      | read back the same                           |
+//     | storedInTruthFile                    | Spotlight external-record storage hint       |
+//     | allowsCloudEncryption                | CloudKit mirroring only                      |
+//     | fetchIndex name, element order       | Kura names its indexes; a B-tree index       |
+//     |                                      | serves both orders                           |
+//     | relationship indexed                 | to-one foreign keys are always indexed; on   |
+//     |                                      | a to-many Core Data ignores it               |
+//     | minCount/maxCount of a to-one,       | Core Data ignores them on a to-one           |
+//     | maxCount 0 / minCount 0 of a to-many | (`optional` decides); 0 means "no limit"     |
+//     | model attributes (type, versions,    | file metadata; kept in XcodeModelDocument    |
+//     | tools, language)                     |                                              |
+//
+// Not representable yet (each is an `UnsupportedFeature.Kind`): inheritance
+// (parentEntity), abstract entities, Transformable / ObjectID / Undefined /
+// Composite attributes, derived attributes, transient properties, value
+// validation (min/max/regular expression), Spotlight indexing, non-reciprocal
+// inverses (A.x names B.y as inverse while B.y names another one),
+// preserveAfterDeletion, defaults Kura cannot parse for a type (Binary, a Date
+// given as a string), ordered many-to-many and ordered without inverse,
+// fetched properties, fetch request templates, compound / expression / R-Tree
+// indexes, indexes on to-many relationships, model-level composite types.
+
+import Foundation
+
+extension XcodeModelDocument {
+    /// A part of an Xcode model that Kura's model cannot represent yet.
+    public struct UnsupportedFeature: Sendable, Equatable, CustomStringConvertible {
+        public enum Kind: String, Sendable, CaseIterable {
+            case entityInheritance = "entity inheritance (parentEntity)"
+            case abstractEntity = "abstract entity"
+            case transformableAttribute = "Transformable attribute"
+            case objectIDAttribute = "ObjectID attribute"
+            case undefinedAttribute = "Undefined-type attribute"
+            case compositeAttribute = "Composite attribute"
+            case derivedAttribute = "derived attribute"
+            case transientProperty = "transient property"
+            case valueValidation = "value validation (minimum, maximum or regular expression)"
+            case spotlightIndexing = "Spotlight indexing"
+            case preserveAfterDeletion = "preserveAfterDeletion (history tombstone)"
+            case defaultValue = "default value of this type"
+            case orderedManyToMany = "ordered many-to-many relationship"
+            case orderedWithoutInverse = "ordered to-many relationship without a to-one inverse"
+            /// A names B as inverse but B names another relationship (Xcode warns, Core Data loads it).
+            case nonReciprocalInverse = "inverse relationship that does not name this one back"
+            case fetchedProperty = "fetched property"
+            case fetchRequestTemplate = "fetch request template"
+            case compoundIndex = "compound index"
+            case expressionIndex = "index on an expression"
+            case rtreeIndex = "R-Tree index"
+            case toManyIndex = "index on a to-many relationship"
+            case compositeType = "composite attribute type"
+        }
+        public let kind: Kind
+        /// The model file.
+        public let file: String
+        public let line: Int
+        public let entity: String?
+        public let property: String?
+        /// What in the file shows the feature (e.g. `parentEntity="Region"`).
+        public let detail: String
+
+        public var description: String {
+            var s = "line \(line)"
+            if let entity { s += ", entity \"\(entity)\"" }
+            if let property { s += ", property \"\(property)\"" }
+            return s + ": \(kind.rawValue) (\(detail))"
+        }
+    }
+
+    /// Every part of the file that Kura's model cannot represent yet, in file order.
+    public func unsupportedFeatures() -> [UnsupportedFeature] {
+        var out: [UnsupportedFeature] = []
+        func add(_ kind: UnsupportedFeature.Kind, _ line: Int, _ entity: String?, _ property: String?, _ detail: String) {
+            out.append(UnsupportedFeature(kind: kind, file: path, line: line, entity: entity, property: property, detail: detail))
+        }
+        for e in entities {
+            if let p = e.parentEntity { add(.entityInheritance, e.line, e.name, nil, "parentEntity=\"\(p)\"") }
+            if e.isAbstract { add(.abstractEntity, e.line, e.name, nil, "isAbstract=\"YES\"") }
+            for a in e.attributes {
+                func here(_ kind: UnsupportedFeature.Kind, _ detail: String) { add(kind, a.line, e.name, a.name, detail) }
+                switch a.kind {
+                case .transformable:
+                    here(.transformableAttribute, "attributeType=\"Transformable\"" + (a.valueTransformerName.map { " valueTransformerName=\"\($0)\"" } ?? ""))
+                case .objectID: here(.objectIDAttribute, "attributeType=\"ObjectID\"")
+                case .undefined: here(.undefinedAttribute, "no attributeType")
+                case .composite: here(.compositeAttribute, "attributeType=\"Composite\"" + (a.composite.map { " composite=\"\($0)\"" } ?? ""))
+                default: break
+                }
+                if a.isDerived { here(.derivedAttribute, "derivationExpression=\"\(a.derivationExpression ?? "")\"") }
+                if a.isTransient { here(.transientProperty, "transient=\"YES\"") }
+                let validation = [("minValueString", a.minValueString), ("maxValueString", a.maxValueString),
+                                  ("minDateTimeInterval", a.minDateTimeInterval), ("maxDateTimeInterval", a.maxDateTimeInterval),
+                                  ("regularExpressionString", a.regularExpressionString)]
+                    .compactMap { k, v in v.map { "\(k)=\"\($0)\"" } }
+                if !validation.isEmpty { here(.valueValidation, validation.joined(separator: " ")) }
+                if a.spotlightIndexingEnabled { here(.spotlightIndexing, "spotlightIndexingEnabled=\"YES\"") }
+                if a.preserveAfterDeletion { here(.preserveAfterDeletion, "preserveAfterDeletion=\"YES\"") }
+                if let d = a.defaultValueString, [.binary, .date].contains(a.kind) {
+                    here(.defaultValue, "\(a.kind.rawValue) attribute with defaultValueString=\"\(d)\"")
+                }
+            }
+            for r in e.relationships {
+                func here(_ kind: UnsupportedFeature.Kind, _ detail: String) { add(kind, r.line, e.name, r.name, detail) }
+                if r.isTransient { here(.transientProperty, "transient=\"YES\"") }
+                if r.spotlightIndexingEnabled { here(.spotlightIndexing, "spotlightIndexingEnabled=\"YES\"") }
+                if let inv = r.inverseName, let back = entity(named: r.destinationEntity)?.relationships.first(where: { $0.name == inv }),
+                   back.destinationEntity == e.name, let backInverse = back.inverseName, backInverse != r.name {
+                    here(.nonReciprocalInverse, "inverseName=\"\(inv)\", whose own inverseName (line \(back.line)) is \"\(backInverse)\"")
+                }
+                if r.isToMany && r.isOrdered {
+                    let inverse = r.inverseName.flatMap { n in entity(named: r.destinationEntity)?.relationships.first { $0.name == n } }
+                    if let inverse {
+                        if inverse.isToMany { here(.orderedManyToMany, "ordered=\"YES\" with to-many inverse \"\(inverse.name)\"") }
+                    } else {
+                        here(.orderedWithoutInverse, "ordered=\"YES\" without inverseName")
+                    }
+                }
+            }
+            for f in e.fetchedProperties {
+                add(.fetchedProperty, f.line, e.name, f.name,
+                    "fetchRequest entity=\"\(f.fetchRequest.entity)\"" + (f.fetchRequest.predicateString.map { " predicateString=\"\($0)\"" } ?? ""))
+            }
+            for ix in e.fetchIndexes {
+                if ix.elements.count > 1 {
+                    add(.compoundIndex, ix.line, e.name, nil, "fetchIndex \"\(ix.name)\" on \(ix.elements.map { $0.property ?? $0.expression ?? "" }.joined(separator: ", "))")
+                }
+                for el in ix.elements {
+                    if let x = el.expression { add(.expressionIndex, el.line, e.name, nil, "fetchIndex \"\(ix.name)\" expression=\"\(x)\"") }
+                    if el.type == "R-Tree" { add(.rtreeIndex, el.line, e.name, el.property, "fetchIndex \"\(ix.name)\" type=\"R-Tree\"") }
+                    if let p = el.property, e.relationships.first(where: { $0.name == p })?.isToMany == true {
+                        add(.toManyIndex, el.line, e.name, p, "fetchIndex \"\(ix.name)\"")
+                    }
+                }
+            }
+            for ci in e.compoundIndexes where ci.properties.count > 1 {
+                add(.compoundIndex, ci.line, e.name, nil, "compoundIndex on \(ci.properties.joined(separator: ", "))")
+            }
+        }
+        for f in fetchRequests {
+            add(.fetchRequestTemplate, f.line, nil, nil, "fetchRequest \"\(f.name)\" entity=\"\(f.entity)\"" + (f.predicateString.map { " predicateString=\"\($0)\"" } ?? ""))
+        }
+        for c in compositeAttributes {
+            add(.compositeType, c.line, nil, nil, "compositeAttribute \"\(c.name)\"")
+        }
+        return out
+    }
+
+    /// Builds the Kura model the file describes.
+    ///
+    /// - Parameter classes: the classes objects are made as, keyed by entity
+    ///   name or by class name. An entity takes the class registered under its
+    ///   `representedClassName`, else under that name without its module prefix
+    ///   (`MoodyModel.Mood` and `.Mood` → `Mood`), else under the entity name;
+    ///   otherwise it stays a generic `ManagedObject`.
+    /// - Returns: a validated model; the store it opens holds every entity.
+    /// - Throws: `KuraError.unsupported` listing every feature Kura cannot
+    ///   represent yet (``unsupportedFeatures()``), with file, line, entity and
+    ///   property; `.invalidArgument` for an inconsistent model (with the line) or
+    ///   a key of `classes` that matches no entity; `.syntax` for a default
+    ///   value that does not parse as its type.
+    public func makeModel(classes: [String: ManagedObject.Type] = [:]) throws(KuraError) -> ManagedObjectModel {
+        let unsupported = unsupportedFeatures()
+        guard unsupported.isEmpty else {
+            throw KuraError(.unsupported, "\(path): \(unsupported.count) part\(unsupported.count == 1 ? "" : "s") of this Xcode model cannot be represented by Kura yet:\n  "
+                            + unsupported.map(\.description).joined(separator: "\n  "), path: path)
+        }
+        try checkConsistency()
+        var usedKeys = Set<String>()
+        var built: [EntityDescription] = []
+        for e in entities {
+            var candidates: [String] = []
+            if let cls = e.representedClassName, !cls.isEmpty {
+                candidates.append(cls)
+                if let dot = cls.lastIndex(of: ".") { candidates.append(String(cls[cls.index(after: dot)...])) }
+            }
+            candidates.append(e.name)
+            var objectClass: ManagedObject.Type = ManagedObject.self
+            if let key = candidates.first(where: { classes[$0] != nil }), let cls = classes[key] {
+                objectClass = cls
+                usedKeys.insert(key)
+            }
+            var indexed = Set(e.attributes.filter(\.isIndexed).map(\.name))
+            for ix in e.fetchIndexes where ix.elements.count == 1 { if let p = ix.elements[0].property { indexed.insert(p) } }
+            for ci in e.compoundIndexes where ci.properties.count == 1 { indexed.insert(ci.properties[0]) }
+            var attrs: [AttributeDescription] = []
+            for a in e.attributes {
+                attrs.append(AttributeDescription(a.name, try kuraType(a, in: e), optional: a.isOptional, default: try defaultValue(a, in: e),
+                                                  indexed: indexed.contains(a.name), userInfo: a.userInfo,
+                                                  renamingIdentifier: a.elementID, versionHashModifier: a.versionHashModifier))
+            }
+            let rels = e.relationships.map { r in
+                RelationshipDescription(r.name, to: r.destinationEntity, inverse: r.inverseName, toMany: r.isToMany, ordered: r.isOrdered,
+                                        deleteRule: Self.deleteRule(r.deletionRule), optional: r.isOptional,
+                                        minCount: r.isToMany ? r.minCount.flatMap { $0 == 0 ? nil : $0 } : nil,
+                                        maxCount: r.isToMany ? r.maxCount.flatMap { $0 == 0 ? nil : $0 } : nil,
+                                        userInfo: r.userInfo, renamingIdentifier: r.elementID, versionHashModifier: r.versionHashModifier)
+            }
+            built.append(EntityDescription(e.name, class: objectClass, attributes: attrs, relationships: rels,
+                                           uniquenessConstraints: e.uniquenessConstraints.map(\.properties), userInfo: e.userInfo,
+                                           renamingIdentifier: e.elementID, versionHashModifier: e.versionHashModifier,
+                                           representedClassName: e.representedClassName))
+        }
+        let unused = Set(classes.keys).subtracting(usedKeys).sorted()
+        guard unused.isEmpty else {
+            throw KuraError(.invalidArgument, "\(path): the class registry has \(unused.map { "\"\($0)\"" }.joined(separator: ", ")), which name\(unused.count == 1 ? "s" : "") no entity and no represented class of this model (entities: \(entities.map(\.name).joined(separator: ", ")))", path: path)
+        }
+        var configs: [String: [String]] = [:]
+        for c in configurations { configs[c.name] = c.memberEntities }
+        do {
+            return try ManagedObjectModel(built, configurations: configs)
+        } catch {
+            throw KuraError(.invalidArgument, "\(path): \(error.description)", path: path)
+        }
+    }
+
+    static func deleteRule(_ r: DeletionRule) -> DeleteRule {
+        switch r {
+        case .nullify: return .nullify
+        case .cascade: return .cascade
+        case .deny: return .deny
+        case .noAction: return .noAction
+        }
+    }
+
+    private func invalid(_ line: Int, _ message: String) -> KuraError {
+        KuraError(.invalidArgument, "\(path) line \(line): \(message)", path: path)
+    }
+
+    /// Names the model's parts refer to exist and agree (step 2 above).
+    func checkConsistency() throws(KuraError) {
+        var byName: [String: Entity] = [:]
+        for e in entities {
+            guard byName[e.name] == nil else { throw invalid(e.line, "a second entity is named \"\(e.name)\"") }
+            byName[e.name] = e
+        }
+        for e in entities {
+            var names = Set<String>()
+            let props = e.attributes.map { ($0.name, $0.line) } + e.relationships.map { ($0.name, $0.line) } + e.fetchedProperties.map { ($0.name, $0.line) }
+            for (n, line) in props where !names.insert(n).inserted {
+                throw invalid(line, "entity \"\(e.name)\" has a second property named \"\(n)\"")
+            }
+            let attributeNames = Set(e.attributes.map(\.name))
+            let toOneNames = Set(e.relationships.filter { !$0.isToMany }.map(\.name))
+            for r in e.relationships {
+                guard let target = byName[r.destinationEntity] else {
+                    throw invalid(r.line, "relationship \"\(e.name).\(r.name)\" points to entity \"\(r.destinationEntity)\", which the model does not have")
+                }
+                if let ie = r.inverseEntity, ie != r.destinationEntity {
+                    throw invalid(r.line, "relationship \"\(e.name).\(r.name)\" has destinationEntity \"\(r.destinationEntity)\" but inverseEntity \"\(ie)\"")
+                }
+                if let inv = r.inverseName {
+                    guard let back = target.relationships.first(where: { $0.name == inv }) else {
+                        throw invalid(r.line, "relationship \"\(e.name).\(r.name)\" names inverse \"\(inv)\", which entity \"\(target.name)\" does not have")
+                    }
+                    // A non-reciprocal inverse is reported by unsupportedFeatures().
+                    guard back.destinationEntity == e.name else {
+                        throw invalid(r.line, "relationship \"\(e.name).\(r.name)\" names inverse \"\(target.name).\(inv)\" (line \(back.line)), which points to \"\(back.destinationEntity)\", not back to \"\(e.name)\"")
+                    }
+                }
+            }
+            for uc in e.uniquenessConstraints {
+                for p in uc.properties where !attributeNames.contains(p) {
+                    throw invalid(uc.line, "a uniqueness constraint of entity \"\(e.name)\" names \"\(p)\", which is not one of its attributes")
+                }
+            }
+            for ix in e.fetchIndexes {
+                for el in ix.elements {
+                    if let p = el.property, !attributeNames.contains(p), !e.relationships.contains(where: { $0.name == p }) {
+                        throw invalid(el.line, "fetch index \"\(ix.name)\" of entity \"\(e.name)\" names \"\(p)\", which is not one of its properties")
+                    }
+                }
+            }
+            for ci in e.compoundIndexes {
+                for p in ci.properties where !attributeNames.contains(p) && !toOneNames.contains(p) {
+                    throw invalid(ci.line, "a compound index of entity \"\(e.name)\" names \"\(p)\", which is not one of its attributes or to-one relationships")
+                }
+            }
+        }
+        for c in configurations {
+            for m in c.memberEntities where byName[m] == nil {
+                throw invalid(c.line, "configuration \"\(c.name)\" names entity \"\(m)\", which the model does not have")
+            }
+        }
+    }
+
+    private func kuraType(_ a: Attribute, in e: Entity) throws(KuraError) -> AttributeType {
+        switch a.kind {
+        case .integer16: return .int16
+        case .integer32: return .int32
+        case .integer64: return .int64
+        case .decimal: return .decimal
+        case .double: return .double
+        case .float: return .float
+        case .string: return .string
+        case .boolean: return .bool
+        case .date: return .date
+        case .binary: return .data
+        case .uuid: return .uuid
+        case .uri: return .url
+        case .transformable, .objectID, .composite, .undefined:
+            // unsupportedFeatures() reports these before makeModel gets here.
+            throw KuraError(.unsupported, "\(path) line \(a.line): attribute \"\(e.name).\(a.name)\" is \(a.kind.rawValue)", path: path)
+        }
+    }
+
+    /// The default of an attribute, parsed as its type (nil when none is written).
+    private func defaultValue(_ a: Attribute, in e: Entity) throws(KuraError) -> (any Sendable)? {
+        func bad(_ s: String, _ expected: String) -> KuraError {
+            KuraError(.syntax, "\(path) line \(a.line): attribute \"\(e.name).\(a.name)\" (\(a.kind.rawValue)) has default \"\(s)\", which is not \(expected)", path: path)
+        }
+        if a.kind == .date {
+            guard let t = a.defaultDateTimeInterval else { return nil }
+            guard let seconds = Double(t), seconds.isFinite else { throw bad(t, "a number of seconds since 2001-01-01") }
+            return Date(timeIntervalSinceReferenceDate: seconds)
+        }
+        if let t = a.defaultDateTimeInterval {
+            throw KuraError(.syntax, "\(path) line \(a.line): attribute \"\(e.name).\(a.name)\" is \(a.kind.rawValue) but has defaultDateTimeInterval=\"\(t)\"", path: path)
+        }
+        guard let s = a.defaultValueString else { return nil }
+        func integer<T: FixedWidthInteger & Sendable>(_: T.Type) throws(KuraError) -> T {
+            guard let v = T(s.trimmingCharacters(in: .whitespaces)) else { throw bad(s, "an integer in \(T.min)...\(T.max)") }
+            return v
+        }
+        switch a.kind {
+        case .integer16: return try integer(Int16.self)
+        case .integer32: return try integer(Int32.self)
+        case .integer64: return try integer(Int64.self)
+        case .double:
+            guard let d = Double(s.trimmingCharacters(in: .whitespaces)) else { throw bad(s, "a number") }
+            return d
+        case .float:
+            guard let f = Float(s.trimmingCharacters(in: .whitespaces)) else { throw bad(s, "a number") }
+            return f
+        case .decimal:
+            let t = s.trimmingCharacters(in: .whitespaces)
+            // Decimal(string:) accepts a numeric prefix ("1x" → 1); Double checks the whole string.
+            guard Double(t) != nil, let d = Decimal(string: t, locale: Locale(identifier: "en_US_POSIX")) else { throw bad(s, "a decimal number") }
+            return d
+        case .string: return s
+        case .boolean:
+            switch s {
+            case "YES", "true", "1": return true
+            case "NO", "false", "0": return false
+            default: throw bad(s, "YES or NO")
+            }
+        case .uuid:
+            guard let u = UUID(uuidString: s) else { throw bad(s, "a UUID") }
+            return u
+        case .uri:
+            guard let u = URL(string: s) else { throw bad(s, "a URL") }
+            return u
+        case .date, .binary, .transformable, .objectID, .composite, .undefined:
+            // Date is handled above; the rest are reported by unsupportedFeatures().
+            throw KuraError(.unsupported, "\(path) line \(a.line): attribute \"\(e.name).\(a.name)\" (\(a.kind.rawValue)) cannot have a default", path: path)
+        }
+    }
+}
+
+extension ManagedObjectModel {
+    /// Loads an Xcode data model: a `.xcdatamodeld` bundle (its current
+    /// version), a `.xcdatamodel` directory or its `contents` file (Core Data's
+    /// `NSManagedObjectModel(contentsOf:)`, but reading the source model, not
+    /// the compiled `.momd`).
+    ///
+    /// - Parameter classes: see ``XcodeModelDocument/makeModel(classes:)``.
+    /// - Throws: see ``XcodeModelDocument/init(contentsOf:)`` and
+    ///   ``XcodeModelDocument/makeModel(classes:)``.
+    public static func load(xcodeModel url: URL, classes: [String: ManagedObject.Type] = [:]) throws(KuraError) -> ManagedObjectModel {
+        try XcodeModelDocument(contentsOf: url).makeModel(classes: classes)
+    }
+}
