@@ -45,6 +45,7 @@ public final class ManagedObjectContext {
     func forget(_ o: ManagedObject) {
         if let u = registry[o.objectID], u.toOpaque() == Unmanaged.passUnretained(o).toOpaque() {
             registry[o.objectID] = nil
+            batchGroups[o.objectID] = nil
         }
     }
 
@@ -56,6 +57,38 @@ public final class ManagedObjectContext {
     var deleted: [ManagedObject] = []
     /// Pending join-table changes: table -> (source, target) -> present.
     var joinEdits: [String: [JoinPair: Bool]] = [:]
+    /// Faults made by a batched fetch, by ID: firing one loads its batch.
+    var batchGroups: [ManagedObjectID: BatchGroup] = [:]
+
+    /// How `save` resolves conflicts with changes saved elsewhere since this
+    /// context read the objects (default `.error`). See ``MergePolicy``.
+    public var mergePolicy: MergePolicy = .error
+
+    /// The conflicts of the last save that met any (refused or resolved), in
+    /// the order the objects were saved; empty after a save without conflicts.
+    public internal(set) var lastMergeConflicts: [MergeConflict] = []
+
+    /// The failure channel of accessors that cannot throw: the first error a
+    /// typed property (`@Managed`, `@ToOne`, `@ToMany`), a subscript read or
+    /// write, `ManagedObject.init(context:)` or a `FetchResults` element met
+    /// since it was last reported: a fault that failed to load (`.corrupt`,
+    /// `.io`, `.notFound` for a row deleted elsewhere), an unknown key, a stored
+    /// value that is not of the attribute's type. The accessor returned its
+    /// type's zero value (or nil); the next `save()` or fetch throws this error
+    /// (and clears it) before doing anything, so a value computed from a failed
+    /// read is never saved silently. Check it (or each object's
+    /// ``ManagedObject/readError``) after reads you want to verify.
+    public internal(set) var pendingError: KuraError?
+
+    /// Throws and clears `pendingError` (called first by save and fetches).
+    func throwPendingError() throws(KuraError) {
+        guard let e = pendingError else { return }
+        pendingError = nil
+        throw KuraError(e.code, "an earlier read or write that could not throw failed: \(e.message)", path: e.path, page: e.page, offset: e.offset)
+    }
+
+    /// Drops the pending error without throwing it (after the caller handled it).
+    public func clearPendingError() { pendingError = nil }
 
     struct JoinPair: Hashable {
         let source: ManagedObjectID
@@ -103,13 +136,14 @@ public final class ManagedObjectContext {
 
     /// Inserts a new object of a registered subclass.
     ///
-    /// - Throws: `.notFound` if the class is not the class of any entity.
+    /// - Throws: `.notFound` naming the class and the entities it could be, if
+    ///   the class is not the class of any entity.
     @discardableResult
     public func insert<T: ManagedObject>(_ type: T.Type) throws(KuraError) -> T {
-        guard let e = model.entities.first(where: { $0.objectClass == type }) else {
-            throw KuraError(.notFound, "\(type) is not the class of any entity in the model")
-        }
-        return try insert(e.name) as! T
+        let e = try model.entity(forClass: type)
+        // `insert` makes an `e.objectClass`, which is `type`.
+        guard let o = try insert(e.name) as? T else { preconditionFailure("entity \(e.name) made an object that is not a \(type) (a Kura bug)") }
+        return o
     }
 
     func register(inserted o: ManagedObject) {
@@ -151,9 +185,14 @@ public final class ManagedObjectContext {
         return o
     }
 
-    /// Loads a fault's values from the store.
+    /// Loads a fault's values from the store. A fault fetched in a batch
+    /// (`fetchBatchSize`) loads its whole batch in one read.
     func load(_ o: ManagedObject) throws(KuraError) {
         guard o.isFault else { return }
+        if let group = batchGroups[o.objectID] {
+            try loadBatch(group)
+            if !o.isFault { return }
+        }
         let row = try read { tx throws(KuraError) -> [Value]? in
             try tx.values(in: try tx.table(o.entity.name), rowID: o.objectID.rowID)
         }
@@ -164,17 +203,42 @@ public final class ManagedObjectContext {
         o.awakeFromFetch()
     }
 
-    func fulfill(_ o: ManagedObject) { try? load(o) }
+    /// Loads every still-faulted object of a fetch batch in one read transaction.
+    func loadBatch(_ group: BatchGroup) throws(KuraError) {
+        let faults = group.ids.compactMap { registered($0) }.filter(\.isFault)
+        for id in group.ids { batchGroups[id] = nil }
+        guard let first = faults.first else { return }
+        let rows = try read { tx throws(KuraError) -> [[Value]?] in
+            let t = try tx.table(first.entity.name)
+            var out: [[Value]?] = []
+            for o in faults { out.append(try tx.values(in: t, rowID: o.objectID.rowID)) }
+            return out
+        }
+        for (o, row) in zip(faults, rows) {
+            // A row deleted since the fetch stays a fault: reading it reports
+            // `.notFound` through `load` (or the failure channel).
+            guard let row else { continue }
+            apply(row, to: o)
+            o.awakeFromFetch()
+        }
+    }
+
+    /// Loads a fault for a non-throwing accessor; a failure goes to the
+    /// failure channel (`pendingError`, `ManagedObject.readError`).
+    func fulfill(_ o: ManagedObject) {
+        do { try load(o) } catch { o.noteReadError(error) }
+    }
 
     /// Sets an object's saved and current state from a stored row (in the
-    /// entity's column order: attributes, then to-one keys and order columns).
+    /// entity's column order: attributes, then to-one keys and order columns,
+    /// then the version).
     func apply(_ row: [Value], to o: ManagedObject) {
-        let layout = try? self.layout(of: o.entity)
+        let layout = self.layout(of: o.entity)
         var values: [String: Value] = [:]
         var toOne: [String: ManagedObjectID] = [:]
         var order: [String: Double] = [:]
         for (i, a) in o.entity.attributes.enumerated() { values[a.name] = i < row.count ? row[i] : .null }
-        for slot in layout?.relationships ?? [] {
+        for slot in layout.relationships {
             if slot.column < row.count, case .integer(let rid) = row[slot.column] {
                 toOne[slot.name] = ManagedObjectID(entity: slot.destination, rowID: rid)
             }
@@ -186,32 +250,15 @@ public final class ManagedObjectContext {
         o.savedValues = values
         o.savedToOne = toOne
         o.savedOrder = order
+        o.version = layout.version < row.count ? row[layout.version].integerValue ?? 0 : 0
         o.isFault = false
+        o.readError = nil
     }
 
-    /// Positions of an entity's stored columns.
-    struct RowLayout {
-        struct Slot {
-            let name: String
-            let destination: String
-            let column: Int
-            let orderColumn: Int?
+    func layout(of e: EntityDescription) -> RowLayout {
+        guard let l = container.layouts[e.name] else {
+            preconditionFailure("entity \(e.name) is not in the container's model (a Kura bug)")
         }
-        let relationships: [Slot]
-    }
-
-    private var layouts: [String: RowLayout] = [:]
-
-    func layout(of e: EntityDescription) throws(KuraError) -> RowLayout {
-        if let l = layouts[e.name] { return l }
-        let schema = try model.schema(of: e)
-        var slots: [RowLayout.Slot] = []
-        for r in e.relationships where !r.isToMany {
-            slots.append(RowLayout.Slot(name: r.name, destination: r.destination, column: schema.position(of: r.name)!,
-                                        orderColumn: schema.position(of: r.name + "_order")))
-        }
-        let l = RowLayout(relationships: slots)
-        layouts[e.name] = l
         return l
     }
 
@@ -313,6 +360,7 @@ public final class ManagedObjectContext {
     public func reset() {
         for u in registry.values { u.takeUnretainedValue().managedObjectContext = nil }
         registry = [:]
+        batchGroups = [:]
         inserted = []
         touched = [:]
         touchedOrder = []
