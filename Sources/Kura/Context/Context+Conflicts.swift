@@ -95,6 +95,11 @@ extension KuraError.Code {
     public static let mergeConflict = KuraError.Code(rawValue: "mergeConflict")
 }
 
+extension KuraError {
+    /// `catch KuraError.mergeConflict` (see `KuraError.Code.mergeConflict`).
+    public static let mergeConflict = Code.mergeConflict
+}
+
 extension ManagedObjectContext {
     /// What `save` does with one updated or deleted object after the check.
     enum Resolution {
@@ -162,6 +167,8 @@ extension ManagedObjectContext {
         case .mergeByPropertyObjectTrump:
             for i in 0..<min(v, stored.count, original.count) where out[i] == original[i] { out[i] = stored[i] }
         }
+        // Nothing left to change: write nothing (and bump no version).
+        if Array(out[..<v]) == Array(stored[..<min(v, stored.count)]) { return (c, .takeStore(stored)) }
         out[v] = .integer(storeVersion + 1)
         return (c, .write(out))
     }

@@ -52,8 +52,8 @@ open class ManagedObject: CustomStringConvertible {
     var savedValues: [String: Value]?
     var savedToOne: [String: ManagedObjectID] = [:]
     var savedOrder: [String: Double] = [:]
-    /// Values not loaded yet; loaded on first access.
-    var isFault = false
+    /// Whether the object's values are not loaded yet (they load on first access).
+    public internal(set) var isFault = false
     /// Errors from subscript assignments, reported by the next save.
     var deferredErrors: [KuraError] = []
     /// Set by `delete`.
