@@ -85,6 +85,15 @@ final class ConflictTests: XCTestCase {
         XCTAssertEqual(try stored(container).balance, 130, "both increments are in")
     }
 
+    func testRefreshMergingChangesSettlesAConflictByHand() throws {
+        let (container, context, a2, error) = try lostUpdatePair(.error)
+        XCTAssertEqual(error?.code, .mergeConflict)
+        try context.refresh(a2, mergeChanges: true)
+        XCTAssertEqual(try read(a2), Account(balance: 120, owner: "two", note: "one"), "own changes kept, the rest from the store")
+        try context.save()
+        XCTAssertEqual(try stored(container), Account(balance: 120, owner: "two", note: "one"))
+    }
+
     func testEachMergePolicyResolvesAsDocumented() throws {
         let expected: [(MergePolicy, Account)] = [
             (.mergeByPropertyStoreTrump, Account(balance: 110, owner: "two", note: "one")),

@@ -368,12 +368,39 @@ public final class ManagedObjectContext {
         joinEdits = [:]
     }
 
-    /// Reloads a clean object's values from the store (changes are kept unless
-    /// `mergeChanges` is false, which discards them).
+    /// Reloads an object's values from the store. With `mergeChanges` (the
+    /// default) the properties this context changed keep their new values and
+    /// every other property takes the store's; without it, the changes are
+    /// discarded. Either way the object is then based on the store's current
+    /// version, so its next save does not conflict with what it just read
+    /// (the way to settle a `mergeConflict` by hand).
+    ///
+    /// - Throws: `.notFound` if the object was deleted in the store; engine
+    ///   read errors.
     public func refresh(_ object: ManagedObject, mergeChanges: Bool = true) throws(KuraError) {
         guard !object.objectID.isTemporary else { return }
-        if mergeChanges && object.hasChangedValues { return }
+        let wasFault = object.isFault
+        guard mergeChanges && object.hasChangedValues, !wasFault else {
+            object.isFault = true
+            do { try load(object) } catch {
+                object.isFault = wasFault
+                throw error
+            }
+            return
+        }
+        let values = object.values, toOne = object.toOne, order = object.order
+        let changedValues = values.filter { object.savedValues?[$0.key] != $0.value }
+        let changedToOne = object.entity.relationships.filter { !$0.isToMany && object.savedToOne[$0.name] != toOne[$0.name] }.map(\.name)
+        let changedOrder = order.filter { object.savedOrder[$0.key] != $0.value }
+        let droppedOrder = object.savedOrder.keys.filter { order[$0] == nil }
         object.isFault = true
-        try load(object)
+        do { try load(object) } catch {
+            object.isFault = false  // `load` changed nothing else
+            throw error
+        }
+        for (k, v) in changedValues { object.values[k] = v }
+        for k in changedToOne { object.toOne[k] = toOne[k] }
+        for (k, v) in changedOrder { object.order[k] = v }
+        for k in droppedOrder { object.order[k] = nil }
     }
 }

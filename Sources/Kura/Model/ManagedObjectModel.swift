@@ -187,6 +187,7 @@ public final class ManagedObjectModel: Sendable {
         return out.sorted()
     }
 
+    // `try!` cannot fail: three distinct names, defaults of their columns' types.
     static let joinSchema = try! TableSchema([
         ColumnDefinition("source", .integer, nullable: false),
         ColumnDefinition("target", .integer, nullable: false),

@@ -195,6 +195,7 @@ open class ManagedObject: CustomStringConvertible {
                 try ctx.setRelated(self, r, list)
             } else {
                 guard value == nil || value is ManagedObject else {
+                    // `value!` cannot fail: the guard just saw it is not nil.
                     throw KuraError(.typeMismatch, "relationship \"\(key)\" of entity \"\(entity.name)\" is to-one; set an object or nil, not \(type(of: value!))")
                 }
                 try ctx.setRelated(self, r, value as? ManagedObject)
