@@ -14,6 +14,11 @@
 // Delete rules are applied when `delete` is called (cascade deletes, nullify
 // clears the other side); `deny`, required values, types, uniqueness and
 // relationship counts are checked by `save` before anything is written.
+//
+// Each object remembers the version of its row it was read at; `save` refuses
+// (or, by `mergePolicy`, resolves) writes over rows changed or deleted
+// elsewhere since (Context+Conflicts.swift). Accessors that cannot throw
+// report failures through `pendingError`, which the next save or fetch throws.
 
 import Foundation
 
@@ -22,6 +27,15 @@ import Foundation
 /// Thread rules: not `Sendable`. Use a context and its objects on one thread or
 /// actor; make one context per thread with `PersistentContainer.newContext()`.
 /// Pass `ManagedObjectID`s (which are `Sendable`) between contexts.
+///
+/// Concurrent changes: contexts (in this or other processes) never silently
+/// overwrite each other's saves. A save that would overwrite a row changed
+/// since this context read it fails with `KuraError.mergeConflict` unless
+/// ``mergePolicy`` says how to resolve it (see ``MergePolicy``).
+///
+/// Failures of non-throwing accessors (typed properties, subscripts,
+/// `ManagedObject.init(context:)`, `FetchResults` elements) are kept in
+/// ``pendingError`` and thrown by the next `save()` or fetch.
 public final class ManagedObjectContext {
     /// The container (model and store) this context works on.
     public let container: PersistentContainer
