@@ -29,6 +29,7 @@ extension ManagedObjectContext {
     ///   context keeps its changes.
     public func save() throws(KuraError) {
         try throwPendingError()
+        lastMergeConflicts = []
         guard hasChanges else { return }
         let ins = inserted.filter { !$0.isDeleted }
         let upd = updatedObjects

@@ -78,8 +78,9 @@ public final class ManagedObjectContext {
     /// context read the objects (default `.error`). See ``MergePolicy``.
     public var mergePolicy: MergePolicy = .error
 
-    /// The conflicts of the last save that met any (refused or resolved), in
-    /// the order the objects were saved; empty after a save without conflicts.
+    /// The conflicts the last `save()` met, refused or resolved, in the order
+    /// of its objects; empty after a save without conflicts (or one refused
+    /// before the conflict check, e.g. by validation).
     public internal(set) var lastMergeConflicts: [MergeConflict] = []
 
     /// The failure channel of accessors that cannot throw: the first error a
