@@ -84,9 +84,10 @@ public final class ManagedObjectContext {
     public internal(set) var lastMergeConflicts: [MergeConflict] = []
 
     /// The failure channel of accessors that cannot throw: the first error a
-    /// typed property (`@Managed`, `@ToOne`, `@ToMany`), a subscript read or
-    /// write, `ManagedObject.init(context:)` or a `FetchResults` element met
-    /// since it was last reported: a fault that failed to load (`.corrupt`,
+    /// typed property read (`@Managed`, `@ToOne`, `@ToMany`), a subscript read,
+    /// `ManagedObject.init(context:)` or a `FetchResults` element met since it
+    /// was last reported (a rejected subscript or typed *write* is reported by
+    /// the next save's validation instead): a fault that failed to load (`.corrupt`,
     /// `.io`, `.notFound` for a row deleted elsewhere), an unknown key, a stored
     /// value that is not of the attribute's type. The accessor returned its
     /// type's zero value (or nil); the next `save()` or fetch throws this error
