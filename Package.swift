@@ -41,10 +41,11 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // A child process for crash tests: commits in a loop, reports each
-        // acknowledged commit on stdout, and is killed with SIGKILL by the test.
+        // acknowledged commit on stdout, and is killed with SIGKILL by the test;
+        // also the object-layer writer of the cross-process conflict tests.
         .executableTarget(
             name: "KuraTestChild",
-            dependencies: ["KuraEngine"],
+            dependencies: ["KuraEngine", "Kura"],
             path: "Tests/KuraTestChild",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
@@ -60,7 +61,7 @@ let package = Package(
         ),
         .testTarget(
             name: "KuraTests",
-            dependencies: ["Kura", "KuraEngine", "KuraExamples"],
+            dependencies: ["Kura", "KuraEngine", "KuraExamples", "KuraTestChild"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .testTarget(

@@ -15,11 +15,19 @@
 // adding 1 to row 1 of table "counter" (a read-modify-write that a lost update
 // would show), and reading everything it wrote back; prints "i" once commit i
 // returned. Creates the store and tables if no other process has yet.
+//
+// Usage: KuraTestChild objects STORE POLICY COUNT
+//
+// Read-increment-save cycles through the object layer (ObjectWriter.swift).
 
 import Foundation
+import Kura
 import KuraEngine
 
 let args = CommandLine.arguments
+if args.count == 5 && args[1] == "objects", let policy = MergePolicy(rawValue: args[3]), let count = Int(args[4]) {
+    runObjectWriter(path: args[2], policy: policy, count: count)
+}
 if args.count == 6 && args[1] == "writer" {
     runWriter(path: args[2], id: Int64(args[3])!, count: Int(args[4])!, threshold: Int(args[5])!)
 }

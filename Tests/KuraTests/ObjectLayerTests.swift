@@ -100,8 +100,15 @@ final class ObjectLayerTests: XCTestCase {
             XCTAssertTrue("\(err)".contains("\"shoeSize\""), "\(err)")
         }
         XCTAssertNil(e["shoeSize"])
+        XCTAssertEqual(e.readError?.code, .notFound, "a failed subscript read goes to the failure channel")
+        XCTAssertEqual(context.pendingError?.code, .notFound)
         e["level"] = "not a number"  // not applied; reported by save
         XCTAssertEqual(e["level"] as? Int16, 1)
+        XCTAssertThrowsError(try context.save(), "the next save throws the failed read first") { err in
+            XCTAssertEqual((err as? KuraError)?.code, .notFound)
+            XCTAssertTrue("\(err)".contains("\"shoeSize\""), "\(err)")
+        }
+        XCTAssertNil(context.pendingError, "reported once")
         XCTAssertThrowsError(try context.save()) { err in
             XCTAssertEqual((err as? KuraError)?.code, .validation)
             XCTAssertTrue("\(err)".contains("Employee") && "\(err)".contains("\"level\""), "\(err)")

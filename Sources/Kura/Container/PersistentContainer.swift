@@ -22,6 +22,8 @@ public final class PersistentContainer: Sendable {
     public let database: Database
     /// Where the store is (nil for an in-memory store).
     public let url: URL?
+    /// Column positions of each entity's table, by entity name (made once).
+    let layouts: [String: RowLayout]
 
     /// Opens (or creates) the store at `url` and checks it against `model`:
     /// tables and indexes for entities the store lacks are created; an entity
@@ -35,6 +37,7 @@ public final class PersistentContainer: Sendable {
         try Self.makeDirectory(url.deletingLastPathComponent())
         database = try Database(path: url.path, options: options)
         try Self.prepare(database, model)
+        layouts = try RowLayout.all(model)
     }
 
     /// Opens the store named `name` at the platform's usual place: Application
@@ -49,6 +52,7 @@ public final class PersistentContainer: Sendable {
         url = nil
         database = try Database.inMemory()
         try Self.prepare(database, model)
+        layouts = try RowLayout.all(model)
     }
 
     /// A store in memory only (for tests, MagicalRecord's in-memory stack).
@@ -101,7 +105,15 @@ public final class PersistentContainer: Sendable {
                 for e in model.entities {
                     let schema = try model.schema(of: e)
                     if try tx.tableExists(e.name) {
-                        let t = try tx.table(e.name)
+                        var t = try tx.table(e.name)
+                        // A store written before rows carried versions: add the
+                        // column (no row is rewritten; old rows read version 0).
+                        // If anything else differs, the transaction rolls back.
+                        if let stored = try tx.schema(of: t), stored.position(of: ManagedObjectModel.versionColumn) == nil,
+                           let version = schema.columns.last, version.name == ManagedObjectModel.versionColumn {
+                            try tx.addColumn(version, to: t)
+                            t = try tx.table(e.name)
+                        }
                         differences += compare(e.name, stored: try tx.schema(of: t), expected: schema)
                     } else {
                         let t = try tx.createTable(e.name, schema: schema)

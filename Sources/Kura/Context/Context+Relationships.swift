@@ -72,7 +72,12 @@ extension ManagedObjectContext {
                                             sort: [SortKey("position"), SortKey(theirs)]))
                 }
                 let col = forward ? 1 : 0
-                for (_, row) in rows { if case .integer(let rid) = row[col] { ids.append(ManagedObjectID(entity: target.name, rowID: rid)) } }
+                for (rowID, row) in rows {
+                    guard col < row.count, case .integer(let rid) = row[col] else {
+                        throw KuraError(.corrupt, "join table \"\(table)\" row \(rowID) has no integer \(forward ? "target" : "source") column; run `kura check` on the store", path: database.path)
+                    }
+                    ids.append(ManagedObjectID(entity: target.name, rowID: rid))
+                }
             }
             var present = Set(ids)
             for (pair, isPresent) in joinEdits[table] ?? [:] {
@@ -123,8 +128,8 @@ extension ManagedObjectContext {
         guard let inv = inverse(of: r) else { return }
         if !inv.isToMany {
             // One-to-one: both sides hold a key; unhook the old partners.
-            if let old, let oldObject = registered(old) ?? (try? object(with: old)) {
-                try? oldObject.loadIfFault()
+            // A partner deleted from the store (`.notFound`) has no key to clear.
+            if let old, let oldObject = try loadedPartner(old) {
                 if oldObject.toOne[inv.name] == o.objectID {
                     willChange(oldObject)
                     oldObject.toOne[inv.name] = nil
@@ -132,8 +137,7 @@ extension ManagedObjectContext {
             }
             if let t {
                 try t.loadIfFault()
-                if let previous = t.toOne[inv.name], previous != o.objectID, let p = try? object(with: previous) {
-                    try? p.loadIfFault()
+                if let previous = t.toOne[inv.name], previous != o.objectID, let p = try loadedPartner(previous) {
                     if p.toOne[r.name] == t.objectID {
                         willChange(p)
                         p.toOne[r.name] = nil
@@ -151,6 +155,13 @@ extension ManagedObjectContext {
                 o.order[r.name + "_order"] = nil
             }
         }
+    }
+
+    /// The object with `id`, loaded; nil if its row is gone from the store.
+    func loadedPartner(_ id: ManagedObjectID) throws(KuraError) -> ManagedObject? {
+        let p = try object(with: id)
+        do { try p.loadIfFault() } catch where error.code == .notFound { return nil }
+        return p
     }
 
     /// Replaces a to-many relationship's objects.

@@ -2,18 +2,34 @@
 //
 // Order inside the transaction: row IDs for inserted objects are taken from
 // each table's next row ID (so foreign keys between new objects can be written
-// at once), then inserts, updates, deletes (with their join rows) and join
-// edits. If validation or any write fails, the transaction rolls back and the
-// context keeps all its changes (and temporary IDs) as they were.
+// at once); every updated and deleted object is checked against its stored
+// row's version and resolved by the merge policy (Context+Conflicts.swift)
+// before anything is written; then inserts, updates, deletes (with their join
+// rows) and join edits. If validation, the conflict check or any write fails,
+// the transaction rolls back and the context keeps all its changes (and
+// temporary IDs) as they were; the context's objects change only after the
+// commit.
 
 extension ManagedObjectContext {
     /// Saves every pending change in one atomic transaction.
     ///
-    /// - Throws: `KuraError.validation` listing every problem (object, property,
-    ///   rule) before anything is written; engine errors (`.busy`, `.diskFull`,
-    ///   `.io`, `.constraintViolation`) if the write fails. On any error nothing
-    ///   is saved and the context keeps its changes.
+    /// Optimistic locking: an object this context updates or deletes that was
+    /// changed or deleted in the store since this context read it (by another
+    /// context or process) is a conflict, resolved by ``mergePolicy`` (see
+    /// ``MergePolicy``); the conflicts met are in ``lastMergeConflicts``.
+    /// After a resolved save the objects hold the values actually saved.
+    ///
+    /// - Throws: first, the pending error of a non-throwing accessor
+    ///   (``pendingError``), with its own code; `KuraError.validation` listing
+    ///   every problem (object, property, rule) before anything is written;
+    ///   `KuraError.mergeConflict` listing each conflicting object, property,
+    ///   this context's value and the store's, when the policy refuses; engine
+    ///   errors (`.busy`, `.diskFull`, `.io`, `.corrupt`, `.constraintViolation`)
+    ///   if reading or writing fails. On any error nothing is saved and the
+    ///   context keeps its changes.
     public func save() throws(KuraError) {
+        try throwPendingError()
+        lastMergeConflicts = []
         guard hasChanges else { return }
         let ins = inserted.filter { !$0.isDeleted }
         let upd = updatedObjects
@@ -23,27 +39,49 @@ extension ManagedObjectContext {
         var assigned: [ObjectIdentifier: Int64] = [:]
         var tempToObject: [ManagedObjectID: ManagedObject] = [:]
         for o in ins { tempToObject[o.objectID] = o }
+        var resolutions: [ObjectIdentifier: Resolution] = [:]
+        var conflicts: [MergeConflict] = []
+        let policy = mergePolicy
+        var refused = false
 
         do {
             try database.write { tx in
                 var next: [String: Int64] = [:]
                 for o in ins {
-                    if next[o.entity.name] == nil { next[o.entity.name] = try tx.table(o.entity.name).nextRowID }
-                    assigned[ObjectIdentifier(o)] = next[o.entity.name]!
-                    next[o.entity.name]! += 1
+                    let n = try next[o.entity.name] ?? tx.table(o.entity.name).nextRowID
+                    assigned[ObjectIdentifier(o)] = n
+                    next[o.entity.name] = n + 1
                 }
                 func rowID(_ id: ManagedObjectID) -> Int64? {
                     guard id.isTemporary else { return id.rowID }
                     guard let o = tempToObject[id] else { return nil }
                     return assigned[ObjectIdentifier(o)]
                 }
+                // Check every saved object against its stored row first, so a
+                // refusal writes nothing.
+                for o in upd + del {
+                    let t = try tx.table(o.entity.name)
+                    let stored = try tx.values(in: t, rowID: o.objectID.rowID)
+                    let row = o.isDeleted ? nil : try self.row(o, rowID)
+                    let (conflict, resolution) = self.resolve(o, stored: stored, row: row, original: self.originalRow(o))
+                    if let conflict { conflicts.append(conflict) }
+                    if let resolution { resolutions[ObjectIdentifier(o)] = resolution } else { refused = true }
+                }
+                if refused { throw Self.conflictError(conflicts, policy: policy) }
                 for o in ins {
-                    try tx.insert(try self.row(o, rowID), into: try tx.table(o.entity.name), rowID: assigned[ObjectIdentifier(o)]!)
+                    // `assigned` holds every inserted object (filled above).
+                    guard let rid = assigned[ObjectIdentifier(o)] else { continue }
+                    var row = try self.row(o, rowID)
+                    row[row.count - 1] = .integer(1)
+                    try tx.insert(row, into: try tx.table(o.entity.name), rowID: rid)
                 }
                 for o in upd {
-                    try tx.update(try self.row(o, rowID), in: try tx.table(o.entity.name), rowID: o.objectID.rowID)
+                    if case .write(let row)? = resolutions[ObjectIdentifier(o)] {
+                        try tx.update(row, in: try tx.table(o.entity.name), rowID: o.objectID.rowID)
+                    }
                 }
                 for o in del {
+                    guard case .delete? = resolutions[ObjectIdentifier(o)] else { continue }
                     try tx.delete(from: try tx.table(o.entity.name), rowID: o.objectID.rowID)
                     for r in o.entity.relationships {
                         if case .joinTable(let table, let forward) = self.model.storage(of: r, in: o.entity) {
@@ -69,18 +107,22 @@ extension ManagedObjectContext {
                 }
             }
         } catch let e as KuraError {
+            lastMergeConflicts = conflicts
             throw e
         } catch {
             throw KuraError(.io, "\(error)")
         }
+        lastMergeConflicts = conflicts
 
         // Committed: make the context match the store.
         var renamed: [ManagedObjectID: ManagedObjectID] = [:]
         for o in ins {
-            let id = ManagedObjectID(entity: o.entity.name, rowID: assigned[ObjectIdentifier(o)]!)
+            guard let rid = assigned[ObjectIdentifier(o)] else { continue }
+            let id = ManagedObjectID(entity: o.entity.name, rowID: rid)
             renamed[o.objectID] = id
             registry[o.objectID] = nil
             o.objectID = id
+            o.version = 1
             track(o, as: id)
         }
         if !renamed.isEmpty {
@@ -89,13 +131,25 @@ extension ManagedObjectContext {
                 for (k, v) in o.toOne { if let n = renamed[v] { o.toOne[k] = n } }
             }
         }
-        for o in ins + upd {
-            o.savedValues = o.values
-            o.savedToOne = o.toOne
-            o.savedOrder = o.order
+        var gone: [ManagedObject] = []
+        for o in ins + upd + del {
+            switch resolutions[ObjectIdentifier(o)] {
+            case .write(let row)?:
+                apply(row, to: o)
+            case .takeStore(let row)?:
+                apply(row, to: o)
+                o.isDeleted = false
+            case .gone?:
+                gone.append(o)
+            case .delete?, nil:
+                o.savedValues = o.values
+                o.savedToOne = o.toOne
+                o.savedOrder = o.order
+            }
             o.deferredErrors = []
         }
-        for o in deleted {
+        for o in gone { o.isDeleted = true }
+        for o in deleted.filter(\.isDeleted) + gone {
             registry[o.objectID] = nil
             o.managedObjectContext = nil
         }
@@ -106,7 +160,8 @@ extension ManagedObjectContext {
         joinEdits = [:]
     }
 
-    /// The stored row of an object: attributes, then each to-one key (and order).
+    /// The stored row of an object: attributes, then each to-one key (and
+    /// order), then the version this context read.
     func row(_ o: ManagedObject, _ rowID: (ManagedObjectID) -> Int64?) throws(KuraError) -> [Value] {
         var out: [Value] = o.entity.attributes.map { o.values[$0.name] ?? .null }
         for r in o.entity.relationships where !r.isToMany {
@@ -118,6 +173,18 @@ extension ManagedObjectContext {
             out.append(key)
             if inverse(of: r)?.isOrdered == true { out.append(o.order[r.name + "_order"].map { .double($0) } ?? .null) }
         }
+        out.append(.integer(o.version))
+        return out
+    }
+
+    /// The row as this context read it (its saved state).
+    func originalRow(_ o: ManagedObject) -> [Value] {
+        var out: [Value] = o.entity.attributes.map { o.savedValues?[$0.name] ?? .null }
+        for r in o.entity.relationships where !r.isToMany {
+            out.append(o.savedToOne[r.name].map { .integer($0.rowID) } ?? .null)
+            if inverse(of: r)?.isOrdered == true { out.append(o.savedOrder[r.name + "_order"].map { .double($0) } ?? .null) }
+        }
+        out.append(.integer(o.version))
         return out
     }
 
@@ -131,13 +198,13 @@ extension ManagedObjectContext {
             }
             for r in o.entity.relationships {
                 if !r.isToMany {
-                    if !r.isOptional && (try? relatedObject(o, r)) == nil {
+                    if !r.isOptional, try relatedObject(o, r) == nil {
                         problems.append("\(o.objectID): relationship \"\(r.name)\" is required (rule: not optional) but is nil")
                     }
                     continue
                 }
                 guard r.minCount != nil || r.maxCount != nil || !r.isOptional else { continue }
-                let n = (try? relatedObjects(o, r).count) ?? 0
+                let n = try relatedObjects(o, r).count
                 if let mn = r.minCount, n < mn { problems.append("\(o.objectID): relationship \"\(r.name)\" holds \(n) objects (rule: at least \(mn))") }
                 if let mx = r.maxCount, n > mx { problems.append("\(o.objectID): relationship \"\(r.name)\" holds \(n) objects (rule: at most \(mx))") }
                 if !r.isOptional && n == 0 { problems.append("\(o.objectID): relationship \"\(r.name)\" is required (rule: not optional) but is empty") }
@@ -146,12 +213,12 @@ extension ManagedObjectContext {
         for o in deleted + inserted.filter(\.isDeleted) {
             for r in o.entity.relationships where r.deleteRule == .deny {
                 o.isDeleted = false
-                let n = (try? (r.isToMany ? relatedObjects(o, r) : (relatedObject(o, r).map { [$0] } ?? []))).map { $0.filter { !$0.isDeleted }.count } ?? 0
-                o.isDeleted = true
+                defer { o.isDeleted = true }
+                let n = try (r.isToMany ? relatedObjects(o, r) : (relatedObject(o, r).map { [$0] } ?? [])).filter { !$0.isDeleted }.count
                 if n > 0 { problems.append("\(o.objectID): cannot delete: relationship \"\(r.name)\" has delete rule deny and holds \(n) object\(n == 1 ? "" : "s")") }
             }
         }
-        problems += uniquenessProblems(objects)
+        problems += try uniquenessProblems(objects)
         if !problems.isEmpty {
             throw KuraError(.validation, "save refused, nothing was written:\n  " + problems.joined(separator: "\n  "))
         }
@@ -159,7 +226,9 @@ extension ManagedObjectContext {
 
     /// Objects whose uniqueness-constrained values clash with another pending
     /// object or with a stored row that is not being changed or deleted.
-    func uniquenessProblems(_ objects: [ManagedObject]) -> [String] {
+    ///
+    /// - Throws: read errors of the store (never taken as "no clash").
+    func uniquenessProblems(_ objects: [ManagedObject]) throws(KuraError) -> [String] {
         var problems: [String] = []
         var pendingSeen: [String: ManagedObjectID] = [:]
         for o in objects {
@@ -174,7 +243,7 @@ extension ManagedObjectContext {
                 }
                 pendingSeen[key] = o.objectID
                 let match = KuraPredicate.and(zip(group, values).map { .comparison(KuraComparison(.keyPath([$0]), .equalTo, .constant($1))) })
-                let ids = (try? read { tx throws(KuraError) in try tx.fetch(TableQuery(o.entity.name, where: match)).map(\.rowID) }) ?? []
+                let ids = try read { tx throws(KuraError) in try tx.fetch(TableQuery(o.entity.name, where: match)).map(\.rowID) }
                 for rid in ids where rid != o.objectID.rowID || o.objectID.isTemporary {
                     let id = ManagedObjectID(entity: o.entity.name, rowID: rid)
                     if let other = registered(id), other.isDeleted || zip(group, values).contains(where: { other.values[$0] != $1 }) { continue }

@@ -14,6 +14,11 @@
 // Delete rules are applied when `delete` is called (cascade deletes, nullify
 // clears the other side); `deny`, required values, types, uniqueness and
 // relationship counts are checked by `save` before anything is written.
+//
+// Each object remembers the version of its row it was read at; `save` refuses
+// (or, by `mergePolicy`, resolves) writes over rows changed or deleted
+// elsewhere since (Context+Conflicts.swift). Accessors that cannot throw
+// report failures through `pendingError`, which the next save or fetch throws.
 
 import Foundation
 
@@ -22,6 +27,15 @@ import Foundation
 /// Thread rules: not `Sendable`. Use a context and its objects on one thread or
 /// actor; make one context per thread with `PersistentContainer.newContext()`.
 /// Pass `ManagedObjectID`s (which are `Sendable`) between contexts.
+///
+/// Concurrent changes: contexts (in this or other processes) never silently
+/// overwrite each other's saves. A save that would overwrite a row changed
+/// since this context read it fails with `KuraError.mergeConflict` unless
+/// ``mergePolicy`` says how to resolve it (see ``MergePolicy``).
+///
+/// Failures of non-throwing accessors (typed properties, subscripts,
+/// `ManagedObject.init(context:)`, `FetchResults` elements) are kept in
+/// ``pendingError`` and thrown by the next `save()` or fetch.
 public final class ManagedObjectContext {
     /// The container (model and store) this context works on.
     public let container: PersistentContainer
@@ -45,6 +59,7 @@ public final class ManagedObjectContext {
     func forget(_ o: ManagedObject) {
         if let u = registry[o.objectID], u.toOpaque() == Unmanaged.passUnretained(o).toOpaque() {
             registry[o.objectID] = nil
+            batchGroups[o.objectID] = nil
         }
     }
 
@@ -56,6 +71,40 @@ public final class ManagedObjectContext {
     var deleted: [ManagedObject] = []
     /// Pending join-table changes: table -> (source, target) -> present.
     var joinEdits: [String: [JoinPair: Bool]] = [:]
+    /// Faults made by a batched fetch, by ID: firing one loads its batch.
+    var batchGroups: [ManagedObjectID: BatchGroup] = [:]
+
+    /// How `save` resolves conflicts with changes saved elsewhere since this
+    /// context read the objects (default `.error`). See ``MergePolicy``.
+    public var mergePolicy: MergePolicy = .error
+
+    /// The conflicts the last `save()` met, refused or resolved, in the order
+    /// of its objects; empty after a save without conflicts (or one refused
+    /// before the conflict check, e.g. by validation).
+    public internal(set) var lastMergeConflicts: [MergeConflict] = []
+
+    /// The failure channel of accessors that cannot throw: the first error a
+    /// typed property read (`@Managed`, `@ToOne`, `@ToMany`), a subscript read,
+    /// `ManagedObject.init(context:)` or a `FetchResults` element met since it
+    /// was last reported (a rejected subscript or typed *write* is reported by
+    /// the next save's validation instead): a fault that failed to load (`.corrupt`,
+    /// `.io`, `.notFound` for a row deleted elsewhere), an unknown key, a stored
+    /// value that is not of the attribute's type. The accessor returned its
+    /// type's zero value (or nil); the next `save()` or fetch throws this error
+    /// (and clears it) before doing anything, so a value computed from a failed
+    /// read is never saved silently. Check it (or each object's
+    /// ``ManagedObject/readError``) after reads you want to verify.
+    public internal(set) var pendingError: KuraError?
+
+    /// Throws and clears `pendingError` (called first by save and fetches).
+    func throwPendingError() throws(KuraError) {
+        guard let e = pendingError else { return }
+        pendingError = nil
+        throw KuraError(e.code, "an earlier read or write that could not throw failed: \(e.message)", path: e.path, page: e.page, offset: e.offset)
+    }
+
+    /// Drops the pending error without throwing it (after the caller handled it).
+    public func clearPendingError() { pendingError = nil }
 
     struct JoinPair: Hashable {
         let source: ManagedObjectID
@@ -103,13 +152,14 @@ public final class ManagedObjectContext {
 
     /// Inserts a new object of a registered subclass.
     ///
-    /// - Throws: `.notFound` if the class is not the class of any entity.
+    /// - Throws: `.notFound` naming the class and the entities it could be, if
+    ///   the class is not the class of any entity.
     @discardableResult
     public func insert<T: ManagedObject>(_ type: T.Type) throws(KuraError) -> T {
-        guard let e = model.entities.first(where: { $0.objectClass == type }) else {
-            throw KuraError(.notFound, "\(type) is not the class of any entity in the model")
-        }
-        return try insert(e.name) as! T
+        let e = try model.entity(forClass: type)
+        // `insert` makes an `e.objectClass`, which is `type`.
+        guard let o = try insert(e.name) as? T else { preconditionFailure("entity \(e.name) made an object that is not a \(type) (a Kura bug)") }
+        return o
     }
 
     func register(inserted o: ManagedObject) {
@@ -151,9 +201,14 @@ public final class ManagedObjectContext {
         return o
     }
 
-    /// Loads a fault's values from the store.
+    /// Loads a fault's values from the store. A fault fetched in a batch
+    /// (`fetchBatchSize`) loads its whole batch in one read.
     func load(_ o: ManagedObject) throws(KuraError) {
         guard o.isFault else { return }
+        if let group = batchGroups[o.objectID] {
+            try loadBatch(group)
+            if !o.isFault { return }
+        }
         let row = try read { tx throws(KuraError) -> [Value]? in
             try tx.values(in: try tx.table(o.entity.name), rowID: o.objectID.rowID)
         }
@@ -164,17 +219,42 @@ public final class ManagedObjectContext {
         o.awakeFromFetch()
     }
 
-    func fulfill(_ o: ManagedObject) { try? load(o) }
+    /// Loads every still-faulted object of a fetch batch in one read transaction.
+    func loadBatch(_ group: BatchGroup) throws(KuraError) {
+        let faults = group.ids.compactMap { registered($0) }.filter(\.isFault)
+        for id in group.ids { batchGroups[id] = nil }
+        guard let first = faults.first else { return }
+        let rows = try read { tx throws(KuraError) -> [[Value]?] in
+            let t = try tx.table(first.entity.name)
+            var out: [[Value]?] = []
+            for o in faults { out.append(try tx.values(in: t, rowID: o.objectID.rowID)) }
+            return out
+        }
+        for (o, row) in zip(faults, rows) {
+            // A row deleted since the fetch stays a fault: reading it reports
+            // `.notFound` through `load` (or the failure channel).
+            guard let row else { continue }
+            apply(row, to: o)
+            o.awakeFromFetch()
+        }
+    }
+
+    /// Loads a fault for a non-throwing accessor; a failure goes to the
+    /// failure channel (`pendingError`, `ManagedObject.readError`).
+    func fulfill(_ o: ManagedObject) {
+        do { try load(o) } catch { o.noteReadError(error) }
+    }
 
     /// Sets an object's saved and current state from a stored row (in the
-    /// entity's column order: attributes, then to-one keys and order columns).
+    /// entity's column order: attributes, then to-one keys and order columns,
+    /// then the version).
     func apply(_ row: [Value], to o: ManagedObject) {
-        let layout = try? self.layout(of: o.entity)
+        let layout = self.layout(of: o.entity)
         var values: [String: Value] = [:]
         var toOne: [String: ManagedObjectID] = [:]
         var order: [String: Double] = [:]
         for (i, a) in o.entity.attributes.enumerated() { values[a.name] = i < row.count ? row[i] : .null }
-        for slot in layout?.relationships ?? [] {
+        for slot in layout.relationships {
             if slot.column < row.count, case .integer(let rid) = row[slot.column] {
                 toOne[slot.name] = ManagedObjectID(entity: slot.destination, rowID: rid)
             }
@@ -186,32 +266,15 @@ public final class ManagedObjectContext {
         o.savedValues = values
         o.savedToOne = toOne
         o.savedOrder = order
+        o.version = layout.version < row.count ? row[layout.version].integerValue ?? 0 : 0
         o.isFault = false
+        o.readError = nil
     }
 
-    /// Positions of an entity's stored columns.
-    struct RowLayout {
-        struct Slot {
-            let name: String
-            let destination: String
-            let column: Int
-            let orderColumn: Int?
+    func layout(of e: EntityDescription) -> RowLayout {
+        guard let l = container.layouts[e.name] else {
+            preconditionFailure("entity \(e.name) is not in the container's model (a Kura bug)")
         }
-        let relationships: [Slot]
-    }
-
-    private var layouts: [String: RowLayout] = [:]
-
-    func layout(of e: EntityDescription) throws(KuraError) -> RowLayout {
-        if let l = layouts[e.name] { return l }
-        let schema = try model.schema(of: e)
-        var slots: [RowLayout.Slot] = []
-        for r in e.relationships where !r.isToMany {
-            slots.append(RowLayout.Slot(name: r.name, destination: r.destination, column: schema.position(of: r.name)!,
-                                        orderColumn: schema.position(of: r.name + "_order")))
-        }
-        let l = RowLayout(relationships: slots)
-        layouts[e.name] = l
         return l
     }
 
@@ -313,6 +376,7 @@ public final class ManagedObjectContext {
     public func reset() {
         for u in registry.values { u.takeUnretainedValue().managedObjectContext = nil }
         registry = [:]
+        batchGroups = [:]
         inserted = []
         touched = [:]
         touchedOrder = []
@@ -320,12 +384,39 @@ public final class ManagedObjectContext {
         joinEdits = [:]
     }
 
-    /// Reloads a clean object's values from the store (changes are kept unless
-    /// `mergeChanges` is false, which discards them).
+    /// Reloads an object's values from the store. With `mergeChanges` (the
+    /// default) the properties this context changed keep their new values and
+    /// every other property takes the store's; without it, the changes are
+    /// discarded. Either way the object is then based on the store's current
+    /// version, so its next save does not conflict with what it just read
+    /// (the way to settle a `mergeConflict` by hand).
+    ///
+    /// - Throws: `.notFound` if the object was deleted in the store; engine
+    ///   read errors.
     public func refresh(_ object: ManagedObject, mergeChanges: Bool = true) throws(KuraError) {
         guard !object.objectID.isTemporary else { return }
-        if mergeChanges && object.hasChangedValues { return }
+        let wasFault = object.isFault
+        guard mergeChanges && object.hasChangedValues, !wasFault else {
+            object.isFault = true
+            do { try load(object) } catch {
+                object.isFault = wasFault
+                throw error
+            }
+            return
+        }
+        let values = object.values, toOne = object.toOne, order = object.order
+        let changedValues = values.filter { object.savedValues?[$0.key] != $0.value }
+        let changedToOne = object.entity.relationships.filter { !$0.isToMany && object.savedToOne[$0.name] != toOne[$0.name] }.map(\.name)
+        let changedOrder = order.filter { object.savedOrder[$0.key] != $0.value }
+        let droppedOrder = object.savedOrder.keys.filter { order[$0] == nil }
         object.isFault = true
-        try load(object)
+        do { try load(object) } catch {
+            object.isFault = false  // `load` changed nothing else
+            throw error
+        }
+        for (k, v) in changedValues { object.values[k] = v }
+        for k in changedToOne { object.toOne[k] = toOne[k] }
+        for (k, v) in changedOrder { object.order[k] = v }
+        for k in droppedOrder { object.order[k] = nil }
     }
 }

@@ -21,10 +21,45 @@ public enum AggregateFunction: String, Sendable, CaseIterable {
 extension ManagedObjectContext {
     /// The objects matching `request`, in order.
     ///
-    /// - Throws: `.notFound` for an unknown entity or key (named); predicate
-    ///   evaluation errors; engine errors.
+    /// With `fetchBatchSize` > 0 (and no pending changes to the entity), the
+    /// matching IDs are found at once but the objects come back as faults
+    /// whose values load a batch at a time: touching one loads its whole batch
+    /// in one read (Core Data's batched fetch).
+    ///
+    /// - Throws: the context's ``pendingError`` first; `.invalidArgument` if
+    ///   `resultType` is not `.managedObjects` (use ``execute(_:)``,
+    ///   `count(for:)`, `fetchObjectIDs` or `fetchDictionaries`); `.notFound`
+    ///   for an unknown entity or key (named); `.typeMismatch` if the entity's
+    ///   class is not a `T`; predicate evaluation errors; engine errors.
     public func fetch<T: ManagedObject>(_ request: FetchRequest<T>) throws(KuraError) -> [T] {
-        try matching(request).objects.map { o throws(KuraError) -> T in
+        guard request.resultType == .managedObjects else {
+            try throwPendingError()
+            throw KuraError(.invalidArgument, "fetch returns objects, but the request's resultType is \(request.resultType); use execute(_:) (or count(for:), fetchObjectIDs, fetchDictionaries)")
+        }
+        let e = try model.entity(request.entityName)
+        guard e.objectClass is T.Type else {
+            try throwPendingError()
+            throw KuraError(.typeMismatch, "entity \"\(e.name)\" makes \(e.objectClass) objects, not \(T.self); fetch it as FetchRequest<\(e.objectClass)> or FetchRequest<ManagedObject>")
+        }
+        let objects: [ManagedObject]
+        if request.fetchBatchSize > 0 && !hasPendingChanges(e, request) {
+            let ids = try matching(request, materialize: false).ids
+            var faults: [ManagedObject] = []
+            faults.reserveCapacity(ids.count)
+            for start in stride(from: 0, to: ids.count, by: request.fetchBatchSize) {
+                let slice = Array(ids[start..<Swift.min(start + request.fetchBatchSize, ids.count)])
+                let group = BatchGroup(slice)
+                for id in slice {
+                    let o = try object(with: id)
+                    if o.isFault { batchGroups[id] = group }
+                    faults.append(o)
+                }
+            }
+            objects = faults
+        } else {
+            objects = try matching(request).objects
+        }
+        return try objects.map { o throws(KuraError) -> T in
             guard let t = o as? T else {
                 throw KuraError(.typeMismatch, "\(o) is a \(type(of: o)), not a \(T.self); check the entity's class in the model")
             }
@@ -32,12 +67,31 @@ extension ManagedObjectContext {
         }
     }
 
+    /// Runs `request` and returns what its `resultType` asks for: objects,
+    /// object IDs, the count, or dictionaries (Core Data's `execute`).
+    ///
+    /// - Throws: as `fetch`, `count(for:)`, `fetchDictionaries`.
+    public func execute<T: ManagedObject>(_ request: FetchRequest<T>) throws(KuraError) -> FetchOutput<T> {
+        switch request.resultType {
+        case .managedObjects: return .objects(try fetch(request))
+        case .managedObjectIDs: return .objectIDs(try fetchObjectIDs(request))
+        case .count: return .count(try count(for: request))
+        case .dictionaries(let properties, let distinct):
+            return .dictionaries(try fetchDictionaries(request, properties: properties, distinct: distinct))
+        }
+    }
+
     /// The objects matching `request` as a collection that materializes them
     /// `fetchBatchSize` at a time while iterating (all at once if 0). Only the
     /// current batch is held, so iterating a million rows stays within memory.
+    ///
+    /// - Throws: as `fetch`.
     public func fetchResults<T: ManagedObject>(_ request: FetchRequest<T>) throws(KuraError) -> FetchResults<T> {
-        FetchResults(context: self, entity: try model.entity(request.entityName), ids: try matching(request, materialize: false).ids,
-                     batchSize: request.fetchBatchSize)
+        let e = try model.entity(request.entityName)
+        guard e.objectClass is T.Type else {
+            throw KuraError(.typeMismatch, "entity \"\(e.name)\" makes \(e.objectClass) objects, not \(T.self)")
+        }
+        return FetchResults(context: self, entity: e, ids: try matching(request, materialize: false).ids, batchSize: request.fetchBatchSize)
     }
 
     /// IDs of the objects matching `request`.
@@ -47,6 +101,7 @@ extension ManagedObjectContext {
 
     /// Number of objects matching `request` (after offset and limit).
     public func count<T: ManagedObject>(for request: FetchRequest<T>) throws(KuraError) -> Int {
+        try throwPendingError()
         let e = try model.entity(request.entityName)
         if request.predicate == nil && request.fetchOffset == 0 && (request.fetchLimit ?? 0) == 0 && !hasPendingChanges(e, request) {
             return try read { tx throws(KuraError) in try tx.rowCount(try tx.table(e.name)) }
@@ -157,6 +212,7 @@ extension ManagedObjectContext {
     }
 
     func matching<T: ManagedObject>(_ request: FetchRequest<T>, materialize: Bool = true) throws(KuraError) -> Matches {
+        try throwPendingError()
         let e = try model.entity(request.entityName)
         guard request.fetchOffset >= 0, (request.fetchLimit ?? 0) >= 0 else {
             throw KuraError(.invalidArgument, "fetch offset and limit must not be negative")
@@ -257,7 +313,12 @@ extension ReadTransaction {
 /// Objects of a fetch, materialized in batches while iterating.
 ///
 /// Lifetime: valid while its context is; the IDs were fixed when it was made.
-/// Thread rules: the context's.
+/// Thread rules: the context's. Failures: the subscript cannot throw; if
+/// loading a batch fails, the objects of that batch come back as faults, the
+/// error is in ``error`` and the context's `pendingError` (the next save or
+/// fetch throws it), and reading such a fault reports through the failure
+/// channel again. ``object(at:)`` throws instead. An object deleted from the
+/// store since the fetch is a fault whose reads report `.notFound`.
 public final class FetchResults<T: ManagedObject>: RandomAccessCollection {
     let context: ManagedObjectContext
     let entity: EntityDescription
@@ -266,6 +327,8 @@ public final class FetchResults<T: ManagedObject>: RandomAccessCollection {
     let batchSize: Int
     private var batchStart = -1
     private var batch: [ManagedObject] = []
+    /// The last error loading a batch met (nil if none).
+    public private(set) var error: KuraError?
 
     init(context: ManagedObjectContext, entity: EntityDescription, ids: [ManagedObjectID], batchSize: Int) {
         self.context = context
@@ -277,35 +340,47 @@ public final class FetchResults<T: ManagedObject>: RandomAccessCollection {
     public var startIndex: Int { 0 }
     public var endIndex: Int { ids.count }
 
-    /// The object at `i`, loading its batch if needed. An object deleted from
-    /// the store since the fetch reads as a fault whose values are empty.
+    /// The object at `i`, loading its batch if needed (see the failure rules above).
     public subscript(i: Int) -> T {
         let start = (i / batchSize) * batchSize
-        if start != batchStart { loadBatch(start) }
-        return batch[i - start] as! T
+        if start != batchStart {
+            do { try loadBatch(start) } catch {
+                self.error = error
+                if context.pendingError == nil { context.pendingError = error }
+            }
+        }
+        // `fetchResults` checked that the entity's class is a T, and every
+        // object of the batch was made by the context as that class.
+        guard let t = batch[i - start] as? T else { preconditionFailure("\(batch[i - start]) is not a \(T.self) (a Kura bug)") }
+        return t
     }
 
-    private func loadBatch(_ start: Int) {
+    /// The object at `i`, loaded.
+    ///
+    /// - Throws: `.notFound` if it was deleted from the store since the fetch;
+    ///   engine read errors (`.corrupt`, `.io`).
+    public func object(at i: Int) throws(KuraError) -> T {
+        let o = self[i]
+        try o.loadIfFault()
+        return o
+    }
+
+    private func loadBatch(_ start: Int) throws(KuraError) {
         let slice = ids[start..<Swift.min(start + batchSize, ids.count)]
         var loaded: [ManagedObject] = []
         loaded.reserveCapacity(slice.count)
-        let rows = (try? context.read { tx throws(KuraError) -> [Int64: [Value]] in
-            let t = try tx.table(entity.name)
-            var out: [Int64: [Value]] = [:]
-            for id in slice where !id.isTemporary {
-                if context.registered(id)?.isFault == false { continue }
-                if let v = try tx.values(in: t, rowID: id.rowID) { out[id.rowID] = v }
-            }
-            return out
-        }) ?? [:]
+        var firstError: KuraError?
         for id in slice {
-            if let row = rows[id.rowID], !id.isTemporary {
-                loaded.append(context.materialize(entity, rowID: id.rowID, row: row))
-            } else {
-                loaded.append((try? context.object(with: id)) ?? entity.objectClass.init(entity: entity, objectID: id))
+            do { loaded.append(try context.object(with: id)) } catch {
+                // Cannot happen for the permanent IDs of a fetch; kept as a
+                // detached fault whose reads report `.misuse`.
+                firstError = firstError ?? error
+                loaded.append(entity.objectClass.init(entity: entity, objectID: id))
             }
         }
         batch = loaded
         batchStart = start
+        try context.loadBatch(BatchGroup(loaded.filter(\.isFault).map(\.objectID)))
+        if let firstError { throw firstError }
     }
 }

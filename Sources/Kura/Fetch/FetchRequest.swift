@@ -19,6 +19,15 @@ public enum FetchResultType: Sendable, Equatable {
     case dictionaries(properties: [String], distinct: Bool)
 }
 
+/// What `ManagedObjectContext.execute(_:)` returns, by the request's
+/// `resultType`.
+public enum FetchOutput<T: ManagedObject> {
+    case objects([T])
+    case objectIDs([ManagedObjectID])
+    case count(Int)
+    case dictionaries([[String: Any]])
+}
+
 /// A fetch request for objects of one entity. `T` is the class the objects are
 /// returned as (`ManagedObject` for untyped use).
 public struct FetchRequest<T: ManagedObject> {
@@ -33,12 +42,14 @@ public struct FetchRequest<T: ManagedObject> {
     public var fetchLimit: Int?
     /// Skip this many results first.
     public var fetchOffset: Int = 0
-    /// With `fetchResults`, objects are materialized this many at a time while
-    /// iterating (0: all at once).
+    /// With `fetch`, objects come back as faults that load this many at a
+    /// time; with `fetchResults`, objects are materialized this many at a time
+    /// while iterating (0: all at once).
     public var fetchBatchSize: Int = 0
     /// Include the context's unsaved inserts, changes and deletes (default true).
     public var includesPendingChanges = true
-    /// What to return (`fetch` returns objects; see `fetchDictionaries` etc.).
+    /// What `execute(_:)` returns. `fetch` accepts only `.managedObjects` (it
+    /// throws `.invalidArgument` otherwise, never returning the wrong thing).
     public var resultType: FetchResultType = .managedObjects
 
     /// A request for the entity named `entityName`.

@@ -62,10 +62,7 @@ extension ManagedObjectContext {
 
 extension ManagedObject {
     static func entity(in context: ManagedObjectContext) throws(KuraError) -> EntityDescription {
-        guard let e = context.model.entities.first(where: { $0.objectClass == self }) else {
-            throw KuraError(.notFound, "\(self) is not the class of any entity in the model")
-        }
-        return e
+        try context.model.entity(forClass: self)
     }
 
     static func request(in context: ManagedObjectContext, _ predicate: KuraPredicate? = nil, _ sort: [SortKey] = []) throws(KuraError) -> FetchRequest<ManagedObject> {

@@ -31,7 +31,8 @@ public enum AttributeType: String, Sendable, Hashable, CaseIterable, CustomStrin
         }
     }
 
-    /// Whether a Swift value may be stored in an attribute of this type.
+    /// Whether a Swift value may be stored in an attribute of this type (the
+    /// error itself is not needed: callers report their own).
     func accepts(_ v: Any) -> Bool { (try? storedValue(v, attribute: "", entity: "")) != nil }
 
     /// The engine value for a Swift value.
@@ -93,7 +94,8 @@ public enum AttributeType: String, Sendable, Hashable, CaseIterable, CustomStrin
         }
     }
 
-    /// The engine value of an (already accepted) default.
+    /// The engine value of an (already accepted) default. The `try?` cannot
+    /// fail: the model's `validate` refused every default `accepts` rejects.
     func stored(_ v: Any) -> Value { (try? storedValue(v, attribute: "", entity: "")) ?? .null }
 
     /// The Swift value of a stored engine value (nil for null).

@@ -10,13 +10,17 @@
 //     foreign key; a many-to-many pair (or a to-many without inverse) uses a join
 //     table `_<Entity>_<relationship>` (named after the pair's first side in
 //     name order) with columns `source`, `target` and `position`;
-//   - indexed attributes get an engine index, uniqueness constraints a unique one.
+//   - indexed attributes get an engine index, uniqueness constraints a unique one;
+//   - last, an integer column `_version` (Core Data's Z_OPT): the row's version,
+//     bumped by every save that writes the row (see Context+Conflicts.swift).
 //
 // Invariants (checked by `validate`, thrown as `ModelError`): entity names are
 // unique and non-empty; property names are unique per entity and not reserved;
 // every relationship's destination exists; an inverse names a relationship of
 // the destination whose destination is this entity and whose inverse (if set)
-// is this relationship; uniqueness constraints name attributes of the entity.
+// is this relationship; uniqueness constraints name attributes of the entity;
+// the property wrappers of bound classes name existing properties of the right
+// kind and type (ManagedObjectModel+Classes.swift).
 
 import Foundation
 
@@ -74,6 +78,7 @@ public final class ManagedObjectModel: Sendable {
             }
         }
         try validate()
+        if let problem = classBindingProblems().first { throw ModelError(message: problem) }
     }
 
     /// Builds a model from a list written with the result builder.
@@ -174,8 +179,14 @@ public final class ManagedObjectModel: Sendable {
             let inverse = r.inverse.flatMap { entitiesByName[r.destination]?.relationshipsByName[$0] }
             if inverse?.isOrdered == true { cols.append(ColumnDefinition(r.name + "_order", .double)) }
         }
+        // Last: the row's version for optimistic locking (Context+Conflicts.swift).
+        cols.append(ColumnDefinition(Self.versionColumn, .integer, nullable: false, default: .integer(0)))
         return try TableSchema(cols)
     }
+
+    /// The hidden last column of every entity table: the row's version.
+    /// Property names may not start with "_", so it never clashes with one.
+    static let versionColumn = "_version"
 
     /// Join tables the model needs (name → schema).
     var joinTables: [String] {
@@ -188,6 +199,7 @@ public final class ManagedObjectModel: Sendable {
         return out.sorted()
     }
 
+    // `try!` cannot fail: three distinct names, defaults of their columns' types.
     static let joinSchema = try! TableSchema([
         ColumnDefinition("source", .integer, nullable: false),
         ColumnDefinition("target", .integer, nullable: false),

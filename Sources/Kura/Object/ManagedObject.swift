@@ -24,9 +24,18 @@ import Foundation
 /// Thread rules: an object belongs to its context and is used on the context's
 /// thread (or actor) only. Lifetime: an object refers to its context weakly (as
 /// in Core Data), so keep the context alive while using its objects: once the
-/// context is gone, relationships read as empty and `value(forKey:)` throws
-/// `.misuse`. After the context is reset or the object deleted and saved, its ID
-/// still works in another context's `object(with:)`.
+/// context is gone, `value(forKey:)` and relationship calls throw `.misuse`,
+/// and typed properties of a fault or relationships read their zero value
+/// (nil, [], "", 0) and record the `.misuse` error in ``readError``. After the
+/// context is reset or the object deleted and saved, its ID still works in
+/// another context's `object(with:)`.
+///
+/// Failure channel: typed properties and the subscript cannot throw. When one
+/// cannot give the real value (a fault whose load failed, a row deleted
+/// elsewhere, an unknown key, a stored value not of the attribute's type, no
+/// context), it returns the zero value and records the error in ``readError``
+/// and in the context's ``ManagedObjectContext/pendingError``, which the next
+/// `save()` or fetch throws. Use `value(forKey:)` to get the error at once.
 open class ManagedObject: CustomStringConvertible {
     /// The object's entity.
     public let entity: EntityDescription
@@ -43,12 +52,25 @@ open class ManagedObject: CustomStringConvertible {
     var savedValues: [String: Value]?
     var savedToOne: [String: ManagedObjectID] = [:]
     var savedOrder: [String: Double] = [:]
-    /// Values not loaded yet; loaded on first access.
-    var isFault = false
+    /// Whether the object's values are not loaded yet (they load on first access).
+    public internal(set) var isFault = false
     /// Errors from subscript assignments, reported by the next save.
     var deferredErrors: [KuraError] = []
     /// Set by `delete`.
     public internal(set) var isDeleted = false
+    /// The row's version when this context last read or saved it (the store's
+    /// `_version` column); `save` compares it with the stored one.
+    var version: Int64 = 0
+    /// The last error a non-throwing accessor of this object met (see the
+    /// failure channel above); nil once the object's values load again.
+    public internal(set) var readError: KuraError?
+
+    /// Records an error a non-throwing accessor met: on the object and, if it
+    /// has a context, as the context's pending error (the first one is kept).
+    func noteReadError(_ e: KuraError) {
+        readError = e
+        if let c = managedObjectContext, c.pendingError == nil { c.pendingError = e }
+    }
 
     /// Creates an object; use `ManagedObjectContext.insert` (or `init(context:)`) in app code.
     public required init(entity: EntityDescription, objectID: ManagedObjectID) {
@@ -64,13 +86,26 @@ open class ManagedObject: CustomStringConvertible {
     /// Creates and inserts a new object of this class's entity into `context`
     /// (Core Data's `Student(context: context)`).
     ///
-    /// Precondition: the class is registered for an entity of the context's model.
+    /// Failure: if the class is not the class of any entity of the model, the
+    /// object is made outside any context (with an empty stand-in entity) and
+    /// the `.notFound` error naming the class and the entities it could be is
+    /// recorded in ``readError`` and the context's `pendingError`: the next
+    /// save or fetch throws it. `context.insert(T.self)` throws it at once.
     public convenience init(context: ManagedObjectContext) {
-        guard let e = context.container.model.entities.first(where: { $0.objectClass == Self.self }) else {
-            preconditionFailure("\(Self.self) is not the class of any entity in the model")
+        let found: Result<EntityDescription, KuraError>
+        do { found = .success(try context.model.entity(forClass: Self.self)) } catch { found = .failure(error) }
+        let e: EntityDescription
+        switch found {
+        case .success(let x): e = x
+        case .failure: e = EntityDescription(String(describing: Self.self), class: Self.self) {}
         }
         self.init(entity: e, objectID: .temporary(e.name))
-        context.register(inserted: self)
+        switch found {
+        case .success: context.register(inserted: self)
+        case .failure(let error):
+            readError = error
+            if context.pendingError == nil { context.pendingError = error }
+        }
     }
 
     /// Called once when the object is inserted: set defaults here (a UUID identifier...).
@@ -109,7 +144,11 @@ open class ManagedObject: CustomStringConvertible {
     }
 
     func fireFault() {
-        guard isFault, let ctx = managedObjectContext else { return }
+        guard isFault else { return }
+        guard let ctx = managedObjectContext else {
+            noteReadError(KuraError(.misuse, "\(self) is a fault outside any context (its context was reset or released): its values cannot load"))
+            return
+        }
         ctx.fulfill(self)
     }
 
@@ -123,7 +162,7 @@ open class ManagedObject: CustomStringConvertible {
     public func value(forKey key: String) throws(KuraError) -> Any? {
         if let a = entity.attributesByName[key] {
             try loadIfFault()
-            return values[key].flatMap { a.type.swiftValue($0) }
+            return try swiftValue(of: a)
         }
         if let r = entity.relationshipsByName[key] {
             let ctx = try context()
@@ -156,6 +195,7 @@ open class ManagedObject: CustomStringConvertible {
                 try ctx.setRelated(self, r, list)
             } else {
                 guard value == nil || value is ManagedObject else {
+                    // `value!` cannot fail: the guard just saw it is not nil.
                     throw KuraError(.typeMismatch, "relationship \"\(key)\" of entity \"\(entity.name)\" is to-one; set an object or nil, not \(type(of: value!))")
                 }
                 try ctx.setRelated(self, r, value as? ManagedObject)
@@ -165,11 +205,18 @@ open class ManagedObject: CustomStringConvertible {
         throw unknownKey(key)
     }
 
-    /// Reads (nil for an unknown key or a load failure) or writes a value by
-    /// name. A write that `setValue(_:forKey:)` would reject is not applied; the
-    /// error is reported by the next `save()`.
+    /// Reads or writes a value by name. A read that `value(forKey:)` would
+    /// refuse (unknown key, failed load, no context) gives nil and goes to the
+    /// failure channel (``readError``; the next save or fetch throws it). A
+    /// write that `setValue(_:forKey:)` would reject is not applied; the error
+    /// is reported by the next `save()`.
     public subscript(key: String) -> Any? {
-        get { try? value(forKey: key) }
+        get {
+            do { return try value(forKey: key) } catch {
+                noteReadError(error)
+                return nil
+            }
+        }
         set {
             do { try setValue(newValue, forKey: key) } catch { deferredErrors.append(error) }
         }
@@ -212,10 +259,34 @@ open class ManagedObject: CustomStringConvertible {
 
     // MARK: Typed access (property wrappers)
 
+    /// An attribute's Swift value for a typed property; failures go to the
+    /// failure channel and read nil (the property's zero value).
     func typedAttribute(_ key: String) -> Any? {
-        guard let a = entity.attributesByName[key] else { return nil }
-        if isFault { try? loadIfFault() }
-        return values[key].flatMap { a.type.swiftValue($0) }
+        guard let a = entity.attributesByName[key] else {
+            noteReadError(KuraError(.notFound, "\(type(of: self)) reads @Managed(\"\(key)\"), but entity \"\(entity.name)\" has no attribute \"\(key)\" (attributes: \(entity.attributes.map(\.name).joined(separator: ", ")))"))
+            return nil
+        }
+        if isFault {
+            fireFault()
+            if isFault { return nil }
+        }
+        do { return try swiftValue(of: a) } catch {
+            noteReadError(error)
+            return nil
+        }
+    }
+
+    /// The Swift value of a loaded attribute.
+    ///
+    /// - Throws: `.typeMismatch` if the stored value is not of the attribute's
+    ///   type (a malformed UUID or URL string written by other software).
+    func swiftValue(of a: AttributeDescription) throws(KuraError) -> Any? {
+        let v = values[a.name] ?? .null
+        if v.isNull { return nil }
+        guard let s = a.type.swiftValue(v) else {
+            throw KuraError(.typeMismatch, "attribute \"\(a.name)\" of \(objectID) holds \(v.typeName) \(v), which is not a valid \(a.type)")
+        }
+        return s
     }
 }
 

@@ -67,6 +67,14 @@ extension Int: ZeroValueAttribute {
 }
 
 /// A typed attribute property of a ManagedObject subclass.
+///
+/// The key must name an attribute of the class's entity and the property's
+/// type must be one the attribute reads as (`Int16` or `Int` for `int16`, ...):
+/// building the model checks both and throws `ModelError` naming the class and
+/// property. A read that cannot give the stored value (a fault whose load
+/// failed, a row deleted elsewhere, no context) returns the type's zero value
+/// and goes to the failure channel: `ManagedObject.readError` and the
+/// context's `pendingError`, thrown by the next save or fetch.
 @propertyWrapper
 public struct Managed<Value: AttributeValueConvertible> {
     public let key: String
@@ -86,7 +94,8 @@ public struct Managed<Value: AttributeValueConvertible> {
     }
 }
 
-/// A typed to-one relationship property of a ManagedObject subclass.
+/// A typed to-one relationship property of a ManagedObject subclass. A read
+/// that fails returns nil and goes to the failure channel (see `Managed`).
 @propertyWrapper
 public struct ToOne<Target: ManagedObject> {
     public let key: String
@@ -108,7 +117,8 @@ public struct ToOne<Target: ManagedObject> {
 
 /// A typed to-many relationship property of a ManagedObject subclass. Reading
 /// gives the current objects (ordered relationships in their order); assigning
-/// replaces them, updating the inverse side.
+/// replaces them, updating the inverse side. A read that fails returns [] and
+/// goes to the failure channel (see `Managed`).
 @propertyWrapper
 public struct ToMany<Target: ManagedObject> {
     public let key: String
@@ -126,4 +136,25 @@ public struct ToMany<Target: ManagedObject> {
         get { ((object[object[keyPath: storageKeyPath].key] as? ObjectList)?.objects ?? []).compactMap { $0 as? Target } }
         set { object[object[keyPath: storageKeyPath].key] = newValue as [ManagedObject] }
     }
+}
+
+extension Managed: ManagedPropertyBinding {
+    var bindingKey: String { key }
+    var bindingKind: ManagedPropertyKind { .attribute }
+    var bindingValueType: Any.Type? { Value.self }
+    func bindingAccepts(_ c: ManagedObject.Type) -> Bool { false }
+}
+
+extension ToOne: ManagedPropertyBinding {
+    var bindingKey: String { key }
+    var bindingKind: ManagedPropertyKind { .toOne }
+    var bindingValueType: Any.Type? { nil }
+    func bindingAccepts(_ c: ManagedObject.Type) -> Bool { c is Target.Type }
+}
+
+extension ToMany: ManagedPropertyBinding {
+    var bindingKey: String { key }
+    var bindingKind: ManagedPropertyKind { .toMany }
+    var bindingValueType: Any.Type? { nil }
+    func bindingAccepts(_ c: ManagedObject.Type) -> Bool { c is Target.Type }
 }
