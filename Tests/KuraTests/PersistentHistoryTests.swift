@@ -80,4 +80,67 @@ final class PersistentHistoryTests: XCTestCase {
         }
         XCTAssertEqual(try container.history().map(\.changes.first?.objectID.rowID), [7])
     }
+    /// Saves with tracking on append exactly their changes, in the save's own
+    /// transaction, with the context's name and author; a refused save records
+    /// nothing; a container without tracking records nothing.
+    func testSavesRecordTheirChanges() throws {
+        let model = try ManagedObjectModel {
+            EntityDescription("Note") {
+                AttributeDescription("title", .string)
+                AttributeDescription("body", .string)
+                RelationshipDescription("tags", to: "Tag", inverse: "notes", toMany: true)
+            }
+            EntityDescription("Tag") {
+                AttributeDescription("name", .string)
+                RelationshipDescription("notes", to: "Note", inverse: "tags", toMany: true)
+            }
+        }
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kura-history-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let container = try PersistentContainer(url: dir.appendingPathComponent("h.kura"), model: model, persistentHistoryTracking: true)
+        let context = container.newContext()
+        context.name = "editor"
+        context.transactionAuthor = "app"
+        let a = try context.insert("Note"), b = try context.insert("Note"), tag = try context.insert("Tag")
+        try a.setValue("A", forKey: "title")
+        try tag.setValue("t", forKey: "name")
+        try context.save()
+        let first = try container.history()
+        XCTAssertEqual(first.count, 1)
+        XCTAssertEqual(first[0].author, "app")
+        XCTAssertEqual(first[0].contextName, "editor")
+        XCTAssertEqual(Set(first[0].changes.map(\.objectID)), [a.objectID, b.objectID, tag.objectID])
+        XCTAssertTrue(first[0].changes.allSatisfy { $0.kind == .insert })
+
+        try a.setValue("A2", forKey: "title")
+        try a.setValue("text", forKey: "body")
+        try context.save()
+        try a.add(tag, to: "tags")
+        try context.save()
+        try context.delete(b)
+        try context.save()
+        let later = try container.history(after: first[0].token)
+        XCTAssertEqual(later.map(\.changes), [
+            [PersistentHistoryChange(kind: .update, objectID: a.objectID, updatedProperties: ["body", "title"])],
+            [PersistentHistoryChange(kind: .update, objectID: a.objectID, updatedProperties: ["tags"]),
+             PersistentHistoryChange(kind: .update, objectID: tag.objectID, updatedProperties: ["notes"])],
+            [PersistentHistoryChange(kind: .delete, objectID: b.objectID)],
+        ])
+
+        // A save refused by a merge conflict writes no history either.
+        let other = container.newContext()
+        let a2 = try other.existingObject(with: a.objectID)
+        try a2.setValue("theirs", forKey: "title")
+        try other.save()
+        try a.setValue("mine", forKey: "title")
+        XCTAssertThrowsError(try context.save())
+        XCTAssertEqual(try container.history().count, 5)
+
+        // Without tracking, nothing is recorded (and what is there stays).
+        let untracked = try PersistentContainer(url: dir.appendingPathComponent("h.kura"), model: model)
+        let c2 = untracked.newContext()
+        try c2.insert("Tag").setValue("u", forKey: "name")
+        try c2.save()
+        XCTAssertEqual(try untracked.history().count, 5)
+    }
 }

@@ -22,6 +22,9 @@ public final class PersistentContainer: Sendable {
     public let database: Database
     /// Where the store is (nil for an in-memory store).
     public let url: URL?
+    /// Whether saves through this container are recorded in the store's
+    /// persistent history (Core Data's persistent history tracking).
+    public let persistentHistoryTracking: Bool
     /// Column positions of each entity's table, by entity name (made once).
     let layouts: [String: RowLayout]
 
@@ -31,9 +34,13 @@ public final class PersistentContainer: Sendable {
     ///
     /// - Throws: `KuraError.modelMismatch` with the differences; engine errors
     ///   (`.notADatabase`, `.corrupt`, `.busy`, `.io`, ...).
-    public init(url: URL, model: ManagedObjectModel, options: Database.Options = Database.Options()) throws(KuraError) {
+    /// - Parameter persistentHistoryTracking: record every save in the store's
+    ///   persistent history (``history(after:limit:)``; FORMAT.md, "Object stores").
+    public init(url: URL, model: ManagedObjectModel, options: Database.Options = Database.Options(),
+                persistentHistoryTracking: Bool = false) throws(KuraError) {
         self.model = model
         self.url = url
+        self.persistentHistoryTracking = persistentHistoryTracking
         try Self.makeDirectory(url.deletingLastPathComponent())
         database = try Database(path: url.path, options: options)
         try Self.prepare(database, model)
@@ -43,21 +50,24 @@ public final class PersistentContainer: Sendable {
     /// Opens the store named `name` at the platform's usual place: Application
     /// Support/NAME/NAME.kura on Apple platforms, $XDG_DATA_HOME/NAME/NAME.kura
     /// (default ~/.local/share) on Linux.
-    public convenience init(name: String, model: ManagedObjectModel, options: Database.Options = Database.Options()) throws(KuraError) {
-        try self.init(url: Self.defaultDirectory().appendingPathComponent(name).appendingPathComponent(name + ".kura"), model: model, options: options)
+    public convenience init(name: String, model: ManagedObjectModel, options: Database.Options = Database.Options(),
+                            persistentHistoryTracking: Bool = false) throws(KuraError) {
+        try self.init(url: Self.defaultDirectory().appendingPathComponent(name).appendingPathComponent(name + ".kura"), model: model,
+                      options: options, persistentHistoryTracking: persistentHistoryTracking)
     }
 
-    private init(memory model: ManagedObjectModel) throws(KuraError) {
+    private init(memory model: ManagedObjectModel, persistentHistoryTracking: Bool) throws(KuraError) {
         self.model = model
         url = nil
+        self.persistentHistoryTracking = persistentHistoryTracking
         database = try Database.inMemory()
         try Self.prepare(database, model)
         layouts = try RowLayout.all(model)
     }
 
     /// A store in memory only (for tests, MagicalRecord's in-memory stack).
-    public static func inMemory(model: ManagedObjectModel) throws(KuraError) -> PersistentContainer {
-        try PersistentContainer(memory: model)
+    public static func inMemory(model: ManagedObjectModel, persistentHistoryTracking: Bool = false) throws(KuraError) -> PersistentContainer {
+        try PersistentContainer(memory: model, persistentHistoryTracking: persistentHistoryTracking)
     }
 
     /// Where named stores live on this platform.

@@ -105,6 +105,15 @@ extension ManagedObjectContext {
                         }
                     }
                 }
+                if self.container.persistentHistoryTracking {
+                    try self.recordHistory(tx, inserted: ins.compactMap { o in
+                        assigned[ObjectIdentifier(o)].map { ManagedObjectID(entity: o.entity.name, rowID: $0) }
+                    }, updated: upd.filter { o in
+                        if case .write? = resolutions[ObjectIdentifier(o)] { return true } else { return false }
+                    }, deleted: del.filter { o in
+                        if case .delete? = resolutions[ObjectIdentifier(o)] { return true } else { return false }
+                    })
+                }
             }
         } catch let e as KuraError {
             lastMergeConflicts = conflicts
@@ -158,6 +167,40 @@ extension ManagedObjectContext {
         touchedOrder = []
         deleted = []
         joinEdits = [:]
+    }
+
+    /// Appends this save to the persistent history, in the save's transaction:
+    /// inserts, updates with the attribute and to-one names they change, deletes.
+    /// Saves that change only to-many memberships record their objects as
+    /// updates of that relationship.
+    func recordHistory(_ tx: WriteTransaction, inserted: [ManagedObjectID], updated: [ManagedObject], deleted: [ManagedObject]) throws(KuraError) {
+        var changes = inserted.map { PersistentHistoryChange(kind: .insert, objectID: $0) }
+        var seen = Set(inserted)
+        for o in updated {
+            var keys = o.entity.attributes.filter { o.savedValues?[$0.name] != o.values[$0.name] }.map(\.name)
+            keys += o.entity.relationships.filter { !$0.isToMany && o.savedToOne[$0.name] != o.toOne[$0.name] }.map(\.name)
+            changes.append(PersistentHistoryChange(kind: .update, objectID: o.objectID, updatedProperties: keys.sorted()))
+            seen.insert(o.objectID)
+        }
+        for o in deleted { seen.insert(o.objectID) }
+        // Join-table edits: the objects whose to-many relationship changed.
+        var joinUpdates: [ManagedObjectID: Set<String>] = [:]
+        for (table, edits) in joinEdits {
+            for (e, r) in model.entities.flatMap({ e in e.relationships.map { (e, $0) } }) {
+                guard case .joinTable(let t, let forward) = model.storage(of: r, in: e), t == table else { continue }
+                for pair in edits.keys {
+                    let id = forward ? pair.source : pair.target
+                    guard !id.isTemporary, !seen.contains(id) else { continue }
+                    joinUpdates[id, default: []].insert(r.name)
+                }
+            }
+        }
+        for (id, names) in joinUpdates.sorted(by: { Self.idOrder($0.key, $1.key) }) {
+            changes.append(PersistentHistoryChange(kind: .update, objectID: id, updatedProperties: names.sorted()))
+        }
+        changes += deleted.map { PersistentHistoryChange(kind: .delete, objectID: $0.objectID) }
+        guard !changes.isEmpty else { return }
+        try PersistentHistoryStore.append(tx, author: transactionAuthor, contextName: name, changes: changes)
     }
 
     /// The stored row of an object: attributes, then each to-one key (and

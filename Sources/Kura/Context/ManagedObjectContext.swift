@@ -78,6 +78,15 @@ public final class ManagedObjectContext {
     /// context read the objects (default `.error`). See ``MergePolicy``.
     public var mergePolicy: MergePolicy = .error
 
+    /// A name for this context, recorded with its saves in the persistent
+    /// history (Core Data's `name`).
+    public var name: String?
+
+    /// Who is saving (an app, an extension, an importer), recorded with this
+    /// context's saves in the persistent history (Core Data's
+    /// `transactionAuthor`).
+    public var transactionAuthor: String?
+
     /// The conflicts the last `save()` met, refused or resolved, in the order
     /// of its objects; empty after a save without conflicts (or one refused
     /// before the conflict check, e.g. by validation).

@@ -199,7 +199,7 @@ extension ManagedObjectContext {
         case .keyPath(let k): return k.count == 1 && e.attributesByName[k[0]] != nil
         case .constant, .date: return true
         case .aggregate(let xs): return xs.allSatisfy { onlyAttributes($0, e) }
-        case .function(let f, let xs): return f != .now && xs.allSatisfy { onlyAttributes($0, e) }
+        case .function(let f, let xs): return !f.isNondeterministic && xs.allSatisfy { onlyAttributes($0, e) }
         case .binary(_, let a, let b): return onlyAttributes(a, e) && onlyAttributes(b, e)
         case .unary(_, let a), .cast(let a, _): return onlyAttributes(a, e)
         default: return false
@@ -268,7 +268,8 @@ extension ManagedObjectContext {
     }
 
     /// Sorts by key paths with the engine's rules: null first ascending, numbers
-    /// numerically, text by Unicode scalars (folded when case-insensitive), ties
+    /// numerically, text by each key's collation (`SortKey.compareValues`: binary
+    /// by Unicode scalars, case- and/or diacritic-insensitive, localized), ties
     /// by object ID (saved objects by row ID, then unsaved ones).
     func sortObjects(_ objects: inout [ManagedObject], _ keys: [SortKey]) throws(KuraError) {
         guard !objects.isEmpty else { return }
@@ -280,12 +281,9 @@ extension ManagedObjectContext {
         }
         table.sort { a, b in
             for (i, k) in keys.enumerated() {
-                var c: Int
-                if k.caseInsensitive, case .text(let x) = a.1[i], case .text(let y) = b.1[i] {
-                    c = ValueOrdering.compareText(TextFolding.fold(x, options: [.caseInsensitive]), TextFolding.fold(y, options: [.caseInsensitive]))
-                } else {
-                    c = ValueOrdering.compare(a.1[i], b.1[i])
-                }
+                // The sort key's collation (binary, case/diacritic-insensitive,
+                // localized): the same order as the engine's sort and index walks.
+                var c = k.compareValues(a.1[i], b.1[i])
                 if !k.ascending { c = -c }
                 if c != 0 { return c < 0 }
             }
