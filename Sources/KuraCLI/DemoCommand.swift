@@ -31,6 +31,8 @@ enum DemoCommand {
         let url = keep.map { URL(fileURLWithPath: $0) }
             ?? FileManager.default.temporaryDirectory.appendingPathComponent("kura-demo-\(getpid()).kura")
         defer {
+            // The demo's own store under a name with this process's ID: removing
+            // it is best effort (a leftover temporary file loses nobody's data).
             if keep == nil {
                 try? FileManager.default.removeItem(at: url)
                 try? FileManager.default.removeItem(atPath: url.path + "-wal")

@@ -36,6 +36,8 @@ enum TourCommand {
         }
         let dir = NSTemporaryDirectory() + "kura-tour-\(getpid())"
         let path = keep ?? dir + "/tour.kura"
+        // The tour's own temporary directory: creating it is checked when the
+        // store is opened inside it; removing it is best effort.
         if keep == nil { try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true) }
         defer { if keep == nil { try? FileManager.default.removeItem(atPath: dir) } }
         do {

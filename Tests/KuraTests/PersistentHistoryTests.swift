@@ -122,6 +122,7 @@ final class PersistentHistoryTests: XCTestCase {
         let later = try container.history(after: first[0].token)
         XCTAssertEqual(later.map(\.changes), [
             [PersistentHistoryChange(kind: .update, objectID: a.objectID, updatedProperties: ["body", "title"])],
+            // Join-table updates come ordered by entity name, then row ID.
             [PersistentHistoryChange(kind: .update, objectID: a.objectID, updatedProperties: ["tags"]),
              PersistentHistoryChange(kind: .update, objectID: tag.objectID, updatedProperties: ["notes"])],
             [PersistentHistoryChange(kind: .delete, objectID: b.objectID)],

@@ -195,7 +195,11 @@ extension ManagedObjectContext {
                 }
             }
         }
-        for (id, names) in joinUpdates.sorted(by: { Self.idOrder($0.key, $1.key) }) {
+        // Ordered by entity name, then row ID: the record is the same in every run.
+        let ordered = joinUpdates.sorted { a, b in
+            a.key.entityName != b.key.entityName ? a.key.entityName < b.key.entityName : Self.idOrder(a.key, b.key)
+        }
+        for (id, names) in ordered {
             changes.append(PersistentHistoryChange(kind: .update, objectID: id, updatedProperties: names.sorted()))
         }
         changes += deleted.map { PersistentHistoryChange(kind: .delete, objectID: $0.objectID) }
