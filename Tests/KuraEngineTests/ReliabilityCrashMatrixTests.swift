@@ -12,7 +12,7 @@
 //     checkpoint and one more commit.
 //
 // A dry run first counts the crash points of a workload; the default run samples
-// 4,000 (point, image seed) pairs per workload; KURA_LONG=1 checks every point
+// 1,500 (point, image seed) pairs per workload; KURA_LONG=1 checks every point
 // with 8 image seeds each. The totals are printed.
 
 import Foundation
@@ -21,7 +21,7 @@ import XCTest
 
 final class ReliabilityCrashMatrixTests: XCTestCase {
     static let long = ProcessInfo.processInfo.environment["KURA_LONG"] == "1"
-    static let sampledPoints = 4_000
+    static let sampledPoints = 1_500
     static let seedsPerPoint = long ? 8 : 4
 
     struct Result {

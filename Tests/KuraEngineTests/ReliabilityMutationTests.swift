@@ -13,7 +13,7 @@
 //     one of the committed transactions (the log is cut at the damaged frame);
 //   - checksums recomputed: any KuraError, or any answer (the bytes are "valid").
 //
-// 40,000 mutated files per run (KURA_LONG=1: 200,000). Fixed seeds.
+// 16,000 mutated files per run (KURA_LONG=1: 200,000). Fixed seeds.
 
 import Foundation
 import XCTest
@@ -192,7 +192,7 @@ final class ReliabilityMutationTests: XCTestCase {
     }
 
     func testMutatedStoresAndLogsFailCleanlyOrAnswerRight() throws {
-        let perBase = Self.long ? 50_000 : 10_000
+        let perBase = Self.long ? 50_000 : 4_000
         var total = Outcome()
         let start = Date()
         var shortW = Workloads.indexes(transactions: 30, seed: 21)

@@ -103,7 +103,7 @@ final class MemoryFile: StorageFile, @unchecked Sendable {
             try checkOpen()
             try checkSize(offset + Int64(buffer.count))
             let end = Int(offset) + buffer.count
-            if data.bytes.count < end { data.bytes.append(contentsOf: repeatElement(0, count: end - data.bytes.count)) }
+            if data.bytes.count < end { data.bytes.appendZeros(end - data.bytes.count) }
             data.bytes.withUnsafeMutableBytes { dst in
                 (dst.baseAddress! + Int(offset)).copyMemory(from: buffer.baseAddress!, byteCount: buffer.count)
             }
@@ -123,7 +123,7 @@ final class MemoryFile: StorageFile, @unchecked Sendable {
             try checkSize(size)
             let n = Int(size)
             if n < data.bytes.count { data.bytes.removeSubrange(n...) }
-            else { data.bytes.append(contentsOf: repeatElement(0, count: n - data.bytes.count)) }
+            else { data.bytes.appendZeros(n - data.bytes.count) }
         }
     }
 
@@ -154,3 +154,21 @@ final class MemoryFile: StorageFile, @unchecked Sendable {
         }
     }
 }
+
+extension Array where Element == UInt8 {
+    /// Appends `count` zero bytes with one bulk copy per 64 KiB (appending a
+    /// `repeatElement` goes element by element in unoptimised builds, which made
+    /// the test suite's in-memory checkpoints slow).
+    mutating func appendZeros(_ count: Int) {
+        var missing = count
+        reserveCapacity(self.count + count)
+        while missing > 0 {
+            let n = Swift.min(missing, zeroChunk.count)
+            append(contentsOf: zeroChunk[0..<n])
+            missing -= n
+        }
+    }
+}
+
+/// 64 KiB of zeros, the source of `appendZeros`.
+private let zeroChunk = [UInt8](repeating: 0, count: 65_536)
