@@ -27,6 +27,8 @@ public final class PersistentContainer: Sendable {
     public let persistentHistoryTracking: Bool
     /// Column positions of each entity's table, by entity name (made once).
     let layouts: [String: RowLayout]
+    /// Delivers every context's did-save (ContextNotifications.swift).
+    let saveBroadcaster = SaveBroadcaster()
 
     /// Opens (or creates) the store at `url` and checks it against `model`:
     /// tables and indexes for entities the store lacks are created; an entity

@@ -123,15 +123,20 @@ extension ManagedObjectContext {
         try o.loadIfFault()
         let old = o.toOne[r.name]
         if old == t?.objectID { return }
-        willChange(o)
+        willChange(o, key: r.name)
         o.toOne[r.name] = t?.objectID
         guard let inv = inverse(of: r) else { return }
+        if inv.isToMany {
+            // The to-many side of each owner changed too (for observers).
+            if let old, let owner = registered(old) { noteUpdated(owner, inv.name) }
+            if let t { noteUpdated(t, inv.name) }
+        }
         if !inv.isToMany {
             // One-to-one: both sides hold a key; unhook the old partners.
             // A partner deleted from the store (`.notFound`) has no key to clear.
             if let old, let oldObject = try loadedPartner(old) {
                 if oldObject.toOne[inv.name] == o.objectID {
-                    willChange(oldObject)
+                    willChange(oldObject, key: inv.name)
                     oldObject.toOne[inv.name] = nil
                 }
             }
@@ -139,11 +144,11 @@ extension ManagedObjectContext {
                 try t.loadIfFault()
                 if let previous = t.toOne[inv.name], previous != o.objectID, let p = try loadedPartner(previous) {
                     if p.toOne[r.name] == t.objectID {
-                        willChange(p)
+                        willChange(p, key: r.name)
                         p.toOne[r.name] = nil
                     }
                 }
-                willChange(t)
+                willChange(t, key: inv.name)
                 t.toOne[inv.name] = o.objectID
             }
         } else if inv.isOrdered {
@@ -176,7 +181,8 @@ extension ManagedObjectContext {
             for (i, c) in list.enumerated() {
                 if c.toOne[column] != o.objectID { try setRelated(c, inv, o) }
                 if r.isOrdered && c.order[column + "_order"] != Double(i) {
-                    willChange(c)
+                    willChange(c, key: column)
+                    noteUpdated(o, r.name)
                     c.order[column + "_order"] = Double(i)
                 }
             }
@@ -199,6 +205,8 @@ extension ManagedObjectContext {
         case .joinTable(let table, let forward):
             let pair = forward ? JoinPair(source: o.objectID, target: t.objectID) : JoinPair(source: t.objectID, target: o.objectID)
             joinEdits[table, default: [:]][pair] = true
+            noteUpdated(o, r.name)
+            if let inv = r.inverse { noteUpdated(t, inv) }
         case .foreignKey:
             try setRelated(o, r, t)
         }
@@ -214,6 +222,8 @@ extension ManagedObjectContext {
         case .joinTable(let table, let forward):
             let pair = forward ? JoinPair(source: o.objectID, target: t.objectID) : JoinPair(source: t.objectID, target: o.objectID)
             joinEdits[table, default: [:]][pair] = false
+            noteUpdated(o, r.name)
+            if let inv = r.inverse { noteUpdated(t, inv) }
         case .foreignKey:
             if o.toOne[r.name] == t.objectID { try setRelated(o, r, nil) }
         }

@@ -29,6 +29,8 @@ extension ManagedObjectContext {
     ///   context keeps its changes.
     public func save() throws(KuraError) {
         try throwPendingError()
+        try drainInbox()
+        processPendingChanges()
         lastMergeConflicts = []
         guard hasChanges else { return }
         let ins = inserted.filter { !$0.isDeleted }
@@ -43,6 +45,8 @@ extension ManagedObjectContext {
         var conflicts: [MergeConflict] = []
         let policy = mergePolicy
         var refused = false
+        var record: [PersistentHistoryChange] = []
+        var historyToken: HistoryToken?
 
         do {
             try database.write { tx in
@@ -105,14 +109,15 @@ extension ManagedObjectContext {
                         }
                     }
                 }
-                if self.container.persistentHistoryTracking {
-                    try self.recordHistory(tx, inserted: ins.compactMap { o in
-                        assigned[ObjectIdentifier(o)].map { ManagedObjectID(entity: o.entity.name, rowID: $0) }
-                    }, updated: upd.filter { o in
-                        if case .write? = resolutions[ObjectIdentifier(o)] { return true } else { return false }
-                    }, deleted: del.filter { o in
-                        if case .delete? = resolutions[ObjectIdentifier(o)] { return true } else { return false }
-                    })
+                record = self.savedChanges(inserted: ins.compactMap { o in
+                    assigned[ObjectIdentifier(o)].map { ManagedObjectID(entity: o.entity.name, rowID: $0) }
+                }, updated: upd.filter { o in
+                    if case .write? = resolutions[ObjectIdentifier(o)] { return true } else { return false }
+                }, deleted: del.filter { o in
+                    if case .delete? = resolutions[ObjectIdentifier(o)] { return true } else { return false }
+                })
+                if self.container.persistentHistoryTracking && !record.isEmpty {
+                    historyToken = try PersistentHistoryStore.append(tx, author: self.transactionAuthor, contextName: self.name, changes: record)
                 }
             }
         } catch let e as KuraError {
@@ -141,13 +146,16 @@ extension ManagedObjectContext {
             }
         }
         var gone: [ManagedObject] = []
+        var tookStore: [(ManagedObject, Set<String>)] = []
         for o in ins + upd + del {
             switch resolutions[ObjectIdentifier(o)] {
             case .write(let row)?:
                 apply(row, to: o)
             case .takeStore(let row)?:
+                let before = (o.values, o.toOne)
                 apply(row, to: o)
                 o.isDeleted = false
+                tookStore.append((o, o.differingKeys(values: before.0, toOne: before.1)))
             case .gone?:
                 gone.append(o)
             case .delete?, nil:
@@ -167,34 +175,51 @@ extension ManagedObjectContext {
         touchedOrder = []
         deleted = []
         joinEdits = [:]
+
+        // Conflicts the merge policy settled for the store: observers hear
+        // those objects as refreshed (or invalidated if their row is gone).
+        for (o, keys) in tookStore { noteRefreshed(o, keys) }
+        for o in gone { noteInvalidated(o) }
+        processPendingChanges()
+        var note = ContextDidSave(inserted: [], updated: [:], deleted: [], contextName: name, author: transactionAuthor, historyToken: historyToken)
+        note.sourceContext = identity
+        for c in record {
+            switch c.kind {
+            case .insert: note.inserted.append(c.objectID)
+            case .update: note.updated[c.objectID, default: []].formUnion(c.updatedProperties)
+            case .delete: note.deleted.append(c.objectID)
+            }
+        }
+        postDidSave(note)
     }
 
-    /// Appends this save to the persistent history, in the save's transaction:
-    /// inserts, updates with the attribute and to-one names they change, deletes.
-    /// Saves that change only to-many memberships record their objects as
-    /// updates of that relationship.
-    func recordHistory(_ tx: WriteTransaction, inserted: [ManagedObjectID], updated: [ManagedObject], deleted: [ManagedObject]) throws(KuraError) {
-        var changes = inserted.map { PersistentHistoryChange(kind: .insert, objectID: $0) }
-        var seen = Set(inserted)
-        for o in updated {
-            var keys = o.entity.attributes.filter { o.savedValues?[$0.name] != o.values[$0.name] }.map(\.name)
-            keys += o.entity.relationships.filter { !$0.isToMany && o.savedToOne[$0.name] != o.toOne[$0.name] }.map(\.name)
-            changes.append(PersistentHistoryChange(kind: .update, objectID: o.objectID, updatedProperties: keys.sorted()))
-            seen.insert(o.objectID)
-        }
-        for o in deleted { seen.insert(o.objectID) }
-        // Join-table edits: the objects whose to-many relationship changed.
+    /// What a save writes, for the persistent history and the did-save
+    /// notification (computed in the save's transaction, before the objects
+    /// take their saved state): inserts, updates with the attribute and to-one
+    /// names they change, deletes. Objects whose only change is a to-many
+    /// membership (join table) are updates of that relationship.
+    func savedChanges(inserted: [ManagedObjectID], updated: [ManagedObject], deleted: [ManagedObject]) -> [PersistentHistoryChange] {
+        // Join-table edits: the saved objects whose to-many relationship changed.
         var joinUpdates: [ManagedObjectID: Set<String>] = [:]
-        for (table, edits) in joinEdits {
-            for (e, r) in model.entities.flatMap({ e in e.relationships.map { (e, $0) } }) {
-                guard case .joinTable(let t, let forward) = model.storage(of: r, in: e), t == table else { continue }
-                for pair in edits.keys {
-                    let id = forward ? pair.source : pair.target
-                    guard !id.isTemporary, !seen.contains(id) else { continue }
-                    joinUpdates[id, default: []].insert(r.name)
+        if !joinEdits.isEmpty {
+            for e in model.entities {
+                for r in e.relationships {
+                    guard case .joinTable(let t, let forward) = model.storage(of: r, in: e), let edits = joinEdits[t] else { continue }
+                    for pair in edits.keys {
+                        let id = forward ? pair.source : pair.target
+                        if !id.isTemporary { joinUpdates[id, default: []].insert(r.name) }
+                    }
                 }
             }
         }
+        var changes = inserted.map { PersistentHistoryChange(kind: .insert, objectID: $0) }
+        for o in updated {
+            var keys = Set(o.entity.attributes.filter { o.savedValues?[$0.name] != o.values[$0.name] }.map(\.name))
+            keys.formUnion(o.entity.relationships.filter { !$0.isToMany && o.savedToOne[$0.name] != o.toOne[$0.name] }.map(\.name))
+            if let names = joinUpdates.removeValue(forKey: o.objectID) { keys.formUnion(names) }
+            changes.append(PersistentHistoryChange(kind: .update, objectID: o.objectID, updatedProperties: keys.sorted()))
+        }
+        for o in deleted { joinUpdates[o.objectID] = nil }
         // Ordered by entity name, then row ID: the record is the same in every run.
         let ordered = joinUpdates.sorted { a, b in
             a.key.entityName != b.key.entityName ? a.key.entityName < b.key.entityName : Self.idOrder(a.key, b.key)
@@ -203,8 +228,7 @@ extension ManagedObjectContext {
             changes.append(PersistentHistoryChange(kind: .update, objectID: id, updatedProperties: names.sorted()))
         }
         changes += deleted.map { PersistentHistoryChange(kind: .delete, objectID: $0.objectID) }
-        guard !changes.isEmpty else { return }
-        try PersistentHistoryStore.append(tx, author: transactionAuthor, contextName: name, changes: changes)
+        return changes
     }
 
     /// The stored row of an object: attributes, then each to-one key (and

@@ -120,9 +120,47 @@ public final class ManagedObjectContext {
         let target: ManagedObjectID
     }
 
+    /// The pending batch of change notes and the observers
+    /// (ContextNotifications.swift).
+    var notices = ContextNoticeState()
+    /// This context's identity among the process's contexts (did-saves carry it).
+    let identity = ContextIdentityCounter.shared.next()
+    /// Other contexts' did-saves waiting to be merged (Context+Merge.swift);
+    /// nil unless `automaticallyMergesChangesFromStore` is on.
+    var mergeInbox: MergeInbox?
+    var autoMergeObservation: SaveObservation?
+
+    /// Whether saves of other contexts on this container (and, once the
+    /// container watches the store, of other processes) are merged into this
+    /// context automatically (Core Data's `automaticallyMergesChangesFromParent`;
+    /// here the parent is the store). Saves are queued as they commit, on any
+    /// thread, and merged on this context's thread at the start of its next
+    /// fetch, save or `processPendingChanges()` (or `mergePendingChanges()`),
+    /// which then posts the objects-did-change batch. Default off.
+    public var automaticallyMergesChangesFromStore: Bool {
+        get { mergeInbox != nil }
+        set {
+            guard newValue != (mergeInbox != nil) else { return }
+            if newValue {
+                let inbox = MergeInbox()
+                let me = identity
+                mergeInbox = inbox
+                autoMergeObservation = container.observeSaves { note in
+                    if note.sourceContext != me { inbox.append(note) }
+                }
+            } else {
+                autoMergeObservation?.cancel()
+                autoMergeObservation = nil
+                mergeInbox = nil
+            }
+        }
+    }
+
     init(container: PersistentContainer) {
         self.container = container
     }
+
+    deinit { finishStreams() }
 
     var database: Database { container.database }
     var model: ManagedObjectModel { container.model }
@@ -178,6 +216,7 @@ public final class ManagedObjectContext {
         }
         inserted.append(o)
         track(o, as: o.objectID)
+        noteInserted(o)
         o.awakeFromInsert()
     }
 
@@ -304,8 +343,10 @@ public final class ManagedObjectContext {
         return o
     }
 
-    /// Records that a saved object is about to change.
-    func willChange(_ o: ManagedObject) {
+    /// Records that `key` of an object is about to change (and notes it for
+    /// the next objects-did-change batch).
+    func willChange(_ o: ManagedObject, key: String) {
+        noteUpdated(o, key)
         guard !o.objectID.isTemporary, touched[ObjectIdentifier(o)] == nil else { return }
         touched[ObjectIdentifier(o)] = o
         touchedOrder.append(o)
@@ -331,6 +372,7 @@ public final class ManagedObjectContext {
         }
         object.isDeleted = true
         deleted.append(object)
+        noteDeleted(object)
         for (r, objects) in targets {
             switch r.deleteRule {
             case .deny, .noAction:
@@ -342,13 +384,14 @@ public final class ManagedObjectContext {
                 for t in objects where !t.isDeleted {
                     if !inv.isToMany {
                         if t.toOne[invName] == object.objectID {
-                            willChange(t)
+                            willChange(t, key: invName)
                             t.toOne[invName] = nil
                             t.order[invName + "_order"] = nil
                         }
                     } else if case .joinTable(let table, let forward) = model.storage(of: r, in: object.entity) {
                         let pair = forward ? JoinPair(source: object.objectID, target: t.objectID) : JoinPair(source: t.objectID, target: object.objectID)
                         joinEdits[table, default: [:]][pair] = false
+                        noteUpdated(t, invName)
                     }
                 }
             }
@@ -359,19 +402,37 @@ public final class ManagedObjectContext {
 
     /// Discards every unsaved change: inserted objects leave the context, changed
     /// and deleted objects get their saved values back.
+    ///
+    /// Observers hear, at the next `processPendingChanges()`: inserted objects
+    /// as deleted, changed and deleted objects as refreshed with the keys that
+    /// took their saved values back.
     public func rollback() {
         for o in inserted {
             registry[o.objectID] = nil
             o.managedObjectContext = nil
+            noteDeleted(o)
         }
         for o in touchedOrder + deleted where !o.objectID.isTemporary {
+            var keys = Set<String>()
             if let saved = o.savedValues {
+                keys = o.differingKeys(values: saved, toOne: o.savedToOne)
                 o.values = saved
                 o.toOne = o.savedToOne
                 o.order = o.savedOrder
             }
             o.isDeleted = false
             o.deferredErrors = []
+            noteRefreshed(o, keys)
+        }
+        for (table, edits) in joinEdits {
+            for e in model.entities {
+                for r in e.relationships {
+                    guard case .joinTable(let t, let forward) = model.storage(of: r, in: e), t == table else { continue }
+                    for pair in edits.keys {
+                        if let o = registered(forward ? pair.source : pair.target), o.managedObjectContext === self { noteRefreshed(o, [r.name]) }
+                    }
+                }
+            }
         }
         inserted = []
         touched = [:]
@@ -382,7 +443,11 @@ public final class ManagedObjectContext {
 
     /// Forgets every object (changes included). Objects obtained before stay
     /// valid as values but leave the context; fetch or `object(with:)` again.
+    ///
+    /// Observers hear, at the next `processPendingChanges()`, that every object
+    /// was invalidated (``ContextObjectsDidChange/invalidatedAll``).
     public func reset() {
+        noteInvalidatedAll()
         for u in registry.values { u.takeUnretainedValue().managedObjectContext = nil }
         registry = [:]
         batchGroups = [:]
@@ -405,6 +470,10 @@ public final class ManagedObjectContext {
     public func refresh(_ object: ManagedObject, mergeChanges: Bool = true) throws(KuraError) {
         guard !object.objectID.isTemporary else { return }
         let wasFault = object.isFault
+        let before = (object.values, object.toOne)
+        defer {
+            if !wasFault && !object.isFault { noteRefreshed(object, object.differingKeys(values: before.0, toOne: before.1)) }
+        }
         guard mergeChanges && object.hasChangedValues, !wasFault else {
             object.isFault = true
             do { try load(object) } catch {

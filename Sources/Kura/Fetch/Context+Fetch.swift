@@ -32,6 +32,7 @@ extension ManagedObjectContext {
     ///   for an unknown entity or key (named); `.typeMismatch` if the entity's
     ///   class is not a `T`; predicate evaluation errors; engine errors.
     public func fetch<T: ManagedObject>(_ request: FetchRequest<T>) throws(KuraError) -> [T] {
+        processPendingChanges()
         guard request.resultType == .managedObjects else {
             try throwPendingError()
             throw KuraError(.invalidArgument, "fetch returns objects, but the request's resultType is \(request.resultType); use execute(_:) (or count(for:), fetchObjectIDs, fetchDictionaries)")
@@ -102,6 +103,8 @@ extension ManagedObjectContext {
     /// Number of objects matching `request` (after offset and limit).
     public func count<T: ManagedObject>(for request: FetchRequest<T>) throws(KuraError) -> Int {
         try throwPendingError()
+        try drainInbox()
+        processPendingChanges()
         let e = try model.entity(request.entityName)
         if request.predicate == nil && request.fetchOffset == 0 && (request.fetchLimit ?? 0) == 0 && !hasPendingChanges(e, request) {
             return try read { tx throws(KuraError) in try tx.rowCount(try tx.table(e.name)) }
@@ -213,6 +216,8 @@ extension ManagedObjectContext {
 
     func matching<T: ManagedObject>(_ request: FetchRequest<T>, materialize: Bool = true) throws(KuraError) -> Matches {
         try throwPendingError()
+        try drainInbox()
+        processPendingChanges()
         let e = try model.entity(request.entityName)
         guard request.fetchOffset >= 0, (request.fetchLimit ?? 0) >= 0 else {
             throw KuraError(.invalidArgument, "fetch offset and limit must not be negative")

@@ -126,6 +126,15 @@ open class ManagedObject: CustomStringConvertible {
         return saved != values || savedToOne != toOne || savedOrder != order
     }
 
+    /// The attribute and to-one names whose current values differ from `values`
+    /// and `toOne` (an object's state before or after a reload).
+    func differingKeys(values other: [String: Value], toOne otherToOne: [String: ManagedObjectID]) -> Set<String> {
+        var keys = Set<String>()
+        for a in entity.attributes where values[a.name] != other[a.name] { keys.insert(a.name) }
+        for r in entity.relationships where !r.isToMany && toOne[r.name] != otherToOne[r.name] { keys.insert(r.name) }
+        return keys
+    }
+
     /// Attribute and to-one values that differ from the saved ones, by name.
     public func changedValues() -> [String: Any?] {
         fireFault()
@@ -182,7 +191,7 @@ open class ManagedObject: CustomStringConvertible {
         if let a = entity.attributesByName[key] {
             try loadIfFault()
             let stored = try value.map { v throws(KuraError) in try a.type.storedValue(v, attribute: key, entity: entity.name) } ?? .null
-            try context().willChange(self)
+            try context().willChange(self, key: key)
             values[key] = stored
             return
         }

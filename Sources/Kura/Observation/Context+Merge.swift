@@ -1,0 +1,192 @@
+// Context+Merge: bringing a context up to date with saves made elsewhere
+// (Core Data's mergeChanges(fromContextDidSave:) and automatic merging).
+//
+// A merge takes a `ContextDidSave` (from another context of this process, or
+// built from the persistent history for another process's save) and, for the
+// objects this context has registered:
+//   - updated elsewhere: an object without pending changes here is reloaded
+//     (a fault stays a fault: it loads the new values when touched); an object
+//     with pending changes follows the context's merge policy (below);
+//   - deleted elsewhere: the object leaves the context (observers hear it as
+//     deleted), whatever its pending changes (its row is gone);
+//   - inserted elsewhere: the object is registered as a fault and reported as
+//     inserted, so observers (a fetched-results controller) can decide whether
+//     it belongs to what they show.
+// It then posts the objects-did-change batch at once.
+//
+// An object with pending changes, updated elsewhere, by merge policy:
+//   .error                        untouched: it keeps the version it read, so
+//                                 its next save reports the conflict;
+//   .mergeByPropertyObjectTrump,
+//   .overwrite                    rebased on the store's version, keeping its
+//                                 changed properties (they win at save);
+//   .mergeByPropertyStoreTrump    rebased; properties changed in the store take
+//                                 the store's values, the others keep this
+//                                 context's;
+//   .rollback                     reloaded, its changes dropped.
+//
+// Automatic merging (`automaticallyMergesChangesFromStore`): the container
+// delivers every other context's did-save into this context's inbox (a locked
+// queue, filled on the saving thread); the context drains it on its own
+// thread at the start of each fetch, save and `processPendingChanges()`, or
+// when `mergePendingChanges()` is called.
+
+import Foundation
+import KuraEngine
+
+/// Did-saves waiting to be merged into one context, filled from any thread.
+final class MergeInbox: @unchecked Sendable {
+    // @unchecked Sendable: `notes` is read and written only with `lock` held.
+    private let lock = NSLock()
+    private var notes: [ContextDidSave] = []
+
+    func append(_ note: ContextDidSave) {
+        lock.lock()
+        notes.append(note)
+        lock.unlock()
+    }
+
+    func takeAll() -> [ContextDidSave] {
+        lock.lock()
+        defer { lock.unlock() }
+        let out = notes
+        notes = []
+        return out
+    }
+
+    var isEmpty: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return notes.isEmpty
+    }
+}
+
+/// Process-wide source of context identities (which context saved what).
+final class ContextIdentityCounter: @unchecked Sendable {
+    // @unchecked Sendable: `value` is guarded by `lock`.
+    private let lock = NSLock()
+    private var value = 0
+    func next() -> Int {
+        lock.lock()
+        defer { lock.unlock() }
+        value += 1
+        return value
+    }
+    static let shared = ContextIdentityCounter()
+}
+
+extension ManagedObjectContext {
+    /// Merges a save made by another context (or process) into this context
+    /// and posts the resulting objects-did-change batch (Core Data's
+    /// `mergeChanges(fromContextDidSave:)`): objects updated elsewhere are
+    /// reloaded (by ``mergePolicy`` if they have pending changes here; see
+    /// the policy table in Context+Merge.swift), deleted ones leave this
+    /// context, inserted ones are registered (as faults) and reported.
+    ///
+    /// Use it on this context's thread. A save of this context itself merges
+    /// as a no-op.
+    ///
+    /// - Throws: engine read errors while reloading objects (the objects
+    ///   merged before the error stay merged; the rest are left as they were
+    ///   and report the error when next read).
+    public func mergeChanges(fromContextDidSave note: ContextDidSave) throws(KuraError) {
+        guard note.sourceContext != identity else { return }
+        try merge(note)
+        processPendingChanges()
+    }
+
+    /// Merges the saves waiting in this context's inbox (only filled while
+    /// ``automaticallyMergesChangesFromStore`` is on) and posts the changes.
+    /// Fetches, saves and `processPendingChanges()` do it first on their own.
+    ///
+    /// - Throws: engine read errors while reloading objects.
+    public func mergePendingChanges() throws(KuraError) {
+        try drainInbox()
+        processPendingChanges()
+    }
+
+    func drainInbox() throws(KuraError) {
+        guard let inbox = mergeInbox, !inbox.isEmpty else { return }
+        for note in inbox.takeAll() where note.sourceContext != identity { try merge(note) }
+    }
+
+    /// Applies one did-save to the registered objects (no post).
+    func merge(_ note: ContextDidSave) throws(KuraError) {
+        var firstError: KuraError?
+        for id in note.deleted {
+            guard let o = registered(id), o.managedObjectContext === self else { continue }
+            evict(o)
+        }
+        for (id, keys) in note.updated.sorted(by: { Self.idOrder($0.key, $1.key) }) {
+            guard let o = registered(id), o.managedObjectContext === self else { continue }
+            do { try mergeUpdate(o, keys) } catch {
+                if firstError == nil { firstError = error }
+            }
+        }
+        for id in note.inserted where registered(id) == nil {
+            // An unknown entity (a model this container lacks) is not ours to show.
+            guard model.entitiesByName[id.entityName] != nil else { continue }
+            if let o = try? object(with: id) {  // cannot fail: the entity exists and `id` is permanent
+                noteInserted(o)
+            }
+        }
+        if let firstError { throw firstError }
+    }
+
+    /// Brings one registered object up to the store's version.
+    private func mergeUpdate(_ o: ManagedObject, _ savedKeys: Set<String>) throws(KuraError) {
+        let toManyKeys = savedKeys.filter { o.entity.relationshipsByName[$0]?.isToMany == true }
+        if o.isFault {
+            // Nothing loaded to replace: the next access loads the new values.
+            noteRefreshed(o, savedKeys)
+            return
+        }
+        guard o.hasChangedValues || o.isDeleted else {
+            let before = (o.values, o.toOne)
+            o.isFault = true
+            do { try load(o) } catch {
+                o.isFault = false
+                throw error
+            }
+            noteRefreshed(o, o.differingKeys(values: before.0, toOne: before.1).union(toManyKeys))
+            return
+        }
+        switch mergePolicy {
+        case .error:
+            // Kept as read: the next save reports the conflict.
+            return
+        case .mergeByPropertyObjectTrump, .overwrite:
+            let before = (o.values, o.toOne)
+            try refresh(o, mergeChanges: true)
+            noteRefreshed(o, o.differingKeys(values: before.0, toOne: before.1).union(toManyKeys))
+        case .rollback:
+            let before = (o.values, o.toOne)
+            try refresh(o, mergeChanges: false)
+            o.isDeleted = false
+            deleted.removeAll { $0 === o }
+            noteRefreshed(o, o.differingKeys(values: before.0, toOne: before.1).union(toManyKeys))
+        case .mergeByPropertyStoreTrump:
+            let before = (o.values, o.toOne)
+            let read = (o.savedValues ?? [:], o.savedToOne)
+            try refresh(o, mergeChanges: true)
+            // Properties the store changed since this context read them take the store's values.
+            let stored = (o.savedValues ?? [:], o.savedToOne)
+            for a in o.entity.attributes where read.0[a.name] != stored.0[a.name] { o.values[a.name] = stored.0[a.name] }
+            for r in o.entity.relationships where !r.isToMany && read.1[r.name] != stored.1[r.name] { o.toOne[r.name] = stored.1[r.name] }
+            noteRefreshed(o, o.differingKeys(values: before.0, toOne: before.1).union(toManyKeys))
+        }
+    }
+
+    /// Removes an object whose row is gone from the store: it leaves the
+    /// context and its pending lists, and observers hear it as deleted.
+    func evict(_ o: ManagedObject) {
+        noteDeleted(o)
+        o.isDeleted = true
+        registry[o.objectID] = nil
+        batchGroups[o.objectID] = nil
+        touched[ObjectIdentifier(o)] = nil
+        touchedOrder.removeAll { $0 === o }
+        deleted.removeAll { $0 === o }
+        o.managedObjectContext = nil
+    }
+}
