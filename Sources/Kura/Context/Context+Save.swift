@@ -30,6 +30,7 @@ extension ManagedObjectContext {
     public func save() throws(KuraError) {
         try throwPendingError()
         try drainInbox()
+        if hasChanges { try runWillSave() }
         processPendingChanges()
         lastMergeConflicts = []
         guard hasChanges else { return }
@@ -175,12 +176,20 @@ extension ManagedObjectContext {
         touchedOrder = []
         deleted = []
         joinEdits = [:]
+        notices.toManyTouched = [:]
 
         // Conflicts the merge policy settled for the store: observers hear
         // those objects as refreshed (or invalidated if their row is gone).
         for (o, keys) in tookStore { noteRefreshed(o, keys) }
         for o in gone { noteInvalidated(o) }
         processPendingChanges()
+        for o in ins { o.didSave() }
+        for o in upd + del {
+            switch resolutions[ObjectIdentifier(o)] {
+            case .write?, .delete?: o.didSave()
+            default: break
+            }
+        }
         var note = ContextDidSave(inserted: [], updated: [:], deleted: [], contextName: name, author: transactionAuthor, historyToken: historyToken)
         note.sourceContext = identity
         for c in record {
@@ -290,6 +299,7 @@ extension ManagedObjectContext {
             }
         }
         problems += try uniquenessProblems(objects)
+        problems += hookProblems(objects, deleted: deleted)
         if !problems.isEmpty {
             throw KuraError(.validation, "save refused, nothing was written:\n  " + problems.joined(separator: "\n  "))
         }

@@ -365,6 +365,8 @@ public final class ManagedObjectContext {
         }
         guard !object.isDeleted else { return }
         try object.loadIfFault()
+        object.prepareForDeletion()
+        guard !object.isDeleted else { return }  // the hook may have deleted it
         // Gather the targets before marking, so to-many reads still see them.
         var targets: [(RelationshipDescription, [ManagedObject])] = []
         for r in object.entity.relationships {
@@ -382,6 +384,7 @@ public final class ManagedObjectContext {
             case .nullify:
                 guard let invName = r.inverse, let inv = model.entitiesByName[r.destination]?.relationshipsByName[invName] else { continue }
                 for t in objects where !t.isDeleted {
+                    if inv.isToMany { noteUpdated(t, invName) }
                     if !inv.isToMany {
                         if t.toOne[invName] == object.objectID {
                             willChange(t, key: invName)
@@ -391,7 +394,6 @@ public final class ManagedObjectContext {
                     } else if case .joinTable(let table, let forward) = model.storage(of: r, in: object.entity) {
                         let pair = forward ? JoinPair(source: object.objectID, target: t.objectID) : JoinPair(source: t.objectID, target: object.objectID)
                         joinEdits[table, default: [:]][pair] = false
-                        noteUpdated(t, invName)
                     }
                 }
             }
@@ -439,6 +441,7 @@ public final class ManagedObjectContext {
         touchedOrder = []
         deleted = []
         joinEdits = [:]
+        notices.toManyTouched = [:]
     }
 
     /// Forgets every object (changes included). Objects obtained before stay
@@ -456,6 +459,7 @@ public final class ManagedObjectContext {
         touchedOrder = []
         deleted = []
         joinEdits = [:]
+        notices.toManyTouched = [:]
     }
 
     /// Reloads an object's values from the store. With `mergeChanges` (the
@@ -475,7 +479,9 @@ public final class ManagedObjectContext {
             if !wasFault && !object.isFault { noteRefreshed(object, object.differingKeys(values: before.0, toOne: before.1)) }
         }
         guard mergeChanges && object.hasChangedValues, !wasFault else {
+            if !wasFault { object.willTurnIntoFault() }
             object.isFault = true
+            if !wasFault { object.didTurnIntoFault() }
             do { try load(object) } catch {
                 object.isFault = wasFault
                 throw error
@@ -487,7 +493,9 @@ public final class ManagedObjectContext {
         let changedToOne = object.entity.relationships.filter { !$0.isToMany && object.savedToOne[$0.name] != toOne[$0.name] }.map(\.name)
         let changedOrder = order.filter { object.savedOrder[$0.key] != $0.value }
         let droppedOrder = object.savedOrder.keys.filter { order[$0] == nil }
+        object.willTurnIntoFault()
         object.isFault = true
+        object.didTurnIntoFault()
         do { try load(object) } catch {
             object.isFault = false  // `load` changed nothing else
             throw error

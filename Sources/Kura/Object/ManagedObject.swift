@@ -114,6 +114,41 @@ open class ManagedObject: CustomStringConvertible {
     /// Called after the object's values are loaded from the store.
     open func awakeFromFetch() {}
 
+    // Lifecycle hooks (ManagedObject+Lifecycle.swift has the order within a
+    // save). Overrides need not call super: these do nothing.
+
+    /// Called by `save()` before validation on every object it will write,
+    /// again if a hook changed the object (bounded passes). It may change this
+    /// object and others; the changes are part of the same save. Do not save
+    /// or fetch from here.
+    open func willSave() {}
+
+    /// Called after the save that wrote this object committed (for a deleted
+    /// object too, with `isDeleted` true).
+    open func didSave() {}
+
+    /// Called by `delete(_:)` before the delete rules run, with the object's
+    /// relationships still intact (update counters, release resources).
+    open func prepareForDeletion() {}
+
+    /// Called before and after the object's loaded values are dropped to be
+    /// reloaded (`refresh`, a merge).
+    open func willTurnIntoFault() {}
+    open func didTurnIntoFault() {}
+
+    /// Validates one attribute's new value at save (Core Data's
+    /// `validate<Key>`): called for each attribute of an inserted object that
+    /// is not nil and each changed attribute of an updated one. Throw a
+    /// `KuraError` (e.g. `.validation`) saying what is wrong; every failure of
+    /// the save is collected into one error.
+    open func validateValue(_ value: Any?, forKey key: String) throws(KuraError) {}
+
+    /// Whole-object checks at save, after the model's rules and the per-key
+    /// checks; failures are collected like the others.
+    open func validateForInsert() throws(KuraError) {}
+    open func validateForUpdate() throws(KuraError) {}
+    open func validateForDelete() throws(KuraError) {}
+
     /// Whether the object was inserted and not yet saved.
     public var isInserted: Bool { objectID.isTemporary && !isDeleted }
     /// Whether the object has unsaved changes to saved values.

@@ -134,6 +134,9 @@ struct ContextNoticeState {
     var nextToken = 0
     /// Whether `processPendingChanges` is delivering a batch now.
     var posting = false
+    /// Saved objects whose to-many relationships changed since the last save
+    /// (their `willSave()` runs though their own rows do not change).
+    var toManyTouched: [ObjectIdentifier: ManagedObject] = [:]
     var changeObservers: [(Int, (ContextObjectsDidChange) -> Void)] = []
     var saveObservers: [(Int, (ContextDidSave) -> Void)] = []
     var changeStreams: [Int: AsyncStream<ObjectIDChanges>.Continuation] = [:]
@@ -256,6 +259,7 @@ extension ManagedObjectContext {
     /// deleted in this batch: those are reported as such).
     func noteUpdated(_ o: ManagedObject, _ key: String) {
         let k = ObjectIdentifier(o)
+        if o.entity.relationshipsByName[key]?.isToMany == true { notices.toManyTouched[k] = o }
         switch notices.where_[k] {
         case nil:
             notices.batch.updated.append(o)

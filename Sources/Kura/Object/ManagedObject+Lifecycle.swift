@@ -1,0 +1,126 @@
+// ManagedObject+Lifecycle: the hooks a subclass overrides (Core Data's
+// willSave, didSave, prepareForDeletion, willTurnIntoFault/didTurnIntoFault,
+// validateForInsert/Update/Delete, per-key validation) and the read-only views
+// of an object's committed state.
+//
+// Order within `save()`:
+//   1. `willSave()` on every object the save will write (inserted, updated,
+//      deleted). A hook may change objects; objects it changed (or newly
+//      dirtied) get `willSave()` again, in further passes, at most
+//      `ManagedObjectContext.maximumWillSavePasses`; a save whose hooks still
+//      change objects after that is refused (`.validation`, naming them);
+//   2. the objects-did-change batch is posted;
+//   3. validation: the model's rules, then `validateValue(_:forKey:)` for each
+//      attribute of an inserted object and each changed attribute of an
+//      updated one, then `validateForInsert()`/`validateForUpdate()`/
+//      `validateForDelete()`; every failure is collected into one
+//      `.validation` error (nothing is written);
+//   4. the write transaction; 5. after the commit, `didSave()` on every
+//      object written (deleted ones too, with `isDeleted` true).
+// `delete(_:)` calls `prepareForDeletion()` on each object it deletes (the
+// cascade's too) before the delete rules touch its relationships.
+
+extension ManagedObject {
+    /// The values the object had when last fetched or saved, for `keys`
+    /// (attributes and to-one relationships; all of them if nil). Empty for an
+    /// object never saved. To-ones are given as their objects in this
+    /// object's context (or their IDs if it has none). Core Data's
+    /// `committedValues(forKeys:)`.
+    ///
+    /// - Throws: `.notFound` for a key the entity does not have; load errors
+    ///   of a fault.
+    public func committedValues(forKeys keys: [String]? = nil) throws(KuraError) -> [String: Any?] {
+        try loadIfFault()
+        guard let saved = savedValues else { return [:] }
+        let wanted = keys ?? (entity.attributes.map(\.name) + entity.relationships.filter { !$0.isToMany }.map(\.name))
+        var out: [String: Any?] = [:]
+        for key in wanted {
+            if let a = entity.attributesByName[key] {
+                let v: Value = saved[key] ?? .null
+                let swift: Any? = v.isNull ? nil : a.type.swiftValue(v)
+                out[key] = .some(swift)
+            } else if let r = entity.relationshipsByName[key], !r.isToMany {
+                guard let id = savedToOne[key] else { out[key] = .some(nil); continue }
+                if let ctx = managedObjectContext {
+                    let target: Any? = try ctx.object(with: id)
+                    out[key] = .some(target)
+                } else {
+                    out[key] = .some(id)
+                }
+            } else {
+                throw KuraError(.notFound, "entity \"\(entity.name)\" has no attribute or to-one relationship \"\(key)\"")
+            }
+        }
+        return out
+    }
+
+    /// Whether the object's values differ from the ones last fetched or saved
+    /// (Core Data's `hasPersistentChangedValues`; Kura has no transient
+    /// properties, so this equals "has changed values").
+    public var hasPersistentChangedValues: Bool { !isFault && hasChangedValues }
+}
+
+extension ManagedObjectContext {
+    /// How many times `save()` calls `willSave()` hooks that keep changing
+    /// objects before it refuses the save.
+    public static let maximumWillSavePasses = 10
+
+    /// Step 1 of a save: `willSave()` until no hook changes anything.
+    ///
+    /// - Throws: `.validation` naming the objects still changing after the
+    ///   last pass.
+    func runWillSave() throws(KuraError) {
+        /// Each object's state when its `willSave()` was last called: an object
+        /// changed since (by its own hook or another's) is due again.
+        var seen: [ObjectIdentifier: ([String: Value], [String: ManagedObjectID], Bool)] = [:]
+        func pending() -> [ManagedObject] {
+            // Objects whose to-many relationships changed are saved too (as
+            // in Core Data), though only the other side's rows change.
+            let relinked = notices.toManyTouched.values.filter { $0.managedObjectContext === self && !$0.isDeleted && !$0.objectID.isTemporary && !$0.hasChangedValues }
+            return inserted.filter { !$0.isDeleted } + updatedObjects + deletedObjects + relinked
+        }
+        for _ in 0..<Self.maximumWillSavePasses {
+            let due = pending().filter { o in
+                guard let s = seen[ObjectIdentifier(o)] else { return true }
+                return s.0 != o.values || s.1 != o.toOne || s.2 != o.isDeleted
+            }
+            if due.isEmpty { return }
+            for o in due {
+                seen[ObjectIdentifier(o)] = (o.values, o.toOne, o.isDeleted)
+                o.willSave()
+            }
+        }
+        let pending = pending()
+        let still = pending.filter { o in
+            guard let s = seen[ObjectIdentifier(o)] else { return true }
+            return s.0 != o.values || s.1 != o.toOne || s.2 != o.isDeleted
+        }
+        if still.isEmpty { return }
+        throw KuraError(.validation, "save refused, nothing was written: willSave() hooks still changed \(still.prefix(5).map(\.objectID.description).joined(separator: ", ")) after \(Self.maximumWillSavePasses) passes")
+    }
+
+    /// Step 3's hook part: per-key and per-object validation methods, each
+    /// failure a line of the validation error.
+    func hookProblems(_ objects: [ManagedObject], deleted: [ManagedObject]) -> [String] {
+        var problems: [String] = []
+        for o in objects {
+            let isNew = o.objectID.isTemporary
+            for a in o.entity.attributes {
+                let v = o.values[a.name] ?? .null
+                if isNew ? v.isNull : o.savedValues?[a.name] == v { continue }
+                do { try o.validateValue(v.isNull ? nil : a.type.swiftValue(v), forKey: a.name) } catch {
+                    problems.append("\(o.objectID): attribute \"\(a.name)\": \(error.message)")
+                }
+            }
+            do {
+                if isNew { try o.validateForInsert() } else { try o.validateForUpdate() }
+            } catch {
+                problems.append("\(o.objectID): \(error.message)")
+            }
+        }
+        for o in deleted {
+            do { try o.validateForDelete() } catch { problems.append("\(o.objectID): \(error.message)") }
+        }
+        return problems
+    }
+}
