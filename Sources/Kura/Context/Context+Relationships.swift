@@ -204,7 +204,7 @@ extension ManagedObjectContext {
             try setRelated(t, inv, o)
         case .joinTable(let table, let forward):
             let pair = forward ? JoinPair(source: o.objectID, target: t.objectID) : JoinPair(source: t.objectID, target: o.objectID)
-            joinEdits[table, default: [:]][pair] = true
+            setJoinEdit(table, pair, true)
             noteUpdated(o, r.name)
             if let inv = r.inverse { noteUpdated(t, inv) }
         case .foreignKey:
@@ -221,7 +221,7 @@ extension ManagedObjectContext {
             if t.toOne[column] == o.objectID { try setRelated(t, inv, nil) }
         case .joinTable(let table, let forward):
             let pair = forward ? JoinPair(source: o.objectID, target: t.objectID) : JoinPair(source: t.objectID, target: o.objectID)
-            joinEdits[table, default: [:]][pair] = false
+            setJoinEdit(table, pair, false)
             noteUpdated(o, r.name)
             if let inv = r.inverse { noteUpdated(t, inv) }
         case .foreignKey:

@@ -177,6 +177,7 @@ extension ManagedObjectContext {
         deleted = []
         joinEdits = [:]
         notices.toManyTouched = [:]
+        undo?.removeAllActions()
 
         // Conflicts the merge policy settled for the store: observers hear
         // those objects as refreshed (or invalidated if their row is gone).

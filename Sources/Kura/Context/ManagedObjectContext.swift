@@ -123,6 +123,8 @@ public final class ManagedObjectContext {
     /// The pending batch of change notes and the observers
     /// (ContextNotifications.swift).
     var notices = ContextNoticeState()
+    /// The undo manager (ContextUndoManager.swift), nil unless set.
+    var undo: ContextUndoManager?
     /// This context's identity among the process's contexts (did-saves carry it).
     let identity = ContextIdentityCounter.shared.next()
     /// Other contexts' did-saves waiting to be merged (Context+Merge.swift);
@@ -217,6 +219,7 @@ public final class ManagedObjectContext {
         inserted.append(o)
         track(o, as: o.objectID)
         noteInserted(o)
+        recordPresence(.inserted, o)
         o.awakeFromInsert()
     }
 
@@ -347,6 +350,7 @@ public final class ManagedObjectContext {
     /// the next objects-did-change batch).
     func willChange(_ o: ManagedObject, key: String) {
         noteUpdated(o, key)
+        if undo != nil { recordUndo(o, key: key) }
         guard !o.objectID.isTemporary, touched[ObjectIdentifier(o)] == nil else { return }
         touched[ObjectIdentifier(o)] = o
         touchedOrder.append(o)
@@ -375,6 +379,7 @@ public final class ManagedObjectContext {
         object.isDeleted = true
         deleted.append(object)
         noteDeleted(object)
+        recordPresence(.deleted, object)
         for (r, objects) in targets {
             switch r.deleteRule {
             case .deny, .noAction:
@@ -393,7 +398,7 @@ public final class ManagedObjectContext {
                         }
                     } else if case .joinTable(let table, let forward) = model.storage(of: r, in: object.entity) {
                         let pair = forward ? JoinPair(source: object.objectID, target: t.objectID) : JoinPair(source: t.objectID, target: object.objectID)
-                        joinEdits[table, default: [:]][pair] = false
+                        setJoinEdit(table, pair, false)
                     }
                 }
             }
@@ -442,6 +447,7 @@ public final class ManagedObjectContext {
         deleted = []
         joinEdits = [:]
         notices.toManyTouched = [:]
+        undo?.removeAllActions()
     }
 
     /// Forgets every object (changes included). Objects obtained before stay
@@ -460,6 +466,7 @@ public final class ManagedObjectContext {
         deleted = []
         joinEdits = [:]
         notices.toManyTouched = [:]
+        undo?.removeAllActions()
     }
 
     /// Reloads an object's values from the store. With `mergeChanges` (the

@@ -112,6 +112,9 @@ extension ManagedObjectContext {
 
     /// Applies one did-save to the registered objects (no post).
     func merge(_ note: ContextDidSave) throws(KuraError) {
+        // Merged changes are not undoable (Core Data disables registration too).
+        undo?.disableUndoRegistration()
+        defer { undo?.enableUndoRegistration() }
         var firstError: KuraError?
         for id in note.deleted {
             guard let o = registered(id), o.managedObjectContext === self else { continue }

@@ -207,6 +207,7 @@ extension ManagedObjectContext {
     /// posted as a further batch when the current one has been delivered.
     public func processPendingChanges() {
         guard !notices.posting else { return }
+        undo?.eventEnded()
         do { try drainInbox() } catch { if pendingError == nil { pendingError = error } }
         notices.posting = true
         defer { notices.posting = false }

@@ -1,0 +1,105 @@
+import Foundation
+import XCTest
+import Kura
+
+/// Undo and redo of a context's changes (issue 17: CoreDataBooks' edit screen
+/// undoes; the port carried a hand-written undo stack).
+final class UndoTests: XCTestCase {
+    func testAttributeRelationshipInsertAndCascadeChangesUndoAndRedo() throws {
+        let container = try PersistentContainer.inMemory(model: companyModel())
+        let context = container.newContext()
+        let acme = try context.insert(Company.self)
+        acme.name = "Acme"
+        let sales = try context.insert(Department.self)
+        sales.name = "Sales"
+        sales.company = acme
+        let ann = try context.insert(Employee.self)
+        ann.name = "Ann"
+        ann.department = sales
+        try context.save()
+
+        let undo = ContextUndoManager()
+        context.undoManager = undo
+        XCTAssertFalse(undo.canUndo)
+
+        // Group 1: an attribute and a relationship change.
+        ann.salary = 5000
+        ann.department = nil
+        context.processPendingChanges()
+        // Group 2: an insert with a relationship, as one explicit group.
+        undo.beginUndoGrouping()
+        let bob = try context.insert(Employee.self)
+        bob.name = "Bob"
+        bob.department = sales
+        try undo.endUndoGrouping()
+        // Group 3: a cascade delete.
+        try context.delete(acme)
+        context.processPendingChanges()
+        XCTAssertTrue(sales.isDeleted)
+
+        context.undoLastChange()  // group 3
+        XCTAssertFalse(acme.isDeleted)
+        XCTAssertFalse(sales.isDeleted, "the cascade is undone with the delete")
+        XCTAssertTrue(sales.company === acme)
+        context.undoLastChange()  // group 2
+        XCTAssertNil(bob.managedObjectContext, "the undone insert left the context")
+        XCTAssertEqual(sales.employees.map(\.name), [], "Ann left Sales in group 1, Bob's insert is undone")
+        context.undoLastChange()  // group 1
+        XCTAssertEqual(ann.salary, 0)
+        XCTAssertTrue(ann.department === sales)
+        XCTAssertFalse(context.hasChanges, "undoing everything returns to the saved state")
+        XCTAssertFalse(undo.canUndo)
+
+        context.redoLastChange()  // group 1 again
+        XCTAssertEqual(ann.salary, 5000)
+        XCTAssertNil(ann.department)
+        context.redoLastChange()  // group 2 again
+        XCTAssertTrue(bob.managedObjectContext === context)
+        XCTAssertTrue(bob.department === sales)
+        XCTAssertTrue(undo.canRedo)
+        try context.save()
+        let reader = container.newContext()  // kept: objects hold their context weakly
+        let stored = try reader.fetch(FetchRequest<Employee>(entityName: "Employee", sortDescriptors: [SortKey("name")]))
+        XCTAssertEqual(stored.map(\.name), ["Ann", "Bob"])
+        XCTAssertEqual(stored.map(\.salary), [5000, 0])
+        XCTAssertEqual(stored.map { $0.department?.name }, [nil, "Sales"])
+    }
+
+    func testManyToManyLevelsDisableAndNewChangesClearRedo() throws {
+        let container = try PersistentContainer.inMemory(model: companyModel())
+        let context = container.newContext()
+        let p = try context.insert(Project.self)
+        p.title = "P"
+        let e = try context.insert(Employee.self)
+        e.name = "E"
+        try context.save()
+        let undo = ContextUndoManager()
+        undo.levelsOfUndo = 2
+        context.undoManager = undo
+
+        try p.add(e, to: "members")
+        context.processPendingChanges()
+        XCTAssertEqual(p.members.map(\.name), ["E"])
+        context.undoLastChange()
+        XCTAssertEqual(p.members.map(\.name), [], "a many-to-many edit undoes")
+        context.redoLastChange()
+        XCTAssertEqual(p.members.map(\.name), ["E"])
+
+        for i in 1...4 {
+            p.title = "P\(i)"
+            context.processPendingChanges()
+        }
+        XCTAssertFalse(undo.canRedo, "a new change clears the redo stack")
+        context.undoLastChange()
+        context.undoLastChange()
+        context.undoLastChange()  // beyond the two levels kept: nothing
+        XCTAssertEqual(p.title, "P2")
+
+        undo.disableUndoRegistration()
+        p.title = "unrecorded"
+        undo.enableUndoRegistration()
+        context.processPendingChanges()
+        XCTAssertFalse(undo.canUndo)
+        XCTAssertThrowsError(try undo.endUndoGrouping()) { XCTAssertEqual(($0 as? KuraError)?.code, .misuse) }
+    }
+}
