@@ -442,4 +442,48 @@ final class InheritanceTests: XCTestCase {
         }
         assertKura(try context.save(), .validation, ["uniqueness constraint (numericISO3166Code, uniquenessDummy)"])
     }
+
+    func testXcodeModelsWithParentEntityAndIsAbstractLoad() throws {
+        let doc = try XcodeModelDocument(xml: Data("""
+        <model>
+        <entity name="Leaf" parentEntity="Middle">
+        <attribute name="leafOnly" optional="YES" attributeType="String"/>
+        <fetchIndex name="byTitle"><fetchIndexElement property="title" type="Binary" order="ascending"/></fetchIndex>
+        <uniquenessConstraints><uniquenessConstraint><constraint value="title"/><constraint value="leafOnly"/></uniquenessConstraint></uniquenessConstraints>
+        </entity>
+        <entity name="Base" isAbstract="YES">
+        <attribute name="title" optional="YES" attributeType="String"/>
+        <relationship name="owner" optional="YES" maxCount="1" deletionRule="Nullify" destinationEntity="Owner" inverseName="items" inverseEntity="Owner"/>
+        </entity>
+        <entity name="Middle" parentEntity="Base" isAbstract="YES"/>
+        <entity name="Owner">
+        <relationship name="items" optional="YES" toMany="YES" deletionRule="Cascade" destinationEntity="Base" inverseName="owner" inverseEntity="Base"/>
+        </entity>
+        </model>
+        """.utf8), path: "inherit.xml")
+        XCTAssertEqual(doc.unsupportedFeatures(), [])
+        let model = try doc.makeModel()
+        XCTAssertEqual(model["Leaf"]?.attributes.map(\.name), ["title", "leafOnly"])
+        XCTAssertEqual(model["Leaf"]?.superentityName, "Middle")
+        XCTAssertEqual(model["Middle"]?.isAbstract, true)
+        // A subentity's index on an inherited attribute lands on the declaring entity.
+        XCTAssertEqual(model["Base"]?.attributesByName["title"]?.isIndexed, true)
+        let context = try PersistentContainer.inMemory(model: model).newContext()
+        let owner = try context.insert("Owner")
+        for title in ["a", "b"] {
+            let leaf = try context.insert("Leaf")
+            leaf["title"] = title
+            leaf["owner"] = owner
+        }
+        try context.save()
+        XCTAssertEqual(try (owner.value(forKey: "items") as? ObjectList)?.compactMap { $0["title"] as? String }, ["a", "b"])
+        assertKura(try context.insert("Middle"), .invalidArgument, ["abstract", "Leaf"])
+
+        for (xml, parts) in [
+            (#"<model><entity name="A" parentEntity="Nope"/></model>"#, ["line 1", "parentEntity \"Nope\""]),
+            ("<model>\n<entity name=\"A\" parentEntity=\"B\"/>\n<entity name=\"B\" parentEntity=\"A\"/></model>", ["line 2", "cycle"]),
+        ] {
+            assertKura(try XcodeModelDocument(xml: Data(xml.utf8), path: "bad.xml").makeModel(), .invalidArgument, parts)
+        }
+    }
 }

@@ -23,7 +23,7 @@ extension ManagedObjectContext {
     func relatedObject(_ o: ManagedObject, _ r: RelationshipDescription) throws(KuraError) -> ManagedObject? {
         try o.loadIfFault()
         guard let id = o.toOne[r.name] else { return nil }
-        let t = try object(with: id)
+        let t = try object(with: id, canonical: true)
         if t.isDeleted { return nil }
         if t.isFault {
             do { try load(t) } catch where error.code == .notFound { return nil }
@@ -93,7 +93,7 @@ extension ManagedObjectContext {
             }
             var result: [ManagedObject] = []
             for id in ids where present.contains(id) {
-                let m = try object(with: id)
+                let m = try object(with: id, canonical: true)
                 if m.isDeleted { continue }
                 if m.isFault {
                     do { try load(m) } catch where error.code == .notFound { continue }
@@ -164,7 +164,7 @@ extension ManagedObjectContext {
 
     /// The object with `id`, loaded; nil if its row is gone from the store.
     func loadedPartner(_ id: ManagedObjectID) throws(KuraError) -> ManagedObject? {
-        let p = try object(with: id)
+        let p = try object(with: id, canonical: true)
         do { try p.loadIfFault() } catch where error.code == .notFound { return nil }
         return p
     }

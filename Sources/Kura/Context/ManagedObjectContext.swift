@@ -192,12 +192,18 @@ public final class ManagedObjectContext {
     ///   temporary ID this context does not know; read errors for an ID that
     ///   needs its row's entity.
     public func object(with id: ManagedObjectID) throws(KuraError) -> ManagedObject {
+        try object(with: id, canonical: false)
+    }
+
+    /// `object(with:)`; `canonical` says `id` already names its row's own
+    /// entity (IDs the context made from rows), sparing the read.
+    func object(with id: ManagedObjectID, canonical: Bool) throws(KuraError) -> ManagedObject {
         if let o = registered(id) { return o }
         guard !id.isTemporary else {
             _ = try model.entity(id.entityName)
             throw KuraError(.invalidArgument, "\(id) is a temporary ID of another context; save that context first")
         }
-        let id = try canonicalID(id)
+        let id = canonical ? id : try canonicalID(id)
         if let o = registered(id) { return o }
         let e = try model.entity(id.entityName)
         let o = e.objectClass.init(entity: e, objectID: id)

@@ -55,7 +55,7 @@ extension ManagedObjectContext {
                 let slice = Array(ids[start..<Swift.min(start + request.fetchBatchSize, ids.count)])
                 let group = BatchGroup(slice)
                 for id in slice {
-                    let o = try object(with: id)
+                    let o = try object(with: id, canonical: true)
                     if o.isFault { batchGroups[id] = group }
                     faults.append(o)
                 }
@@ -392,7 +392,7 @@ public final class FetchResults<T: ManagedObject>: RandomAccessCollection {
         loaded.reserveCapacity(slice.count)
         var firstError: KuraError?
         for id in slice {
-            do { loaded.append(try context.object(with: id)) } catch {
+            do { loaded.append(try context.object(with: id, canonical: true)) } catch {
                 // Cannot happen for the permanent IDs of a fetch; kept as a
                 // detached fault whose reads report `.misuse`.
                 firstError = firstError ?? error
