@@ -126,6 +126,14 @@ final class InheritanceTests: XCTestCase {
         XCTAssertEqual(all.map(\.objectID.entityName), ["Continent", "Country", "Territory", "Country"])
         XCTAssertEqual(try context.count(for: regions), 4)
         XCTAssertEqual(try context.fetchObjectIDs(regions).map(\.entityName), ["Continent", "Country", "Territory", "Country"])
+        // Batched: faults of each row's own class, loaded a batch at a time.
+        let batchContext = container.newContext()
+        regions.fetchBatchSize = 3
+        let faults = try batchContext.fetch(regions)
+        XCTAssertEqual(faults.map { "\(type(of: $0))" }, ["ContinentObject", "CountryObject", "CountryObject", "CountryObject"])
+        XCTAssertEqual(faults.map(\.name), ["Europe", "France", "Guadeloupe", "Spain"])
+        XCTAssertEqual(try batchContext.fetchResults(regions).map(\.entity.name), ["Continent", "Country", "Territory", "Country"])
+        regions.fetchBatchSize = 0
         regions.includesSubentities = false
         XCTAssertEqual(try context.fetch(regions).count, 0, "Region is abstract: no rows of its own")
         XCTAssertEqual(try context.count(for: regions), 0)
@@ -335,6 +343,21 @@ final class InheritanceTests: XCTestCase {
             XCTAssertEqual(try XCTUnwrap(try tx.schema(of: try tx.table("Tag"))).columns.map(\.name), ["label", "_version"])
             XCTAssertEqual(try XCTUnwrap(try tx.schema(of: try tx.table("Remark"))).columns.map(\.name), ["text", "region", "region_entity", "_version"])
         }
+    }
+
+    func testAnEntityColumnNamingNoSubentityIsCorruption() throws {
+        let container = try PersistentContainer.inMemory(model: Self.regionModel())
+        let id = try XCTUnwrap(try seed(container.newContext())["Spain"]?.objectID)
+        try container.database.write { tx in
+            let t = try tx.table("Region")
+            var row = try XCTUnwrap(try tx.values(in: t, rowID: id.rowID))
+            row[try XCTUnwrap(try tx.schema(of: t)?.position(of: "_entity"))] = .text("Remark")
+            _ = try tx.update(row, in: t, rowID: id.rowID)
+        }
+        let context = container.newContext()
+        assertKura(try context.fetch(FetchRequest<ManagedObject>(entityName: "Region")), .corrupt,
+                   ["table \"Region\" row \(id.rowID)", "_entity holds \"Remark\""])
+        assertKura(try context.existingObject(with: id), .corrupt, ["_entity holds \"Remark\""])
     }
 
     func testInsertingAnAbstractEntityIsAnError() throws {
