@@ -2,7 +2,8 @@
 // model of ../shared/corpus/xcdatamodel parses with the entity and property
 // counts the XML holds (counted here by regular expressions over the text, not by
 // the parser under test); each either loads and opens a store (one object per
-// entity saved and read back after reopening) or is refused with exactly the
+// concrete entity saved and read back after reopening, fetch counts including
+// subentities) or is refused with exactly the
 // unsupported features its XML uses; `.xccurrentversion` picks the current
 // version of a bundle; malformed files give errors naming the line.
 // The corpus is read at test time (see SOURCES.md there); tests skip without it.

@@ -102,7 +102,7 @@ extension XcodeModelDocument {
         public let line: Int
         public let entity: String?
         public let property: String?
-        /// What in the file shows the feature (e.g. `parentEntity="Region"`).
+        /// What in the file shows the feature (e.g. `attributeType="Transformable"`).
         public let detail: String
 
         public var description: String {
