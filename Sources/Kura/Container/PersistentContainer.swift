@@ -114,22 +114,23 @@ public final class PersistentContainer: Sendable {
         var differences: [String] = []
         do {
             try db.write { tx in
-                for e in model.entities {
-                    let schema = try model.schema(of: e)
-                    if try tx.tableExists(e.name) {
-                        var t = try tx.table(e.name)
+                // One table per entity hierarchy (an entity alone is a hierarchy of one).
+                for table in model.entityTables {
+                    let schema = try model.schema(ofTable: table)
+                    if try tx.tableExists(table) {
+                        var t = try tx.table(table)
                         // A store written before rows carried versions: add the
                         // column (no row is rewritten; old rows read version 0).
                         // If anything else differs, the transaction rolls back.
                         if let stored = try tx.schema(of: t), stored.position(of: ManagedObjectModel.versionColumn) == nil,
                            let version = schema.columns.last, version.name == ManagedObjectModel.versionColumn {
                             try tx.addColumn(version, to: t)
-                            t = try tx.table(e.name)
+                            t = try tx.table(table)
                         }
-                        differences += compare(e.name, stored: try tx.schema(of: t), expected: schema)
+                        differences += compare(table, stored: try tx.schema(of: t), expected: schema)
                     } else {
-                        let t = try tx.createTable(e.name, schema: schema)
-                        for ix in model.indexes(of: e) {
+                        let t = try tx.createTable(table, schema: schema)
+                        for ix in model.indexes(ofTable: table) {
                             try tx.createIndex(ix.name, on: t, columns: ix.columns.map { IndexColumn($0) }, unique: ix.unique)
                         }
                     }

@@ -144,6 +144,9 @@ extension ManagedObjectContext {
         for i in 0..<min(v, stored.count, original.count, current.count) where stored[i] != original[i] {
             var name = layout.columns[i]
             if name.hasSuffix("_order"), o.entity.attributesByName[name] == nil { name = String(name.dropLast(6)) }
+            if name.hasSuffix(ManagedObjectModel.companionSuffix), o.entity.attributesByName[name] == nil {
+                name = String(name.dropLast(ManagedObjectModel.companionSuffix.count))
+            }
             if !names.contains(name) { names.append(name) }
             here[layout.columns[i]] = current[i]
             there[layout.columns[i]] = stored[i]

@@ -23,7 +23,7 @@ extension ManagedObjectContext {
     func relatedObject(_ o: ManagedObject, _ r: RelationshipDescription) throws(KuraError) -> ManagedObject? {
         try o.loadIfFault()
         guard let id = o.toOne[r.name] else { return nil }
-        let t = try object(with: id)
+        let t = try object(with: id, canonical: true)
         if t.isDeleted { return nil }
         if t.isFault {
             do { try load(t) } catch where error.code == .notFound { return nil }
@@ -42,15 +42,17 @@ extension ManagedObjectContext {
             var result: [ManagedObject] = []
             var seen = Set<ObjectIdentifier>()
             if !o.objectID.isTemporary {
+                // The target's table, narrowed to the target and its subentities.
+                let key = KuraPredicate.comparison(KuraComparison(.keyPath([column]), .equalTo, .constant(.integer(o.objectID.rowID))))
                 let rows = try read { tx throws(KuraError) in
-                    try tx.fetch(TableQuery(target.name, where: .comparison(KuraComparison(.keyPath([column]), .equalTo, .constant(.integer(o.objectID.rowID))))))
+                    try tx.fetch(TableQuery(target.hierarchy.table, where: model.entityFilter(target, includingSubentities: true).map { .and([key, $0]) } ?? key))
                 }
                 for (rowID, row) in rows {
-                    let m = materialize(target, rowID: rowID, row: row)
+                    let m = materialize(try rowEntity(row, rowID: rowID, in: target), rowID: rowID, row: row)
                     if !m.isDeleted && m.toOne[column] == o.objectID && seen.insert(ObjectIdentifier(m)).inserted { result.append(m) }
                 }
             }
-            for m in inserted + touchedOrder where m.entity === target && !m.isDeleted && m.toOne[column] == o.objectID {
+            for m in inserted + touchedOrder where model.isKind(m.entity, of: target.name) && !m.isDeleted && m.toOne[column] == o.objectID {
                 if seen.insert(ObjectIdentifier(m)).inserted { result.append(m) }
             }
             if orderColumn != nil {
@@ -72,12 +74,15 @@ extension ManagedObjectContext {
                                             sort: [SortKey("position"), SortKey(theirs)]))
                 }
                 let col = forward ? 1 : 0
+                var rids: [Int64] = []
                 for (rowID, row) in rows {
                     guard col < row.count, case .integer(let rid) = row[col] else {
                         throw KuraError(.corrupt, "join table \"\(table)\" row \(rowID) has no integer \(forward ? "target" : "source") column; run `kura check` on the store", path: database.path)
                     }
-                    ids.append(ManagedObjectID(entity: target.name, rowID: rid))
+                    rids.append(rid)
                 }
+                // Each ID names its row's own entity (the target may have subentities).
+                ids = try canonicalIDs(of: target, rowIDs: rids)
             }
             var present = Set(ids)
             for (pair, isPresent) in joinEdits[table] ?? [:] {
@@ -88,7 +93,7 @@ extension ManagedObjectContext {
             }
             var result: [ManagedObject] = []
             for id in ids where present.contains(id) {
-                let m = try object(with: id)
+                let m = try object(with: id, canonical: true)
                 if m.isDeleted { continue }
                 if m.isFault {
                     do { try load(m) } catch where error.code == .notFound { continue }
@@ -105,8 +110,8 @@ extension ManagedObjectContext {
     }
 
     func checkTarget(_ o: ManagedObject, _ r: RelationshipDescription, _ t: ManagedObject) throws(KuraError) {
-        guard t.entity.name == r.destination else {
-            throw KuraError(.invalidArgument, "relationship \"\(r.name)\" of entity \"\(o.entity.name)\" holds \(r.destination) objects, not \(t.entity.name)")
+        guard model.isKind(t.entity, of: r.destination) else {
+            throw KuraError(.invalidArgument, "relationship \"\(r.name)\" of entity \"\(o.entity.name)\" holds \(r.destination) objects (or its subentities'), not \(t.entity.name)")
         }
         guard t.managedObjectContext === self, !t.isDeleted else {
             throw KuraError(.invalidArgument, "\(t) is deleted or belongs to another context; relationships join objects of one context")
@@ -164,7 +169,7 @@ extension ManagedObjectContext {
 
     /// The object with `id`, loaded; nil if its row is gone from the store.
     func loadedPartner(_ id: ManagedObjectID) throws(KuraError) -> ManagedObject? {
-        let p = try object(with: id)
+        let p = try object(with: id, canonical: true)
         do { try p.loadIfFault() } catch where error.code == .notFound { return nil }
         return p
     }

@@ -53,9 +53,10 @@ extension ManagedObjectContext {
             try database.write { tx in
                 var next: [String: Int64] = [:]
                 for o in ins {
-                    let n = try next[o.entity.name] ?? tx.table(o.entity.name).nextRowID
+                    // Keyed by table: a hierarchy's entities share row IDs.
+                    let n = try next[o.entity.hierarchy.table] ?? tx.table(o.entity.hierarchy.table).nextRowID
                     assigned[ObjectIdentifier(o)] = n
-                    next[o.entity.name] = n + 1
+                    next[o.entity.hierarchy.table] = n + 1
                 }
                 func rowID(_ id: ManagedObjectID) -> Int64? {
                     guard id.isTemporary else { return id.rowID }
@@ -65,7 +66,7 @@ extension ManagedObjectContext {
                 // Check every saved object against its stored row first, so a
                 // refusal writes nothing.
                 for o in upd + del {
-                    let t = try tx.table(o.entity.name)
+                    let t = try tx.table(o.entity.hierarchy.table)
                     let stored = try tx.values(in: t, rowID: o.objectID.rowID)
                     let row = o.isDeleted ? nil : try self.row(o, rowID)
                     let (conflict, resolution) = self.resolve(o, stored: stored, row: row, original: self.originalRow(o))
@@ -78,16 +79,16 @@ extension ManagedObjectContext {
                     guard let rid = assigned[ObjectIdentifier(o)] else { continue }
                     var row = try self.row(o, rowID)
                     row[row.count - 1] = .integer(1)
-                    try tx.insert(row, into: try tx.table(o.entity.name), rowID: rid)
+                    try tx.insert(row, into: try tx.table(o.entity.hierarchy.table), rowID: rid)
                 }
                 for o in upd {
                     if case .write(let row)? = resolutions[ObjectIdentifier(o)] {
-                        try tx.update(row, in: try tx.table(o.entity.name), rowID: o.objectID.rowID)
+                        try tx.update(row, in: try tx.table(o.entity.hierarchy.table), rowID: o.objectID.rowID)
                     }
                 }
                 for o in del {
                     guard case .delete? = resolutions[ObjectIdentifier(o)] else { continue }
-                    try tx.delete(from: try tx.table(o.entity.name), rowID: o.objectID.rowID)
+                    try tx.delete(from: try tx.table(o.entity.hierarchy.table), rowID: o.objectID.rowID)
                     for r in o.entity.relationships {
                         if case .joinTable(let table, let forward) = self.model.storage(of: r, in: o.entity) {
                             try tx.delete(from: table, where: .comparison(KuraComparison(.keyPath([forward ? "source" : "target"]), .equalTo, .constant(.integer(o.objectID.rowID)))))
@@ -242,31 +243,14 @@ extension ManagedObjectContext {
     }
 
     /// The stored row of an object: attributes, then each to-one key (and
-    /// order), then the version this context read.
+    /// order), then the version this context read (RowLayout.row).
     func row(_ o: ManagedObject, _ rowID: (ManagedObjectID) -> Int64?) throws(KuraError) -> [Value] {
-        var out: [Value] = o.entity.attributes.map { o.values[$0.name] ?? .null }
-        for r in o.entity.relationships where !r.isToMany {
-            var key: Value = .null
-            if let id = o.toOne[r.name] {
-                let target = registered(id)
-                if target?.isDeleted != true, let rid = rowID(id) { key = .integer(rid) }
-            }
-            out.append(key)
-            if inverse(of: r)?.isOrdered == true { out.append(o.order[r.name + "_order"].map { .double($0) } ?? .null) }
-        }
-        out.append(.integer(o.version))
-        return out
+        layout(of: o.entity).row(o, saved: false) { id in registered(id)?.isDeleted == true ? nil : rowID(id) }
     }
 
     /// The row as this context read it (its saved state).
     func originalRow(_ o: ManagedObject) -> [Value] {
-        var out: [Value] = o.entity.attributes.map { o.savedValues?[$0.name] ?? .null }
-        for r in o.entity.relationships where !r.isToMany {
-            out.append(o.savedToOne[r.name].map { .integer($0.rowID) } ?? .null)
-            if inverse(of: r)?.isOrdered == true { out.append(o.savedOrder[r.name + "_order"].map { .double($0) } ?? .null) }
-        }
-        out.append(.integer(o.version))
-        return out
+        layout(of: o.entity).row(o, saved: true) { $0.rowID }
     }
 
     /// Checks what save promises to check; throws one error listing all problems.
@@ -314,20 +298,21 @@ extension ManagedObjectContext {
         var problems: [String] = []
         var pendingSeen: [String: ManagedObjectID] = [:]
         for o in objects {
-            for group in o.entity.uniquenessConstraints {
+            for (i, group) in o.entity.uniquenessConstraints.enumerated() {
                 let values = group.map { o.values[$0] ?? .null }
                 if values.contains(where: \.isNull) { continue }
-                let key = o.entity.name + "|" + group.joined(separator: ",") + "|" + values.map(\.description).joined(separator: "\u{1}")
+                // The constraint spans the entity that declares it and its subentities.
+                let scope = i < o.entity.hierarchy.uniquenessScopes.count ? o.entity.hierarchy.uniquenessScopes[i] : o.entity.name
+                let key = scope + "|" + group.joined(separator: ",") + "|" + values.map(\.description).joined(separator: "\u{1}")
                 let shown = zip(group, values).map { "\($0) = \($1)" }.joined(separator: ", ")
                 if let other = pendingSeen[key] {
                     problems.append("\(o.objectID): uniqueness constraint (\(group.joined(separator: ", "))) violated: \(other) has \(shown) too")
                     continue
                 }
                 pendingSeen[key] = o.objectID
-                let match = KuraPredicate.and(zip(group, values).map { .comparison(KuraComparison(.keyPath([$0]), .equalTo, .constant($1))) })
-                let ids = try read { tx throws(KuraError) in try tx.fetch(TableQuery(o.entity.name, where: match)).map(\.rowID) }
-                for rid in ids where rid != o.objectID.rowID || o.objectID.isTemporary {
-                    let id = ManagedObjectID(entity: o.entity.name, rowID: rid)
+                let ids = try storedIDs(matching: zip(group, values).map { .comparison(KuraComparison(.keyPath([$0]), .equalTo, .constant($1))) },
+                                        of: model.entitiesByName[scope] ?? o.entity)
+                for id in ids where id.rowID != o.objectID.rowID || o.objectID.isTemporary {
                     if let other = registered(id), other.isDeleted || zip(group, values).contains(where: { other.values[$0] != $1 }) { continue }
                     problems.append("\(o.objectID): uniqueness constraint (\(group.joined(separator: ", "))) violated: \(id) already has \(shown)")
                 }

@@ -190,10 +190,12 @@ public final class ManagedObjectContext {
     /// Inserts a new object of the entity named `entityName`; defaults are set
     /// and `awakeFromInsert` runs.
     ///
-    /// - Throws: `.notFound` naming the entity.
+    /// - Throws: `.notFound` naming the entity; `.invalidArgument` for an
+    ///   abstract entity (naming the subentities to insert instead).
     @discardableResult
     public func insert(_ entityName: String) throws(KuraError) -> ManagedObject {
         let e = try model.entity(entityName)
+        try model.checkInsertable(e)
         let o = e.objectClass.init(entity: e, objectID: .temporary(e.name))
         register(inserted: o)
         return o
@@ -224,16 +226,28 @@ public final class ManagedObjectContext {
     }
 
     /// The object with `id`, uniqued: the registered instance, or a fault whose
-    /// values load on first access (Core Data's `object(with:)`).
+    /// values load on first access (Core Data's `object(with:)`). An ID naming
+    /// an entity with subentities (`Region/p7` for a row that is a Country)
+    /// gives the object of the row's own entity (one read of the store).
     ///
     /// - Throws: `.notFound` for an unknown entity, `.invalidArgument` for a
-    ///   temporary ID this context does not know.
+    ///   temporary ID this context does not know; read errors for an ID that
+    ///   needs its row's entity.
     public func object(with id: ManagedObjectID) throws(KuraError) -> ManagedObject {
+        try object(with: id, canonical: false)
+    }
+
+    /// `object(with:)`; `canonical` says `id` already names its row's own
+    /// entity (IDs the context made from rows), sparing the read.
+    func object(with id: ManagedObjectID, canonical: Bool) throws(KuraError) -> ManagedObject {
         if let o = registered(id) { return o }
-        let e = try model.entity(id.entityName)
         guard !id.isTemporary else {
+            _ = try model.entity(id.entityName)
             throw KuraError(.invalidArgument, "\(id) is a temporary ID of another context; save that context first")
         }
+        let id = canonical ? id : try canonicalID(id)
+        if let o = registered(id) { return o }
+        let e = try model.entity(id.entityName)
         let o = e.objectClass.init(entity: e, objectID: id)
         o.managedObjectContext = self
         o.isFault = true
@@ -261,11 +275,12 @@ public final class ManagedObjectContext {
             if !o.isFault { return }
         }
         let row = try read { tx throws(KuraError) -> [Value]? in
-            try tx.values(in: try tx.table(o.entity.name), rowID: o.objectID.rowID)
+            try tx.values(in: try tx.table(o.entity.hierarchy.table), rowID: o.objectID.rowID)
         }
         guard let row else {
             throw KuraError(.notFound, "\(o.objectID) no longer exists in the store (deleted by another context?)")
         }
+        try checkRowEntity(row, of: o)
         apply(row, to: o)
         o.awakeFromFetch()
     }
@@ -276,15 +291,19 @@ public final class ManagedObjectContext {
         for id in group.ids { batchGroups[id] = nil }
         guard let first = faults.first else { return }
         let rows = try read { tx throws(KuraError) -> [[Value]?] in
-            let t = try tx.table(first.entity.name)
+            var t = try tx.table(first.entity.hierarchy.table)
             var out: [[Value]?] = []
-            for o in faults { out.append(try tx.values(in: t, rowID: o.objectID.rowID)) }
+            for o in faults {
+                if t.name != o.entity.hierarchy.table { t = try tx.table(o.entity.hierarchy.table) }
+                out.append(try tx.values(in: t, rowID: o.objectID.rowID))
+            }
             return out
         }
         for (o, row) in zip(faults, rows) {
             // A row deleted since the fetch stays a fault: reading it reports
             // `.notFound` through `load` (or the failure channel).
             guard let row else { continue }
+            try checkRowEntity(row, of: o)
             apply(row, to: o)
             o.awakeFromFetch()
         }
@@ -304,10 +323,10 @@ public final class ManagedObjectContext {
         var values: [String: Value] = [:]
         var toOne: [String: ManagedObjectID] = [:]
         var order: [String: Double] = [:]
-        for (i, a) in o.entity.attributes.enumerated() { values[a.name] = i < row.count ? row[i] : .null }
+        for (a, i) in zip(o.entity.attributes, layout.attributeColumns) { values[a.name] = i < row.count ? row[i] : .null }
         for slot in layout.relationships {
             if slot.column < row.count, case .integer(let rid) = row[slot.column] {
-                toOne[slot.name] = ManagedObjectID(entity: slot.destination, rowID: rid)
+                toOne[slot.name] = targetID(slot, rowID: rid, row: row, of: o)
             }
             if let oc = slot.orderColumn, oc < row.count, case .double(let d) = row[oc] { order[slot.name + "_order"] = d }
         }

@@ -1,21 +1,31 @@
 // RowLayout: where an entity's values sit in its table's rows (the mapping is
-// in ManagedObjectModel.swift): attributes first, in model order, then each
-// to-one key (and its order column), and the version column last. Computed
-// once per container from the model, so reading a row needs no lookups that
-// could fail.
+// in ManagedObjectModel.swift and, for tables shared by an entity hierarchy,
+// EntityHierarchy.swift): attributes first, then each to-one key (and its
+// order and entity columns), `_entity` in a shared table, and the version
+// column last. Computed once per container from the model, so reading a row
+// needs no lookups that could fail. In a shared table an entity's attributes
+// are not contiguous: `attributeColumns` says where each one is.
 
-/// Column positions of one entity's table.
+/// Column positions of one entity in its table.
 struct RowLayout: Sendable {
     struct Slot: Sendable {
         let name: String
         let destination: String
         let column: Int
         let orderColumn: Int?
+        /// The column holding the target's entity (destinations with subentities).
+        let entityColumn: Int?
     }
+    /// The table holding the entity's rows.
+    let table: String
+    /// The column of each attribute, parallel to the entity's `attributes`.
+    let attributeColumns: [Int]
     /// The to-one relationships' key (and order) columns.
     let relationships: [Slot]
     /// The version column (the last one).
     let version: Int
+    /// The `_entity` column of a shared table (nil for an entity's own table).
+    let entityColumn: Int?
     /// Column names in order (attributes, to-one keys, order columns, version).
     let columns: [String]
 
@@ -24,18 +34,46 @@ struct RowLayout: Sendable {
         var out: [String: RowLayout] = [:]
         for e in model.entities {
             let schema = try model.schema(of: e)
+            func position(_ name: String) throws(KuraError) -> Int {
+                guard let p = schema.position(of: name) else {
+                    throw KuraError(.invalidArgument, "entity \"\(e.name)\": table \"\(e.hierarchy.table)\" lacks column \"\(name)\" (a Kura bug)")
+                }
+                return p
+            }
+            var attributes: [Int] = []
+            for a in e.attributes { attributes.append(try position(a.name)) }
             var slots: [Slot] = []
             for r in e.relationships where !r.isToMany {
-                guard let column = schema.position(of: r.name) else {
-                    throw KuraError(.invalidArgument, "entity \"\(e.name)\": the table schema lacks column \"\(r.name)\" (a Kura bug)")
-                }
-                slots.append(Slot(name: r.name, destination: r.destination, column: column, orderColumn: schema.position(of: r.name + "_order")))
+                slots.append(Slot(name: r.name, destination: r.destination, column: try position(r.name),
+                                  orderColumn: schema.position(of: r.name + "_order"),
+                                  entityColumn: model.needsEntityCompanion(r.destination) ? try position(r.name + ManagedObjectModel.companionSuffix) : nil))
             }
-            guard let version = schema.position(of: ManagedObjectModel.versionColumn) else {
-                throw KuraError(.invalidArgument, "entity \"\(e.name)\": the table schema lacks the version column (a Kura bug)")
-            }
-            out[e.name] = RowLayout(relationships: slots, version: version, columns: schema.columns.map(\.name))
+            let version = try position(ManagedObjectModel.versionColumn)
+            let entityColumn = e.hierarchy.isShared ? try position(ManagedObjectModel.entityColumn) : nil
+            out[e.name] = RowLayout(table: e.hierarchy.table, attributeColumns: attributes, relationships: slots, version: version,
+                                    entityColumn: entityColumn, columns: schema.columns.map(\.name))
         }
+        return out
+    }
+
+    /// The stored row of `o` (width of the table; other entities' columns
+    /// null), with `rowID` mapping to-one targets to row IDs (nil: no key).
+    /// `saved` takes the values the context last read instead of the current ones.
+    func row(_ o: ManagedObject, saved: Bool, targetRowID: (ManagedObjectID) -> Int64?) -> [Value] {
+        var out = [Value](repeating: .null, count: columns.count)
+        let values = saved ? (o.savedValues ?? [:]) : o.values
+        let toOne = saved ? o.savedToOne : o.toOne
+        let order = saved ? o.savedOrder : o.order
+        for (a, c) in zip(o.entity.attributes, attributeColumns) { out[c] = values[a.name] ?? .null }
+        for slot in relationships {
+            if let id = toOne[slot.name], let rid = targetRowID(id) {
+                out[slot.column] = .integer(rid)
+                if let ec = slot.entityColumn { out[ec] = .text(id.entityName) }
+            }
+            if let oc = slot.orderColumn { out[oc] = order[slot.name + "_order"].map { .double($0) } ?? .null }
+        }
+        if let entityColumn { out[entityColumn] = .text(o.entity.name) }
+        out[version] = .integer(o.version)
         return out
     }
 }

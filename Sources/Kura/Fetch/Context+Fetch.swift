@@ -10,6 +10,11 @@
 //     objects are added and deleted ones dropped (includesPendingChanges); the
 //     whole predicate is evaluated on objects (relationships resolved through
 //     the context), then sorted (through to-one key paths), then offset and limit.
+//
+// Entity hierarchies (EntityHierarchy.swift): both paths read the hierarchy's
+// table narrowed by `_entity` to the fetched entity (and, by
+// `includesSubentities`, its descendants); each row becomes an object of its
+// own entity. `entity.name` in a predicate is pushed down as `_entity`.
 
 import Foundation
 
@@ -51,7 +56,7 @@ extension ManagedObjectContext {
                 let slice = Array(ids[start..<Swift.min(start + request.fetchBatchSize, ids.count)])
                 let group = BatchGroup(slice)
                 for id in slice {
-                    let o = try object(with: id)
+                    let o = try object(with: id, canonical: true)
                     if o.isFault { batchGroups[id] = group }
                     faults.append(o)
                 }
@@ -106,8 +111,9 @@ extension ManagedObjectContext {
         try drainInbox()
         processPendingChanges()
         let e = try model.entity(request.entityName)
-        if request.predicate == nil && request.fetchOffset == 0 && (request.fetchLimit ?? 0) == 0 && !hasPendingChanges(e, request) {
-            return try read { tx throws(KuraError) in try tx.rowCount(try tx.table(e.name)) }
+        if request.predicate == nil && request.fetchOffset == 0 && (request.fetchLimit ?? 0) == 0 && !hasPendingChanges(e, request)
+            && model.entityFilter(e, includingSubentities: request.includesSubentities) == nil {
+            return try read { tx throws(KuraError) in try tx.rowCount(try tx.table(e.hierarchy.table)) }
         }
         return try matching(request, materialize: false).ids.count
     }
@@ -183,8 +189,15 @@ extension ManagedObjectContext {
     }
 
     func hasPendingChanges(_ e: EntityDescription, _ request: FetchRequest<some ManagedObject>) -> Bool {
-        request.includesPendingChanges && (inserted.contains { $0.entity === e } || deleted.contains { $0.entity === e }
-            || touchedOrder.contains { $0.entity === e && $0.hasChangedValues })
+        let sub = request.includesSubentities
+        return request.includesPendingChanges && (inserted.contains { fetches($0.entity, e, sub) } || deleted.contains { fetches($0.entity, e, sub) }
+            || touchedOrder.contains { fetches($0.entity, e, sub) && $0.hasChangedValues })
+    }
+
+    /// Whether a fetch of `e` returns objects of entity `x`.
+    @inline(__always)
+    func fetches(_ x: EntityDescription, _ e: EntityDescription, _ includesSubentities: Bool) -> Bool {
+        x === e || (includesSubentities && e.hierarchy.kinds.contains(x.name))
     }
 
     /// Whether an expression reads nothing but the entity's own attributes.
@@ -199,7 +212,8 @@ extension ManagedObjectContext {
 
     static func onlyAttributes(_ x: KuraExpression, _ e: EntityDescription) -> Bool {
         switch x {
-        case .keyPath(let k): return k.count == 1 && e.attributesByName[k[0]] != nil
+        case .keyPath(let k):
+            return (k.count == 1 && e.attributesByName[k[0]] != nil) || (e.hierarchy.isShared && EntityPredicate.isEntityName(k, e))
         case .constant, .date: return true
         case .aggregate(let xs): return xs.allSatisfy { onlyAttributes($0, e) }
         case .function(let f, let xs): return !f.isNondeterministic && xs.allSatisfy { onlyAttributes($0, e) }
@@ -227,13 +241,21 @@ extension ManagedObjectContext {
         let sortable = request.sortDescriptors.allSatisfy { e.attributesByName[$0.column] != nil }
         var result = Matches()
 
+        let kinds = model.entityFilter(e, includingSubentities: request.includesSubentities)
         if pushable && sortable && !hasPendingChanges(e, request) {
-            let q = TableQuery(e.name, where: request.predicate, sort: request.sortDescriptors, offset: request.fetchOffset, limit: limit)
+            let q = TableQuery(e.hierarchy.table, where: EntityPredicate.stored(request.predicate, kinds, e), sort: request.sortDescriptors,
+                               offset: request.fetchOffset, limit: limit)
             try read { tx throws(KuraError) in
                 let cursor = try tx.select(q)
                 while let row = try cursor.next() {
-                    result.ids.append(ManagedObjectID(entity: e.name, rowID: row.rowID))
-                    if materialize { result.objects.append(self.materialize(e, rowID: row.rowID, row: try tx.valuesOf(row, in: e.name))) }
+                    if e.hierarchy.isShared || materialize {
+                        let values = try tx.valuesOf(row, in: e.hierarchy.table)
+                        let x = try self.rowEntity(values, rowID: row.rowID, in: e)
+                        result.ids.append(ManagedObjectID(entity: x.name, rowID: row.rowID))
+                        if materialize { result.objects.append(self.materialize(x, rowID: row.rowID, row: values)) }
+                    } else {
+                        result.ids.append(ManagedObjectID(entity: e.name, rowID: row.rowID))
+                    }
                 }
             }
             return result
@@ -247,15 +269,16 @@ extension ManagedObjectContext {
         var candidates: [ManagedObject] = []
         var seen = Set<ObjectIdentifier>()
         try read { tx throws(KuraError) in
-            let cursor = try tx.select(TableQuery(e.name, where: narrowing))
+            let cursor = try tx.select(TableQuery(e.hierarchy.table, where: EntityPredicate.stored(narrowing, kinds, e)))
             while let row = try cursor.next() {
-                let o = self.materialize(e, rowID: row.rowID, row: try tx.valuesOf(row, in: e.name))
+                let values = try tx.valuesOf(row, in: e.hierarchy.table)
+                let o = self.materialize(try self.rowEntity(values, rowID: row.rowID, in: e), rowID: row.rowID, row: values)
                 if request.includesPendingChanges && (o.isDeleted || o.hasChangedValues) { continue }
                 if seen.insert(ObjectIdentifier(o)).inserted { candidates.append(o) }
             }
         }
         if request.includesPendingChanges {
-            for o in inserted + touchedOrder where o.entity === e && !o.isDeleted {
+            for o in inserted + touchedOrder where fetches(o.entity, e, request.includesSubentities) && !o.isDeleted {
                 if seen.insert(ObjectIdentifier(o)).inserted { candidates.append(o) }
             }
         }
@@ -374,7 +397,7 @@ public final class FetchResults<T: ManagedObject>: RandomAccessCollection {
         loaded.reserveCapacity(slice.count)
         var firstError: KuraError?
         for id in slice {
-            do { loaded.append(try context.object(with: id)) } catch {
+            do { loaded.append(try context.object(with: id, canonical: true)) } catch {
                 // Cannot happen for the permanent IDs of a fetch; kept as a
                 // detached fault whose reads report `.misuse`.
                 firstError = firstError ?? error

@@ -48,6 +48,12 @@ public struct FetchRequest<T: ManagedObject> {
     public var fetchBatchSize: Int = 0
     /// Include the context's unsaved inserts, changes and deletes (default true).
     public var includesPendingChanges = true
+    /// Include objects of the entity's subentities (default true, as Core
+    /// Data's `includesSubentities`): a fetch of `Region` returns its Countries
+    /// and Continents, each as its own entity's class. False: only objects
+    /// whose entity is exactly `entityName`. To test an object's entity in a
+    /// predicate, write `entity.name == "Country"` (see ``ObjectView``).
+    public var includesSubentities = true
     /// What `execute(_:)` returns. `fetch` accepts only `.managedObjects` (it
     /// throws `.invalidArgument` otherwise, never returning the wrong thing).
     public var resultType: FetchResultType = .managedObjects
@@ -61,7 +67,7 @@ public struct FetchRequest<T: ManagedObject> {
 
     /// A request for the entity whose class is `T`, found in `model`.
     public init(_ type: T.Type = T.self, in model: ManagedObjectModel, predicate: KuraPredicate? = nil, sortDescriptors: [SortKey] = []) {
-        self.init(entityName: model.entities.first(where: { $0.objectClass == type })?.name ?? String(describing: type),
+        self.init(entityName: model.topmostEntity(ofClass: type)?.name ?? String(describing: type),
                   predicate: predicate, sortDescriptors: sortDescriptors)
     }
 
@@ -73,12 +79,18 @@ public struct FetchRequest<T: ManagedObject> {
     }
 }
 
-/// An object as the predicate evaluator sees it.
+/// An object as the predicate evaluator sees it. Besides its properties, an
+/// object answers `entity.name` (its own entity's name, not an ancestor's:
+/// `entity.name == "Country"`, `entity.name IN {"Country", "Continent"}`),
+/// unless its entity has a property named `entity`, which then wins.
 struct ObjectView: PredicateEvaluationContext {
     let object: ManagedObject
     let context: ManagedObjectContext
 
     func value(forKey key: String) throws(KuraError) -> EvaluatedValue {
+        if key == EntityNameView.key && object.entity.attributesByName[key] == nil && object.entity.relationshipsByName[key] == nil {
+            return .object(EntityNameView(name: object.entity.name))
+        }
         if let a = object.entity.attributesByName[key] {
             try object.loadIfFault()
             return a.type.evaluated(object.values[key] ?? .null)
@@ -93,4 +105,17 @@ struct ObjectView: PredicateEvaluationContext {
     }
 
     var predicateIdentity: Value? { .text(object.objectID.uriRepresentation) }
+}
+
+/// The `entity` of an object in a predicate: offers `name`.
+struct EntityNameView: PredicateEvaluationContext {
+    static let key = "entity"
+    let name: String
+
+    func value(forKey key: String) throws(KuraError) -> EvaluatedValue {
+        guard key == "name" else {
+            throw KuraError(.notFound, "the entity of an object offers \"name\" to predicates (entity.name == \"Country\"), not \"\(key)\"")
+        }
+        return .scalar(.text(name))
+    }
 }

@@ -114,13 +114,29 @@ public struct UniqueConstraint: Sendable {
 }
 
 /// An entity: a kind of object, stored as a table. Immutable.
+///
+/// Inheritance (Core Data's superentity/subentities): an entity made with
+/// `parent:` inherits its parent's attributes, relationships and uniqueness
+/// constraints. As made, ``attributes``, ``relationships`` and
+/// ``uniquenessConstraints`` hold only what the entity declares; the entities
+/// of a ``ManagedObjectModel`` (`model["Country"]`, `model.entities`) are
+/// resolved copies whose lists start with the inherited properties (in the
+/// parent's order) and whose ``subentityNames`` are filled in; the declared
+/// parts stay in ``declaredAttributes`` and friends. An abstract entity
+/// (`abstract: true`) has no objects of its own: only its subentities can be
+/// inserted. Entities without parent or subentities are used as made.
 public final class EntityDescription: Sendable {
     public let name: String
+    /// Every attribute: inherited ones first (see the type's comment), then declared ones.
     public let attributes: [AttributeDescription]
+    /// Every relationship: inherited ones first, then declared ones.
     public let relationships: [RelationshipDescription]
-    /// Groups of attributes whose values together must be unique.
+    /// Groups of attributes whose values together must be unique; a group
+    /// inherited from an ancestor is unique across all of that ancestor's
+    /// subentities (two siblings cannot share the values).
     public let uniquenessConstraints: [[String]]
-    /// The class objects of this entity are made as.
+    /// The class objects of this entity are made as. A subentity bound to no
+    /// class of its own (`ManagedObject`) takes its parent's class in a model.
     public let objectClass: ManagedObject.Type
     public let attributesByName: [String: AttributeDescription]
     public let relationshipsByName: [String: RelationshipDescription]
@@ -133,8 +149,25 @@ public final class EntityDescription: Sendable {
     /// The class name the model file names (Core Data's `managedObjectClassName`),
     /// kept as written; ``objectClass`` is the class Kura actually makes.
     public let representedClassName: String?
+    /// The parent entity's name (Core Data's `superentity`; Xcode's `parentEntity`), if any.
+    public let superentityName: String?
+    /// Whether the entity has no objects of its own (Core Data's `isAbstract`):
+    /// inserting one throws; fetches of it return its subentities' objects.
+    public let isAbstract: Bool
+    /// The direct subentities' names, in model order (filled in a model; empty as made).
+    public let subentityNames: [String]
+    /// The attributes the entity itself declares (as made).
+    public let declaredAttributes: [AttributeDescription]
+    /// The relationships the entity itself declares (as made).
+    public let declaredRelationships: [RelationshipDescription]
+    /// The uniqueness constraints the entity itself declares (as made).
+    public let declaredUniquenessConstraints: [[String]]
 
-    public convenience init(_ name: String, class objectClass: ManagedObject.Type = ManagedObject.self, @EntityBuilder _ build: () -> [EntityBuilder.Part]) {
+    /// Where the entity's rows live and what the entity spans (EntityHierarchy.swift).
+    let hierarchy: EntityHierarchyInfo
+
+    public convenience init(_ name: String, parent: String? = nil, abstract: Bool = false, class objectClass: ManagedObject.Type = ManagedObject.self,
+                            @EntityBuilder _ build: () -> [EntityBuilder.Part]) {
         var attrs: [AttributeDescription] = []
         var rels: [RelationshipDescription] = []
         var uniques: [[String]] = []
@@ -145,25 +178,51 @@ public final class EntityDescription: Sendable {
             case .unique(let u): uniques.append(u)
             }
         }
-        self.init(name, class: objectClass, attributes: attrs, relationships: rels, uniquenessConstraints: uniques)
+        self.init(name, parent: parent, abstract: abstract, class: objectClass, attributes: attrs, relationships: rels, uniquenessConstraints: uniques)
     }
 
     /// An entity from lists (what the result-builder initializer and the Xcode
     /// model loader build).
-    public init(_ name: String, class objectClass: ManagedObject.Type = ManagedObject.self, attributes attrs: [AttributeDescription],
-                relationships rels: [RelationshipDescription], uniquenessConstraints uniques: [[String]] = [],
-                userInfo: [String: String] = [:], renamingIdentifier: String? = nil, versionHashModifier: String? = nil,
-                representedClassName: String? = nil) {
+    ///
+    /// - Parameters:
+    ///   - parent: the superentity's name; the model checks that it exists and
+    ///     that the parents form no cycle.
+    ///   - abstract: the entity has no objects of its own (only subentities).
+    public convenience init(_ name: String, parent: String? = nil, abstract: Bool = false, class objectClass: ManagedObject.Type = ManagedObject.self,
+                            attributes attrs: [AttributeDescription], relationships rels: [RelationshipDescription],
+                            uniquenessConstraints uniques: [[String]] = [],
+                            userInfo: [String: String] = [:], renamingIdentifier: String? = nil, versionHashModifier: String? = nil,
+                            representedClassName: String? = nil) {
+        self.init(name: name, superentityName: parent, isAbstract: abstract, objectClass: objectClass,
+                  declared: (attrs, rels, uniques), resolved: (attrs, rels, uniques), subentityNames: [],
+                  hierarchy: EntityHierarchyInfo(standalone: name, attributes: attrs, relationships: rels, uniques: uniques),
+                  userInfo: userInfo, renamingIdentifier: renamingIdentifier, versionHashModifier: versionHashModifier,
+                  representedClassName: representedClassName)
+    }
+
+    /// The designated initializer: a model makes resolved copies with it.
+    init(name: String, superentityName: String?, isAbstract: Bool, objectClass: ManagedObject.Type,
+         declared: ([AttributeDescription], [RelationshipDescription], [[String]]),
+         resolved: ([AttributeDescription], [RelationshipDescription], [[String]]), subentityNames: [String],
+         hierarchy: EntityHierarchyInfo, userInfo: [String: String], renamingIdentifier: String?, versionHashModifier: String?,
+         representedClassName: String?) {
         self.name = name
+        self.superentityName = superentityName
+        self.isAbstract = isAbstract
         self.objectClass = objectClass
-        attributes = attrs
-        relationships = rels
-        uniquenessConstraints = uniques
+        declaredAttributes = declared.0
+        declaredRelationships = declared.1
+        declaredUniquenessConstraints = declared.2
+        attributes = resolved.0
+        relationships = resolved.1
+        uniquenessConstraints = resolved.2
+        self.subentityNames = subentityNames
+        self.hierarchy = hierarchy
         self.userInfo = userInfo
         self.renamingIdentifier = renamingIdentifier
         self.versionHashModifier = versionHashModifier
         self.representedClassName = representedClassName
-        attributesByName = Dictionary(attrs.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
-        relationshipsByName = Dictionary(rels.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+        attributesByName = Dictionary(resolved.0.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+        relationshipsByName = Dictionary(resolved.1.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
     }
 }

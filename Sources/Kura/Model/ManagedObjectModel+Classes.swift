@@ -44,12 +44,21 @@ extension ManagedObjectModel {
     /// - Throws: `.notFound` naming the class and the entities it could be
     ///   (those named like it, or bound to no class of their own).
     func entity(forClass c: ManagedObject.Type) throws(KuraError) -> EntityDescription {
-        if let e = entities.first(where: { $0.objectClass == c }) { return e }
+        if let e = topmostEntity(ofClass: c) { return e }
         let name = String(describing: c)
         let candidates = entities.filter { $0.name.lowercased() == name.lowercased() || $0.objectClass == ManagedObject.self }
         let shown = (candidates.isEmpty ? entities : candidates).map { "\($0.name) (class \($0.objectClass))" }
         throw KuraError(.notFound, "class \(name) is not the class of any entity in the model; bind it with EntityDescription(\"<entity>\", class: \(name).self). "
                         + (candidates.isEmpty ? "Entities: " : "It could be: ") + shown.joined(separator: ", "))
+    }
+
+    /// The entity whose class is `c` and whose parent's is not: subentities
+    /// bound to no class of their own share their parent's, and the class
+    /// names the topmost of them.
+    func topmostEntity(ofClass c: ManagedObject.Type) -> EntityDescription? {
+        entities.first { e in
+            e.objectClass == c && (e.superentityName.flatMap { entitiesByName[$0] }.map { $0.objectClass != c } ?? true)
+        }
     }
 
     /// Problems with the property wrappers of the classes bound to entities.

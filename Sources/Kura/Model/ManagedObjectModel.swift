@@ -12,7 +12,9 @@
 //     name order) with columns `source`, `target` and `position`;
 //   - indexed attributes get an engine index, uniqueness constraints a unique one;
 //   - last, an integer column `_version` (Core Data's Z_OPT): the row's version,
-//     bumped by every save that writes the row (see Context+Conflicts.swift).
+//     bumped by every save that writes the row (see Context+Conflicts.swift);
+//   - an entity hierarchy (inheritance) shares one table named after its root,
+//     with an `_entity` column; see EntityHierarchy.swift.
 //
 // Invariants (checked by `validate`, thrown as `ModelError`): entity names are
 // unique and non-empty; property names are unique per entity and not reserved;
@@ -20,7 +22,8 @@
 // the destination whose destination is this entity and whose inverse (if set)
 // is this relationship; uniqueness constraints name attributes of the entity;
 // the property wrappers of bound classes name existing properties of the right
-// kind and type (ManagedObjectModel+Classes.swift).
+// kind and type (ManagedObjectModel+Classes.swift); inheritance is well formed
+// (EntityHierarchy.swift).
 
 import Foundation
 
@@ -50,7 +53,7 @@ public struct ModelError: Error, CustomStringConvertible, Sendable, Equatable {
 public final class ManagedObjectModel: Sendable {
     /// Entities by name.
     public let entitiesByName: [String: EntityDescription]
-    /// Entities in definition order.
+    /// Entities in definition order (subentities resolved: see ``EntityDescription``).
     public let entities: [EntityDescription]
     /// Named subsets of the entities (Core Data's configurations): name → entity
     /// names. A store opened by ``PersistentContainer`` holds every entity (Core
@@ -63,14 +66,15 @@ public final class ManagedObjectModel: Sendable {
     ///   must be an entity of the model.
     /// - Throws: `ModelError` naming the entity and property at fault.
     public init(_ entities: [EntityDescription], configurations: [String: [String]] = [:]) throws(ModelError) {
-        self.entities = entities
         self.configurations = configurations
-        var byName: [String: EntityDescription] = [:]
+        var names = Set<String>()
         for e in entities {
             guard !e.name.isEmpty, !e.name.hasPrefix("_") else { throw ModelError(message: "entity name \"\(e.name)\" must be non-empty and not start with \"_\"") }
-            guard byName[e.name] == nil else { throw ModelError(message: "two entities are named \"\(e.name)\"") }
-            byName[e.name] = e
+            guard names.insert(e.name).inserted else { throw ModelError(message: "two entities are named \"\(e.name)\"") }
         }
+        let resolved = try Self.resolveInheritance(entities)
+        self.entities = resolved
+        let byName = Dictionary(resolved.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         entitiesByName = byName
         for (name, members) in configurations.sorted(by: { $0.key < $1.key }) {
             for m in members where byName[m] == nil {
@@ -78,6 +82,7 @@ public final class ManagedObjectModel: Sendable {
             }
         }
         try validate()
+        for table in entityTables { _ = try tableColumns(table) }
         if let problem = classBindingProblems().first { throw ModelError(message: problem) }
     }
 
@@ -110,7 +115,8 @@ public final class ManagedObjectModel: Sendable {
                     throw ModelError(message: "entity \"\(e.name)\": default of attribute \"\(a.name)\" is not a \(a.type)")
                 }
             }
-            for r in e.relationships {
+            // Inherited relationships were checked on the entity that declares them.
+            for r in e.declaredRelationships {
                 guard let target = entitiesByName[r.destination] else {
                     throw ModelError(message: "entity \"\(e.name)\": relationship \"\(r.name)\" points to unknown entity \"\(r.destination)\"")
                 }
@@ -160,28 +166,34 @@ public final class ManagedObjectModel: Sendable {
             return .inverseForeignKey(entity: r.destination, column: inverse.name, orderColumn: r.isOrdered ? inverse.name + "_order" : nil)
         }
         // Many-to-many or to-many without inverse: a join table named after the
-        // side that sorts first.
-        let mine = (e.name, r.name)
-        guard let inverse else { return .joinTable(name: "_\(e.name)_\(r.name)", forward: true) }
+        // side that sorts first (each side named by the entity that declares it,
+        // so subentities share their ancestor's join table).
+        let owner = e.hierarchy.relationshipOwners[r.name] ?? e.name
+        let mine = (owner, r.name)
+        guard let inverse else { return .joinTable(name: "_\(owner)_\(r.name)", forward: true) }
         let theirs = (r.destination, inverse.name)
         let first = mine <= theirs
-        return .joinTable(name: first ? "_\(e.name)_\(r.name)" : "_\(r.destination)_\(inverse.name)", forward: first)
+        return .joinTable(name: first ? "_\(owner)_\(r.name)" : "_\(r.destination)_\(inverse.name)", forward: first)
     }
 
-    /// The table schema of an entity.
+    /// The schema of the table holding an entity's rows (its hierarchy's table;
+    /// see EntityHierarchy.swift for a shared one).
     func schema(of e: EntityDescription) throws(KuraError) -> TableSchema {
-        var cols: [ColumnDefinition] = []
-        for a in e.attributes {
-            cols.append(ColumnDefinition(a.name, a.type.columnType, nullable: true, default: a.defaultValue.map { a.type.stored($0) } ?? .null))
+        try schema(ofTable: e.hierarchy.table)
+    }
+
+    /// The schema of an entity table.
+    func schema(ofTable table: String) throws(KuraError) -> TableSchema {
+        do {
+            return try TableSchema(try tableColumns(table))
+        } catch let e as ModelError {
+            // The model's init ran tableColumns on every table; cannot happen.
+            throw KuraError(.invalidArgument, "table \"\(table)\": \(e.message) (a Kura bug: the model was checked)")
+        } catch let e as KuraError {
+            throw e
+        } catch {
+            throw KuraError(.invalidArgument, "table \"\(table)\": \(error)")
         }
-        for r in e.relationships where !r.isToMany {
-            cols.append(ColumnDefinition(r.name, .integer))
-            let inverse = r.inverse.flatMap { entitiesByName[r.destination]?.relationshipsByName[$0] }
-            if inverse?.isOrdered == true { cols.append(ColumnDefinition(r.name + "_order", .double)) }
-        }
-        // Last: the row's version for optimistic locking (Context+Conflicts.swift).
-        cols.append(ColumnDefinition(Self.versionColumn, .integer, nullable: false, default: .integer(0)))
-        return try TableSchema(cols)
     }
 
     /// The hidden last column of every entity table: the row's version.
@@ -192,7 +204,7 @@ public final class ManagedObjectModel: Sendable {
     var joinTables: [String] {
         var out = Set<String>()
         for e in entities {
-            for r in e.relationships {
+            for r in e.declaredRelationships {
                 if case .joinTable(let name, _) = storage(of: r, in: e) { out.insert(name) }
             }
         }
@@ -206,12 +218,25 @@ public final class ManagedObjectModel: Sendable {
         ColumnDefinition("position", .double, nullable: false, default: .double(0)),
     ])
 
-    /// Indexes an entity's table needs: (name, columns, unique).
-    func indexes(of e: EntityDescription) -> [(name: String, columns: [String], unique: Bool)] {
+    /// Indexes an entity table needs: (name, columns, unique). For an entity
+    /// outside any hierarchy the table is named after it; in a shared table,
+    /// a uniqueness constraint declared below the root is a plain index
+    /// (EntityHierarchy.swift), and `_entity` is indexed.
+    func indexes(ofTable table: String) -> [(name: String, columns: [String], unique: Bool)] {
         var out: [(name: String, columns: [String], unique: Bool)] = []
-        for a in e.attributes where a.isIndexed { out.append(("\(e.name)_\(a.name)_index", [a.name], false)) }
-        for r in e.relationships where !r.isToMany { out.append(("\(e.name)_\(r.name)_fk", [r.name], false)) }
-        for group in e.uniquenessConstraints { out.append(("\(e.name)_unique_\(group.joined(separator: "_"))", group, true)) }
+        var seen = Set<String>()
+        func add(_ name: String, _ columns: [String], _ unique: Bool) {
+            if seen.insert(name).inserted { out.append((name, columns, unique)) }
+        }
+        let members = entities(inTable: table)
+        for e in members { for a in e.declaredAttributes where a.isIndexed { add("\(table)_\(a.name)_index", [a.name], false) } }
+        for e in members { for r in e.declaredRelationships where !r.isToMany { add("\(table)_\(r.name)_fk", [r.name], false) } }
+        for e in members {
+            for group in e.declaredUniquenessConstraints {
+                add("\(e.name)_unique_\(group.joined(separator: "_"))", group, e.name == table)
+            }
+        }
+        if members.count > 1 { add("\(table)_" + Self.entityColumn, [Self.entityColumn], false) }
         return out
     }
 }

@@ -91,9 +91,14 @@ open class ManagedObject: CustomStringConvertible {
     /// the `.notFound` error naming the class and the entities it could be is
     /// recorded in ``readError`` and the context's `pendingError`: the next
     /// save or fetch throws it. `context.insert(T.self)` throws it at once.
+    /// The same goes for the class of an abstract entity (`.invalidArgument`).
     public convenience init(context: ManagedObjectContext) {
         let found: Result<EntityDescription, KuraError>
-        do { found = .success(try context.model.entity(forClass: Self.self)) } catch { found = .failure(error) }
+        do {
+            let e = try context.model.entity(forClass: Self.self)
+            try context.model.checkInsertable(e)
+            found = .success(e)
+        } catch { found = .failure(error) }
         let e: EntityDescription
         switch found {
         case .success(let x): e = x

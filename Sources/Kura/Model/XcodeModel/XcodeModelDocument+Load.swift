@@ -19,6 +19,9 @@
 //     | entity                               | EntityDescription (userInfo, elementID as    |
 //     |                                      | renamingIdentifier, versionHashModifier,     |
 //     |                                      | representedClassName kept)                   |
+//     | parentEntity, isAbstract             | parent, abstract (EntityHierarchy.swift);    |
+//     |                                      | constraints and indexes may name inherited   |
+//     |                                      | attributes                                   |
 //     | representedClassName / entity name   | class from the caller's registry, else       |
 //     |                                      | ManagedObject (see makeModel)                |
 //     | Integer 16/32/64, Double, Float,     | int16/int32/int64, double, float, decimal,   |
@@ -56,8 +59,7 @@
 //     | model attributes (type, versions,    | file metadata; kept in XcodeModelDocument    |
 //     | tools, language)                     |                                              |
 //
-// Not representable yet (each is an `UnsupportedFeature.Kind`): inheritance
-// (parentEntity), abstract entities, Transformable / ObjectID / Undefined /
+// Not representable yet (each is an `UnsupportedFeature.Kind`): Transformable / ObjectID / Undefined /
 // Composite attributes, derived attributes, transient properties, value
 // validation (min/max/regular expression), Spotlight indexing, non-reciprocal
 // inverses (A.x names B.y as inverse while B.y names another one),
@@ -72,8 +74,6 @@ extension XcodeModelDocument {
     /// A part of an Xcode model that Kura's model cannot represent yet.
     public struct UnsupportedFeature: Sendable, Equatable, CustomStringConvertible {
         public enum Kind: String, Sendable, CaseIterable {
-            case entityInheritance = "entity inheritance (parentEntity)"
-            case abstractEntity = "abstract entity"
             case transformableAttribute = "Transformable attribute"
             case objectIDAttribute = "ObjectID attribute"
             case undefinedAttribute = "Undefined-type attribute"
@@ -102,7 +102,7 @@ extension XcodeModelDocument {
         public let line: Int
         public let entity: String?
         public let property: String?
-        /// What in the file shows the feature (e.g. `parentEntity="Region"`).
+        /// What in the file shows the feature (e.g. `attributeType="Transformable"`).
         public let detail: String
 
         public var description: String {
@@ -120,8 +120,6 @@ extension XcodeModelDocument {
             out.append(UnsupportedFeature(kind: kind, file: path, line: line, entity: entity, property: property, detail: detail))
         }
         for e in entities {
-            if let p = e.parentEntity { add(.entityInheritance, e.line, e.name, nil, "parentEntity=\"\(p)\"") }
-            if e.isAbstract { add(.abstractEntity, e.line, e.name, nil, "isAbstract=\"YES\"") }
             for a in e.attributes {
                 func here(_ kind: UnsupportedFeature.Kind, _ detail: String) { add(kind, a.line, e.name, a.name, detail) }
                 switch a.kind {
@@ -212,6 +210,20 @@ extension XcodeModelDocument {
         }
         try checkConsistency()
         var usedKeys = Set<String>()
+        // Single-property indexes, on the entity that declares the attribute
+        // (a subentity may index an inherited one: the hierarchy shares a table).
+        var indexedBy: [String: Set<String>] = [:]
+        let byName = Dictionary(entities.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+        for e in entities {
+            var names = Set(e.attributes.filter(\.isIndexed).map(\.name))
+            for ix in e.fetchIndexes where ix.elements.count == 1 { if let p = ix.elements[0].property { names.insert(p) } }
+            for ci in e.compoundIndexes where ci.properties.count == 1 { names.insert(ci.properties[0]) }
+            let lineage = try ancestry(e, byName)
+            for n in names {
+                let owner = lineage.first { $0.attributes.contains { $0.name == n } }?.name ?? e.name
+                indexedBy[owner, default: []].insert(n)
+            }
+        }
         var built: [EntityDescription] = []
         for e in entities {
             var candidates: [String] = []
@@ -225,9 +237,7 @@ extension XcodeModelDocument {
                 objectClass = cls
                 usedKeys.insert(key)
             }
-            var indexed = Set(e.attributes.filter(\.isIndexed).map(\.name))
-            for ix in e.fetchIndexes where ix.elements.count == 1 { if let p = ix.elements[0].property { indexed.insert(p) } }
-            for ci in e.compoundIndexes where ci.properties.count == 1 { indexed.insert(ci.properties[0]) }
+            let indexed = indexedBy[e.name] ?? []
             var attrs: [AttributeDescription] = []
             for a in e.attributes {
                 attrs.append(AttributeDescription(a.name, try kuraType(a, in: e), optional: a.isOptional, default: try defaultValue(a, in: e),
@@ -241,7 +251,7 @@ extension XcodeModelDocument {
                                         maxCount: r.isToMany ? r.maxCount.flatMap { $0 == 0 ? nil : $0 } : nil,
                                         userInfo: r.userInfo, renamingIdentifier: r.elementID, versionHashModifier: r.versionHashModifier)
             }
-            built.append(EntityDescription(e.name, class: objectClass, attributes: attrs, relationships: rels,
+            built.append(EntityDescription(e.name, parent: e.parentEntity, abstract: e.isAbstract, class: objectClass, attributes: attrs, relationships: rels,
                                            uniquenessConstraints: e.uniquenessConstraints.map(\.properties), userInfo: e.userInfo,
                                            renamingIdentifier: e.elementID, versionHashModifier: e.versionHashModifier,
                                            representedClassName: e.representedClassName))
@@ -285,8 +295,11 @@ extension XcodeModelDocument {
             for (n, line) in props where !names.insert(n).inserted {
                 throw invalid(line, "entity \"\(e.name)\" has a second property named \"\(n)\"")
             }
-            let attributeNames = Set(e.attributes.map(\.name))
-            let toOneNames = Set(e.relationships.filter { !$0.isToMany }.map(\.name))
+            // Constraints and indexes may name inherited properties.
+            let lineage = try ancestry(e, byName)
+            let attributeNames = Set(lineage.flatMap { $0.attributes.map(\.name) })
+            let toOneNames = Set(lineage.flatMap { $0.relationships.filter { !$0.isToMany }.map(\.name) })
+            let relationshipNames = Set(lineage.flatMap { $0.relationships.map(\.name) })
             for r in e.relationships {
                 guard let target = byName[r.destinationEntity] else {
                     throw invalid(r.line, "relationship \"\(e.name).\(r.name)\" points to entity \"\(r.destinationEntity)\", which the model does not have")
@@ -311,7 +324,7 @@ extension XcodeModelDocument {
             }
             for ix in e.fetchIndexes {
                 for el in ix.elements {
-                    if let p = el.property, !attributeNames.contains(p), !e.relationships.contains(where: { $0.name == p }) {
+                    if let p = el.property, !attributeNames.contains(p), !relationshipNames.contains(p) {
                         throw invalid(el.line, "fetch index \"\(ix.name)\" of entity \"\(e.name)\" names \"\(p)\", which is not one of its properties")
                     }
                 }
@@ -327,6 +340,25 @@ extension XcodeModelDocument {
                 throw invalid(c.line, "configuration \"\(c.name)\" names entity \"\(m)\", which the model does not have")
             }
         }
+    }
+
+    /// `e` and its ancestors (nearest first).
+    ///
+    /// - Throws: `.invalidArgument` with the line for an unknown parent or a cycle.
+    private func ancestry(_ e: Entity, _ byName: [String: Entity]) throws(KuraError) -> [Entity] {
+        var out = [e]
+        var parent = e.parentEntity
+        while let p = parent {
+            guard let x = byName[p] else {
+                throw invalid(e.line, "entity \"\(e.name)\" names parentEntity \"\(p)\", which the model does not have")
+            }
+            if out.contains(where: { $0.name == x.name }) {
+                throw invalid(e.line, "entity \"\(e.name)\": its parentEntity chain \((out.map(\.name) + [x.name]).joined(separator: " → ")) is a cycle")
+            }
+            out.append(x)
+            parent = x.parentEntity
+        }
+        return out
     }
 
     private func kuraType(_ a: Attribute, in e: Entity) throws(KuraError) -> AttributeType {
