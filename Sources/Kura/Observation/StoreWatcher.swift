@@ -225,12 +225,16 @@ final class StoreWatcher: @unchecked Sendable {
                 recheck = true
             }
         }
+        // Every inbox is filled before any push runs, so a context that
+        // hears of a merge can count on the others having it queued.
+        var pushes: [@Sendable () -> Void] = []
         for m in targets {
             var due = false
             for note in notes { if m.inbox.append(note) { due = true } }
             if recheck && m.inbox.requestRecheck() { due = true }
-            if due { m.push?() }
+            if due, let push = m.push { pushes.append(push) }
         }
+        for push in pushes { push() }
     }
 
     /// Runs an engine read, keeping typed errors.
