@@ -102,14 +102,23 @@ final class StoreWatcher: @unchecked Sendable {
     var isWatching: Bool {
         lock.lock()
         defer { lock.unlock() }
-        return observation != nil
+        return active
     }
+
+    /// Whether commits are looked at (set once the start point is read).
+    private var active = false
+    /// Whether a `register` is starting the watch (outside the lock).
+    private var starting = false
 
     /// Subscribes an auto-merging context: in-process saves of other contexts
     /// and other processes' saves go into `inbox`, and `push` (if any) is
     /// called when a save arrives in an empty inbox. Starts watching the
     /// store with the first subscriber; if that fails, in-process saves still
     /// arrive and the error is returned beside the registration.
+    ///
+    /// No engine call runs with `lock` held: saves take `lock` inside their
+    /// write transactions (`willCommit`), so the order is always engine
+    /// locks, then `lock`.
     func register(identity: Int, inbox: MergeInbox, push: (@Sendable () -> Void)?) -> (MergeRegistration, KuraError?) {
         let local = broadcaster.add { note in
             guard note.sourceContext != identity else { return }
@@ -119,34 +128,62 @@ final class StoreWatcher: @unchecked Sendable {
         nextID += 1
         let id = nextID
         mergers[id] = Merger(inbox: inbox, push: push)
-        var failure: KuraError?
-        if observation == nil {
-            do { try start() } catch { failure = error }
-        }
+        let mustStart = !active && !starting
+        if mustStart { starting = true }
         lock.unlock()
-        return (MergeRegistration(self, id, SaveObservation(broadcaster, local)), failure)
+        let registration = MergeRegistration(self, id, SaveObservation(broadcaster, local))
+        guard mustStart else { return (registration, nil) }
+        do {
+            try start()
+            return (registration, nil)
+        } catch {
+            lock.lock()
+            starting = false
+            active = false
+            let stale = observation
+            observation = nil
+            lock.unlock()
+            stale?.cancel()
+            return (registration, error)
+        }
     }
 
-    /// Starts observing commits (called with `lock` held).
+    /// Reads the start point and observes commits (called by the one
+    /// `register` that set `starting`, without `lock`).
     private func start() throws(KuraError) {
-        lastCounter = try database.changeCounter()
-        lastToken = nil
+        let counter = try database.changeCounter()
+        var token: HistoryToken?
         if tracksHistory {
-            lastToken = try read { tx throws(KuraError) -> HistoryToken? in
+            token = try read { tx throws(KuraError) -> HistoryToken? in
                 guard try tx.tableExists(PersistentHistoryStore.tableName) else { return nil }
                 let rows = try tx.rows(in: try tx.table(PersistentHistoryStore.tableName), reverse: true)
                 return try rows.next().map { HistoryToken($0.rowID) }
             }
         }
-        observation = try database.observeCommits { [weak self] counter in self?.commitsArrived(counter) }
+        lock.lock()
+        lastCounter = counter
+        lastToken = token
+        ownCounters = []
+        ownTokens = []
+        active = true
+        lock.unlock()
+        let o = try database.observeCommits { [weak self] counter in self?.commitsArrived(counter) }
+        lock.lock()
+        starting = false
+        // Every subscriber may have left while the watch was starting.
+        let keep = !mergers.isEmpty
+        if keep { observation = o } else { active = false }
+        lock.unlock()
+        if !keep { o.cancel() }
     }
 
     func unregister(_ id: Int) {
         lock.lock()
-        let stopping = mergers.removeValue(forKey: id) != nil && mergers.isEmpty
+        let stopping = mergers.removeValue(forKey: id) != nil && mergers.isEmpty && !starting
         let stopped = stopping ? observation : nil
         if stopping {
             observation = nil
+            active = false
             ownCounters = []
             ownTokens = []
         }
@@ -158,7 +195,7 @@ final class StoreWatcher: @unchecked Sendable {
     /// `counter` (and history `token`): called inside its write transaction.
     func willCommit(counter: UInt64, token: HistoryToken?) {
         lock.lock()
-        if observation != nil {
+        if active {
             ownCounters.insert(counter)
             if let token { ownTokens.insert(token) }
         }
@@ -176,7 +213,7 @@ final class StoreWatcher: @unchecked Sendable {
     /// The commit watcher saw the change counter reach `counter`.
     private func commitsArrived(_ counter: UInt64) {
         lock.lock()
-        guard observation != nil, counter > lastCounter else {
+        guard active, counter > lastCounter else {
             lock.unlock()
             return
         }
