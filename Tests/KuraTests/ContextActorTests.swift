@@ -47,6 +47,22 @@ final class ContextActorTests: XCTestCase {
     }
 
     @MainActor
+    func testViewContextDoesNotKeepItsContainerAlive() throws {
+        // The container keeps its view context; if the view context kept the
+        // container too, neither (nor the store connection) would ever go.
+        weak var weakContainer: PersistentContainer?
+        try autoreleasepoolIfAvailable {
+            let container = try PersistentContainer.inMemory(model: companyModel())
+            let view = container.viewContext
+            view.automaticallyMergesChangesFromStore = true
+            try view.insert(Company.self).name = "Acme"
+            try view.save()
+            weakContainer = container
+        }
+        XCTAssertNil(weakContainer)
+    }
+
+    @MainActor
     func testViewContextMergesByPushWithoutTheAppCallingAnything() async throws {
         let container = try PersistentContainer.inMemory(model: companyModel())
         let view = container.viewContext
@@ -169,4 +185,13 @@ func firstElement<T: Sendable>(of stream: AsyncStream<T>, within seconds: Double
         group.cancelAll()
         return first
     }
+}
+
+/// Runs `body` (in an autorelease pool where Foundation has one).
+func autoreleasepoolIfAvailable(_ body: () throws -> Void) rethrows {
+    #if canImport(Darwin)
+    try autoreleasepool { try body() }
+    #else
+    try body()
+    #endif
 }
