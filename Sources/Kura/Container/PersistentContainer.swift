@@ -14,7 +14,9 @@ extension KuraError.Code {
 /// A model and its store.
 ///
 /// Thread rules: `Sendable`; make a context per thread or task with
-/// ``newContext()``. Lifetime: the store stays open while the container lives.
+/// ``newContext()``, use ``viewContext`` on the main actor, or a
+/// ``BackgroundContext`` (``newBackgroundContext()``) on its own actor.
+/// Lifetime: the store stays open while the container lives.
 public final class PersistentContainer: Sendable {
     /// The model.
     public let model: ManagedObjectModel
@@ -111,7 +113,6 @@ public final class PersistentContainer: Sendable {
         try block(context)
         try context.save()
     }
-
 
     // MARK: Model check
 
