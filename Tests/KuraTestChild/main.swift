@@ -19,6 +19,10 @@
 // Usage: KuraTestChild objects STORE POLICY COUNT
 //
 // Read-increment-save cycles through the object layer (ObjectWriter.swift).
+//
+// Usage: KuraTestChild live STORE history|plain
+//
+// Saves what the parent asks on stdin (LiveWriter.swift; cross-process merging).
 
 import Foundation
 import Kura
@@ -27,6 +31,9 @@ import KuraEngine
 let args = CommandLine.arguments
 if args.count == 5 && args[1] == "objects", let policy = MergePolicy(rawValue: args[3]), let count = Int(args[4]) {
     runObjectWriter(path: args[2], policy: policy, count: count)
+}
+if args.count == 4 && args[1] == "live" && (args[3] == "history" || args[3] == "plain") {
+    runLiveWriter(path: args[2], history: args[3] == "history")
 }
 if args.count == 6 && args[1] == "writer" {
     runWriter(path: args[2], id: Int64(args[3])!, count: Int(args[4])!, threshold: Int(args[5])!)

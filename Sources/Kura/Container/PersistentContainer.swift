@@ -14,7 +14,9 @@ extension KuraError.Code {
 /// A model and its store.
 ///
 /// Thread rules: `Sendable`; make a context per thread or task with
-/// ``newContext()``. Lifetime: the store stays open while the container lives.
+/// ``newContext()``, use ``viewContext`` on the main actor, or a
+/// ``BackgroundContext`` (``newBackgroundContext()``) on its own actor.
+/// Lifetime: the store stays open while the container lives.
 public final class PersistentContainer: Sendable {
     /// The model.
     public let model: ManagedObjectModel
@@ -29,6 +31,10 @@ public final class PersistentContainer: Sendable {
     let layouts: [String: RowLayout]
     /// Delivers every context's did-save (ContextNotifications.swift).
     let saveBroadcaster = SaveBroadcaster()
+    /// Brings other processes' saves to auto-merging contexts (StoreWatcher.swift).
+    let storeWatcher: StoreWatcher
+    /// Holds the view context (ContextActors.swift).
+    let viewSlot = ViewContextSlot()
 
     /// Opens (or creates) the store at `url` and checks it against `model`:
     /// tables and indexes for entities the store lacks are created; an entity
@@ -45,6 +51,7 @@ public final class PersistentContainer: Sendable {
         self.persistentHistoryTracking = persistentHistoryTracking
         try Self.makeDirectory(url.deletingLastPathComponent())
         database = try Database(path: url.path, options: options)
+        storeWatcher = StoreWatcher(database: database, broadcaster: saveBroadcaster, tracksHistory: persistentHistoryTracking)
         try Self.prepare(database, model)
         layouts = try RowLayout.all(model)
     }
@@ -63,6 +70,7 @@ public final class PersistentContainer: Sendable {
         url = nil
         self.persistentHistoryTracking = persistentHistoryTracking
         database = try Database.inMemory()
+        storeWatcher = StoreWatcher(database: database, broadcaster: saveBroadcaster, tracksHistory: persistentHistoryTracking)
         try Self.prepare(database, model)
         layouts = try RowLayout.all(model)
     }
@@ -91,7 +99,11 @@ public final class PersistentContainer: Sendable {
         }
     }
 
-    /// A new context on this store. Use it on one thread (or actor) at a time.
+    /// A new context on this store, confined to the thread (or actor) that
+    /// uses it: use it on one thread at a time. It merges other contexts'
+    /// saves by pull (see ``ManagedObjectContext/automaticallyMergesChangesFromStore``);
+    /// ``viewContext`` and ``newBackgroundContext()`` give contexts isolated
+    /// to an actor, which merge by push.
     public func newContext() -> ManagedObjectContext { ManagedObjectContext(container: self) }
 
     /// Runs `block` with a new context and saves it (MagicalRecord's
@@ -100,12 +112,6 @@ public final class PersistentContainer: Sendable {
         let context = newContext()
         try block(context)
         try context.save()
-    }
-
-    /// Runs `body` with a new context on a background task, returning its result
-    /// (Core Data's `performBackgroundTask`).
-    public func performBackgroundTask<T: Sendable>(_ body: @escaping @Sendable (ManagedObjectContext) throws -> T) async throws -> T {
-        try await Task.detached { [self] in try body(newContext()) }.value
     }
 
     // MARK: Model check

@@ -48,6 +48,7 @@ extension ManagedObjectContext {
         var refused = false
         var record: [PersistentHistoryChange] = []
         var historyToken: HistoryToken?
+        var ownCommit: UInt64?
 
         do {
             try database.write { tx in
@@ -121,11 +122,21 @@ extension ManagedObjectContext {
                 if self.container.persistentHistoryTracking && !record.isEmpty {
                     historyToken = try PersistentHistoryStore.append(tx, author: self.transactionAuthor, contextName: self.name, changes: record)
                 }
+                if !record.isEmpty {
+                    // Rows were written, so the commit advances the change
+                    // counter by one: the store watcher must not take this
+                    // commit for another process's (StoreWatcher.swift).
+                    let counter = try tx.changeCounter &+ 1
+                    ownCommit = counter
+                    self.container.storeWatcher.willCommit(counter: counter, token: historyToken)
+                }
             }
         } catch let e as KuraError {
+            if let ownCommit { container.storeWatcher.didNotCommit(counter: ownCommit, token: historyToken) }
             lastMergeConflicts = conflicts
             throw e
         } catch {
+            if let ownCommit { container.storeWatcher.didNotCommit(counter: ownCommit, token: historyToken) }
             throw KuraError(.io, "\(error)")
         }
         lastMergeConflicts = conflicts

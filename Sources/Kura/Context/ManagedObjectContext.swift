@@ -38,7 +38,14 @@ import Foundation
 /// ``pendingError`` and thrown by the next `save()` or fetch.
 public final class ManagedObjectContext {
     /// The container (model and store) this context works on.
-    public let container: PersistentContainer
+    ///
+    /// A context keeps its container alive, except the container's own
+    /// ``PersistentContainer/viewContext``, which the container keeps (so
+    /// that the two do not keep each other alive forever): keep the container
+    /// while you use its view context.
+    public var container: PersistentContainer { ownedContainer ?? borrowedContainer }
+    private let ownedContainer: PersistentContainer?
+    private unowned let borrowedContainer: PersistentContainer
 
     /// Every object of this context by ID, unretained: an object removes its own
     /// entry when it is deallocated (`ManagedObject.deinit` calls `forget`), so
@@ -130,36 +137,69 @@ public final class ManagedObjectContext {
     /// Other contexts' did-saves waiting to be merged (Context+Merge.swift);
     /// nil unless `automaticallyMergesChangesFromStore` is on.
     var mergeInbox: MergeInbox?
-    var autoMergeObservation: SaveObservation?
+    var autoMergeObservation: MergeRegistration?
+    /// Set by the owner of a context that runs on an executor (the view
+    /// context's main actor, a `BackgroundContext` actor): schedules
+    /// `mergePushed()` there. Called on the saving (or watcher) thread when a
+    /// save arrives in an empty inbox. Nil for thread-confined contexts (pull).
+    var pushMerge: (@Sendable () -> Void)?
+    /// Told the inbox when automatic merging is switched (the view context
+    /// publishes it so that background work can wait for its merge).
+    var onAutoMergeChange: ((MergeInbox?) -> Void)?
 
-    /// Whether saves of other contexts on this container (and, once the
-    /// container watches the store, of other processes) are merged into this
-    /// context automatically (Core Data's `automaticallyMergesChangesFromParent`;
-    /// here the parent is the store). Saves are queued as they commit, on any
-    /// thread, and merged on this context's thread at the start of its next
-    /// fetch, save or `processPendingChanges()` (or `mergePendingChanges()`),
-    /// which then posts the objects-did-change batch. Default off.
+    /// Whether saves of other contexts on this container, and of other
+    /// processes on the same store, are merged into this context
+    /// automatically (Core Data's `automaticallyMergesChangesFromParent`;
+    /// here the parent is the store). Default off.
+    ///
+    /// Saves are queued as they commit (other contexts' on the saving thread,
+    /// other processes' on the container's store-watcher thread; see
+    /// StoreWatcher.swift for how another process's save is read, with and
+    /// without persistent history). When they are merged depends on where the
+    /// context runs:
+    /// - **push**, for contexts with an executor (``PersistentContainer/viewContext``
+    ///   on the main actor, a ``BackgroundContext`` on its actor): a merge is
+    ///   scheduled on that actor as soon as a save arrives, so observers (a UI)
+    ///   update without the app calling anything;
+    /// - **pull**, for plain thread-confined contexts (``PersistentContainer/newContext()``):
+    ///   on this context's thread at the start of its next fetch, save or
+    ///   `processPendingChanges()`, or `mergePendingChanges()`.
+    /// Either way the merge posts the objects-did-change batch on the
+    /// context's thread or actor.
+    ///
+    /// If the store cannot be watched (the connection was closed, no inotify
+    /// instance), saves of this process are still merged, and
+    /// ``pendingError`` names the failure.
     public var automaticallyMergesChangesFromStore: Bool {
         get { mergeInbox != nil }
         set {
             guard newValue != (mergeInbox != nil) else { return }
             if newValue {
                 let inbox = MergeInbox()
-                let me = identity
                 mergeInbox = inbox
-                autoMergeObservation = container.observeSaves { note in
-                    if note.sourceContext != me { inbox.append(note) }
-                }
+                let (registration, error) = container.storeWatcher.register(identity: identity, inbox: inbox, push: pushMerge)
+                autoMergeObservation = registration
+                if let error, pendingError == nil { pendingError = error }
+                onAutoMergeChange?(inbox)
             } else {
                 autoMergeObservation?.cancel()
                 autoMergeObservation = nil
                 mergeInbox = nil
+                onAutoMergeChange?(nil)
             }
         }
     }
 
     init(container: PersistentContainer) {
-        self.container = container
+        ownedContainer = container
+        borrowedContainer = container
+    }
+
+    /// A context that does not keep `container` alive (the view context,
+    /// which the container keeps).
+    init(borrowing container: PersistentContainer) {
+        ownedContainer = nil
+        borrowedContainer = container
     }
 
     deinit { finishStreams() }

@@ -27,37 +27,59 @@
 //
 // Automatic merging (`automaticallyMergesChangesFromStore`): the container
 // delivers every other context's did-save into this context's inbox (a locked
-// queue, filled on the saving thread); the context drains it on its own
+// queue, filled on the saving thread), and the store watcher (StoreWatcher.swift)
+// other processes' saves (on its thread). The context drains it on its own
 // thread at the start of each fetch, save and `processPendingChanges()`, or
-// when `mergePendingChanges()` is called.
+// when `mergePendingChanges()` is called (pull); a context with an executor
+// (view context, BackgroundContext; ContextActors.swift) also gets a merge
+// scheduled on its actor when a save arrives in an empty inbox (push).
 
 import Foundation
 import KuraEngine
 
-/// Did-saves waiting to be merged into one context, filled from any thread.
+/// Did-saves waiting to be merged into one context, filled from any thread,
+/// and whether another process committed changes the history cannot name
+/// (then the context re-checks its objects' versions; StoreWatcher.swift).
 final class MergeInbox: @unchecked Sendable {
-    // @unchecked Sendable: `notes` is read and written only with `lock` held.
+    // @unchecked Sendable: `notes` and `recheck` are read and written only
+    // with `lock` held.
     private let lock = NSLock()
     private var notes: [ContextDidSave] = []
+    private var recheck = false
 
-    func append(_ note: ContextDidSave) {
-        lock.lock()
-        notes.append(note)
-        lock.unlock()
-    }
-
-    func takeAll() -> [ContextDidSave] {
+    /// Queues `note`; true if the inbox was empty (a push merge is due).
+    @discardableResult
+    func append(_ note: ContextDidSave) -> Bool {
         lock.lock()
         defer { lock.unlock() }
-        let out = notes
+        let wasEmpty = notes.isEmpty && !recheck
+        notes.append(note)
+        return wasEmpty
+    }
+
+    /// Asks for a version re-check; true if the inbox was empty.
+    @discardableResult
+    func requestRecheck() -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        let wasEmpty = notes.isEmpty && !recheck
+        recheck = true
+        return wasEmpty
+    }
+
+    func takeAll() -> (notes: [ContextDidSave], recheck: Bool) {
+        lock.lock()
+        defer { lock.unlock() }
+        let out = (notes, recheck)
         notes = []
+        recheck = false
         return out
     }
 
     var isEmpty: Bool {
         lock.lock()
         defer { lock.unlock() }
-        return notes.isEmpty
+        return notes.isEmpty && !recheck
     }
 }
 
@@ -107,7 +129,17 @@ extension ManagedObjectContext {
 
     func drainInbox() throws(KuraError) {
         guard let inbox = mergeInbox, !inbox.isEmpty else { return }
-        for note in inbox.takeAll() where note.sourceContext != identity { try merge(note) }
+        let (notes, recheck) = inbox.takeAll()
+        for note in notes where note.sourceContext != identity { try merge(note) }
+        if recheck { try recheckRegisteredObjects() }
+    }
+
+    /// A push merge, run on the context's actor: merges what waits in the
+    /// inbox and posts; an error goes to ``pendingError`` (nobody awaits a
+    /// push).
+    func mergePushed() {
+        guard let inbox = mergeInbox, !inbox.isEmpty else { return }
+        do { try mergePendingChanges() } catch { if pendingError == nil { pendingError = error } }
     }
 
     /// Applies one did-save to the registered objects (no post).
@@ -137,7 +169,7 @@ extension ManagedObjectContext {
     }
 
     /// Brings one registered object up to the store's version.
-    private func mergeUpdate(_ o: ManagedObject, _ savedKeys: Set<String>) throws(KuraError) {
+    func mergeUpdate(_ o: ManagedObject, _ savedKeys: Set<String>) throws(KuraError) {
         let toManyKeys = savedKeys.filter { o.entity.relationshipsByName[$0]?.isToMany == true }
         if o.isFault {
             // Nothing loaded to replace: the next access loads the new values.

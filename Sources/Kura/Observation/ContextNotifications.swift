@@ -17,8 +17,10 @@
 // value is `Sendable`; other contexts merge it (`mergeChanges(fromContextDidSave:)`).
 //
 // Delivery: observer closures run synchronously on the thread (or actor) that
-// caused the post, which for a context is the one it is used on; async
-// sequences buffer every value (an observer that falls behind loses nothing).
+// caused the post, which for a context is the one it is used on (the main
+// actor for the view context, its actor for a BackgroundContext, including
+// the batches of push merges; ContextActors.swift); async sequences buffer
+// every value (an observer that falls behind loses nothing).
 
 import Foundation
 import KuraEngine
@@ -410,7 +412,9 @@ extension PersistentContainer {
     /// Calls `handler` after every save of any of this container's contexts
     /// commits, with what it saved, synchronously on the saving thread (keep
     /// it short; hop to your context's actor to merge). Until the returned
-    /// observation is cancelled or released.
+    /// observation is cancelled or released. Other processes' saves are not
+    /// posted here; contexts that merge automatically receive them
+    /// (StoreWatcher.swift).
     public func observeSaves(_ handler: @escaping @Sendable (ContextDidSave) -> Void) -> SaveObservation {
         SaveObservation(saveBroadcaster, saveBroadcaster.add(handler))
     }
