@@ -118,6 +118,12 @@ extension ManagedObjectContext {
             evict(o)
         }
         for (id, keys) in note.updated.sorted(by: { Self.idOrder($0.key, $1.key) }) {
+            if registered(id) == nil, notices.watchedEntities[id.entityName, default: 0] > 0, model.entitiesByName[id.entityName] != nil,
+               let o = try? object(with: id) {  // cannot fail: the entity exists and `id` is permanent
+                // Not loaded here, but a fetched-results controller may now want it.
+                noteRefreshed(o, keys)
+                continue
+            }
             guard let o = registered(id), o.managedObjectContext === self else { continue }
             do { try mergeUpdate(o, keys) } catch {
                 if firstError == nil { firstError = error }

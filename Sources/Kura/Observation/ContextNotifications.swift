@@ -138,6 +138,11 @@ struct ContextNoticeState {
     var saveObservers: [(Int, (ContextDidSave) -> Void)] = []
     var changeStreams: [Int: AsyncStream<ObjectIDChanges>.Continuation] = [:]
     var saveStreams: [Int: AsyncStream<ContextDidSave>.Continuation] = [:]
+    /// Entities whose objects a merge reports as refreshed even when this
+    /// context has not registered them (fetched-results controllers need to
+    /// see objects that start matching their predicate), with how many
+    /// controllers ask for each.
+    var watchedEntities: [String: Int] = [:]
 
     var isObserved: Bool { !changeObservers.isEmpty || !changeStreams.isEmpty }
 }
