@@ -455,4 +455,60 @@ final class FetchedResultsControllerTests: XCTestCase {
         XCTAssertTrue(Self.same(try Self.apply(sets[0], to: before), Self.sections(controller.snapshot)))
         XCTAssertEqual(controller.fetchedObjects?.count, 5)
     }
+
+    func testQueuedSavesAreAllMergedWhenOneUpdatesARowALaterOneDeletes() throws {
+        // Regression: automatic merging lost every queued save after one whose
+        // merge failed, and merging an update of a row that a later queued
+        // save deleted failed with notFound (then thrown by the next fetch).
+        let container = try PersistentContainer.inMemory(model: Self.model())
+        let main = container.newContext()
+        main.automaticallyMergesChangesFromStore = true
+        let memos = try makeMemos(main)
+        XCTAssertEqual(memos[0]["title"] as? String, "apple")  // loaded here
+        var batches: [ObjectIDChanges] = []
+        let token = main.observeObjectsDidChange { batches.append($0.ids) }
+        let bg = container.newContext()
+        let apple = try bg.existingObject(with: memos[0].objectID)
+        apple["priority"] = Int64(8)
+        try bg.save()
+        try bg.delete(apple)
+        try bg.save()
+        let fig = try bg.insert("Item")
+        fig["title"] = "fig"
+        try bg.save()
+        main.processPendingChanges()
+        XCTAssertNil(main.pendingError)
+        XCTAssertEqual(batches.count, 1)
+        XCTAssertEqual(batches.first?.deleted, [memos[0].objectID])
+        XCTAssertEqual(batches.first?.inserted, [fig.objectID])
+        XCTAssertEqual(try main.fetch(FetchRequest<ManagedObject>(entityName: "Item")).count, 5)
+        token.cancel()
+    }
+
+    func testAnObjectInsertedAndDeletedInOneBatchDoesNotHideTheNextInsert() throws {
+        // Regression: the pending batch tracked objects by identity without
+        // keeping an inserted-then-deleted object alive, so a new object at
+        // the same address was taken for it and never reported as inserted.
+        let container = try PersistentContainer.inMemory(model: Self.model())
+        let main = container.newContext()
+        main.automaticallyMergesChangesFromStore = true
+        var inserted: [ManagedObjectID] = []
+        let token = main.observeObjectsDidChange { inserted += $0.ids.inserted }
+        let bg = container.newContext()
+        var expected: [ManagedObjectID] = []
+        for i in 0..<20 {
+            let o = try bg.insert("Item")
+            o["title"] = "t\(i)"
+            try bg.save()
+            if i % 2 == 0 {
+                try bg.delete(o)
+                try bg.save()
+            } else {
+                expected.append(o.objectID)
+            }
+        }
+        main.processPendingChanges()
+        XCTAssertEqual(inserted, expected)
+        token.cancel()
+    }
 }

@@ -107,7 +107,13 @@ extension ManagedObjectContext {
 
     func drainInbox() throws(KuraError) {
         guard let inbox = mergeInbox, !inbox.isEmpty else { return }
-        for note in inbox.takeAll() where note.sourceContext != identity { try merge(note) }
+        // Every queued save is merged even if one fails (they are taken out
+        // of the inbox); the first error is thrown after.
+        var firstError: KuraError?
+        for note in inbox.takeAll() where note.sourceContext != identity {
+            do { try merge(note) } catch { if firstError == nil { firstError = error } }
+        }
+        if let firstError { throw firstError }
     }
 
     /// Applies one did-save to the registered objects (no post).
@@ -125,7 +131,10 @@ extension ManagedObjectContext {
                 continue
             }
             guard let o = registered(id), o.managedObjectContext === self else { continue }
-            do { try mergeUpdate(o, keys) } catch {
+            do { try mergeUpdate(o, keys) } catch where error.code == .notFound && o.managedObjectContext === self && registered(id) === o {
+                // A later save (queued behind this one) deleted its row.
+                evict(o)
+            } catch {
                 if firstError == nil { firstError = error }
             }
         }

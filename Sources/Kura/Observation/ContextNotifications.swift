@@ -131,6 +131,10 @@ struct ContextNoticeState {
     /// Positions in the batch's arrays, by object: 0 inserted, 1 updated,
     /// 2 deleted, 3 refreshed, 4 invalidated.
     var where_: [ObjectIdentifier: Int] = [:]
+    /// Objects inserted and deleted within the batch (reported as neither),
+    /// kept alive until the batch is posted: `where_` is keyed by identity,
+    /// and a released object's identity can be reused by a new object.
+    var cancelled: [ManagedObject] = []
     var nextToken = 0
     /// Whether `processPendingChanges` is delivering a batch now.
     var posting = false
@@ -221,6 +225,7 @@ extension ManagedObjectContext {
             let batch = notices.batch
             notices.batch = ContextObjectsDidChange()
             notices.where_ = [:]
+            notices.cancelled = []
             for (_, handler) in notices.changeObservers { handler(batch) }
             if !notices.changeStreams.isEmpty {
                 let ids = batch.ids
@@ -280,6 +285,7 @@ extension ManagedObjectContext {
             // Inserted and deleted within one batch: observers never saw it.
             notices.batch.inserted.removeAll { $0 === o }
             notices.where_[k] = 5
+            notices.cancelled.append(o)
         case 1?:
             notices.batch.updated.removeAll { $0 === o }
             notices.batch.keys[k] = nil
@@ -335,6 +341,7 @@ extension ManagedObjectContext {
         notices.batch = ContextObjectsDidChange()
         notices.batch.invalidatedAll = true
         notices.where_ = [:]
+        notices.cancelled = []
     }
 }
 

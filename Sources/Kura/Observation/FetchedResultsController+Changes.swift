@@ -257,17 +257,24 @@ extension FetchedResultsController {
         guard !o.isDeleted, o.managedObjectContext === context, isOfEntity(o) else { return nil }
         do {
             try o.loadIfFault()
+        } catch {
+            // Its row is gone from the store (deleted elsewhere, not merged
+            // yet): not a result. Anything else is reported.
+            if error.code != .notFound { keep(error) }
+            return nil
+        }
+        do {
             if let p = fetchRequest.predicate, !(try p.evaluate(with: ObjectView(object: o, context: context))) { return nil }
             return try values(of: o)
         } catch {
-            // A row gone from the store (deleted elsewhere, not merged yet)
-            // simply is not a result; anything else is reported.
-            if error.code != .notFound || o.readError == nil {
-                lastError = error
-                if context.pendingError == nil { context.pendingError = error }
-            }
+            keep(error)
             return nil
         }
+    }
+
+    func keep(_ error: KuraError) {
+        lastError = error
+        if context.pendingError == nil { context.pendingError = error }
     }
 
     /// Which of `items` (old and new position among a list, both counted in
