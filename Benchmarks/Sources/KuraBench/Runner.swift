@@ -27,6 +27,8 @@ struct RunOptions {
     var jsonPath: String?
     var scale = false
     var w11 = true
+    /// Only W12 (FRCBench.swift).
+    var frc = false
 }
 
 struct CheckMismatch: Error, CustomStringConvertible {

@@ -7,7 +7,7 @@ import Foundation
 
 let usage = """
 usage: kura-bench [--rows N] [--runs R] [--engines kura,sqlite,grdb,kura-objects] [--w9-seconds S]
-                  [--dir DIR] [--json [FILE]] [--scale] [--no-w11]
+                  [--dir DIR] [--json [FILE]] [--scale] [--no-w11] [--frc]
 
   --rows N        rows in the table (default 1000000)
   --runs R        runs of every workload per engine; the median is reported (default 3, at least 3 for a report)
@@ -18,6 +18,8 @@ usage: kura-bench [--rows N] [--runs R] [--engines kura,sqlite,grdb,kura-objects
   --scale         run W1, W2, W3, W5 at N/100, N/10 and N rows (10000, 100000, 1000000
                   by default) and print how time per row grows
   --no-w11        skip W11 (the child processes measuring peak memory)
+  --frc           run only W12: one change delivered to a fetched-results controller
+                  of --rows rows (default 100000), against SQLite's update + re-query
 """
 
 func parseOptions(_ args: [String]) -> RunOptions {
@@ -42,11 +44,13 @@ func parseOptions(_ args: [String]) -> RunOptions {
             if i + 1 < args.count, !args[i + 1].hasPrefix("--") { o.jsonPath = value() } else { o.jsonPath = "kura-bench.json" }
         case "--scale": o.scale = true
         case "--no-w11": o.w11 = false
+        case "--frc": o.frc = true
         case "-h", "--help": print(usage); exit(0)
         default: fail("unknown option \(args[i])\n\n\(usage)")
         }
         i += 1
     }
+    if o.frc && !args.contains("--rows") { o.rows = 100_000 }
     return o
 }
 
@@ -124,6 +128,10 @@ func main() throws {
 
     """)
 
+    if options.frc {
+        try FRCBench.run(rows: options.rows, directory: directory)
+        return
+    }
     let runner = Runner(options: options, directory: directory)
     if options.scale {
         try runner.runScale()

@@ -130,8 +130,16 @@ extension ManagedObjectContext {
     func drainInbox() throws(KuraError) {
         guard let inbox = mergeInbox, !inbox.isEmpty else { return }
         let (notes, recheck) = inbox.takeAll()
-        for note in notes where note.sourceContext != identity { try merge(note) }
-        if recheck { try recheckRegisteredObjects() }
+        // Every queued save is merged even if one fails (they are taken out
+        // of the inbox); the first error is thrown after.
+        var firstError: KuraError?
+        for note in notes where note.sourceContext != identity {
+            do { try merge(note) } catch { if firstError == nil { firstError = error } }
+        }
+        if recheck {
+            do { try recheckRegisteredObjects() } catch { if firstError == nil { firstError = error } }
+        }
+        if let firstError { throw firstError }
     }
 
     /// A push merge, run on the context's actor: merges what waits in the
@@ -153,8 +161,17 @@ extension ManagedObjectContext {
             evict(o)
         }
         for (id, keys) in note.updated.sorted(by: { Self.idOrder($0.key, $1.key) }) {
+            if registered(id) == nil, notices.watchedEntities[id.entityName, default: 0] > 0, model.entitiesByName[id.entityName] != nil,
+               let o = try? object(with: id) {  // cannot fail: the entity exists and `id` is permanent
+                // Not loaded here, but a fetched-results controller may now want it.
+                noteRefreshed(o, keys)
+                continue
+            }
             guard let o = registered(id), o.managedObjectContext === self else { continue }
-            do { try mergeUpdate(o, keys) } catch {
+            do { try mergeUpdate(o, keys) } catch where error.code == .notFound && o.managedObjectContext === self && registered(id) === o {
+                // A later save (queued behind this one) deleted its row.
+                evict(o)
+            } catch {
                 if firstError == nil { firstError = error }
             }
         }

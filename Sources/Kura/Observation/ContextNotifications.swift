@@ -133,6 +133,10 @@ struct ContextNoticeState {
     /// Positions in the batch's arrays, by object: 0 inserted, 1 updated,
     /// 2 deleted, 3 refreshed, 4 invalidated.
     var where_: [ObjectIdentifier: Int] = [:]
+    /// Objects inserted and deleted within the batch (reported as neither),
+    /// kept alive until the batch is posted: `where_` is keyed by identity,
+    /// and a released object's identity can be reused by a new object.
+    var cancelled: [ManagedObject] = []
     var nextToken = 0
     /// Whether `processPendingChanges` is delivering a batch now.
     var posting = false
@@ -143,6 +147,11 @@ struct ContextNoticeState {
     var saveObservers: [(Int, (ContextDidSave) -> Void)] = []
     var changeStreams: [Int: AsyncStream<ObjectIDChanges>.Continuation] = [:]
     var saveStreams: [Int: AsyncStream<ContextDidSave>.Continuation] = [:]
+    /// Entities whose objects a merge reports as refreshed even when this
+    /// context has not registered them (fetched-results controllers need to
+    /// see objects that start matching their predicate), with how many
+    /// controllers ask for each.
+    var watchedEntities: [String: Int] = [:]
 
     var isObserved: Bool { !changeObservers.isEmpty || !changeStreams.isEmpty }
 }
@@ -222,6 +231,7 @@ extension ManagedObjectContext {
             let batch = notices.batch
             notices.batch = ContextObjectsDidChange()
             notices.where_ = [:]
+            notices.cancelled = []
             for (_, handler) in notices.changeObservers { handler(batch) }
             if !notices.changeStreams.isEmpty {
                 let ids = batch.ids
@@ -282,6 +292,7 @@ extension ManagedObjectContext {
             // Inserted and deleted within one batch: observers never saw it.
             notices.batch.inserted.removeAll { $0 === o }
             notices.where_[k] = 5
+            notices.cancelled.append(o)
         case 1?:
             notices.batch.updated.removeAll { $0 === o }
             notices.batch.keys[k] = nil
@@ -337,6 +348,7 @@ extension ManagedObjectContext {
         notices.batch = ContextObjectsDidChange()
         notices.batch.invalidatedAll = true
         notices.where_ = [:]
+        notices.cancelled = []
     }
 }
 
