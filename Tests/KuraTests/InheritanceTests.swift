@@ -509,4 +509,43 @@ final class InheritanceTests: XCTestCase {
             assertKura(try XcodeModelDocument(xml: Data(xml.utf8), path: "bad.xml").makeModel(), .invalidArgument, parts)
         }
     }
+
+    /// A fetched-results controller on a parent entity tracks its subentities'
+    /// objects (the controller first compared entity names only).
+    func testControllerOnAParentTracksSubentityObjectsFromThisAndOtherContexts() throws {
+        let container = try PersistentContainer.inMemory(model: Self.regionModel())
+        let main = container.newContext()
+        try seed(main)
+        try main.save()
+        let request = FetchRequest<RegionObject>(entityName: "Region", sortDescriptors: [SortKey("name")])
+        let controller = FetchedResultsController(fetchRequest: request, context: main)
+        try controller.performFetch()
+        XCTAssertEqual(controller.fetchedObjects?.map(\.name), ["Europe", "France", "Guadeloupe", "Spain"])
+        var countryOnly = FetchRequest<CountryObject>(entityName: "Country", sortDescriptors: [SortKey("name")])
+        countryOnly.includesSubentities = false
+        let countries = FetchedResultsController(fetchRequest: countryOnly, context: main)
+        try countries.performFetch()
+        XCTAssertEqual(countries.fetchedObjects?.map(\.name), ["France", "Spain"])
+
+        let asia = try main.insert(ContinentObject.self)
+        asia.name = "Asia"
+        asia.code = 142
+        let territory = try main.insert("Territory")
+        try territory.setValue("Aruba", forKey: "name")
+        try territory.setValue(Int32(533), forKey: "code")
+        main.processPendingChanges()
+        XCTAssertEqual(controller.fetchedObjects?.map(\.name), ["Aruba", "Asia", "Europe", "France", "Guadeloupe", "Spain"])
+        XCTAssertEqual(countries.fetchedObjects?.map(\.name), ["France", "Spain"], "a Territory is not a plain Country's row")
+        try main.save()
+
+        main.automaticallyMergesChangesFromStore = true
+        let other = container.newContext()
+        let japan = try other.insert(CountryObject.self)
+        japan.name = "Japan"
+        japan.code = 392
+        try other.save()
+        try main.mergePendingChanges()
+        XCTAssertEqual(controller.fetchedObjects?.map(\.name), ["Aruba", "Asia", "Europe", "France", "Guadeloupe", "Japan", "Spain"])
+        XCTAssertEqual(countries.fetchedObjects?.map(\.name), ["France", "Japan", "Spain"])
+    }
 }

@@ -32,7 +32,8 @@ import KuraEngine
 extension FetchedResultsController {
     func isOfEntity(_ o: ManagedObject) -> Bool {
         guard let entity else { return false }
-        return o.entity === entity || o.entity.name == entity.name
+        // A parent's request includes its subentities unless it says not to.
+        return o.entity.name == entity.name || (fetchRequest.includesSubentities && entity.hierarchy.kinds.contains(o.entity.name))
     }
 
     func apply(_ batch: ContextObjectsDidChange) {
@@ -351,12 +352,17 @@ extension FetchedResultsController {
 extension ManagedObjectContext {
     /// Asks merges to report updates of `entity`'s objects this context has
     /// not registered (as refreshed faults), for a fetched-results controller.
+    /// (IDs name the row's own entity: a parent's controller watches each of its kinds.)
     func watchUnregisteredUpdates(of entity: String) {
-        notices.watchedEntities[entity, default: 0] += 1
+        for kind in model.entitiesByName[entity]?.hierarchy.kinds ?? [entity] {
+            notices.watchedEntities[kind, default: 0] += 1
+        }
     }
 
     func unwatchUnregisteredUpdates(of entity: String) {
-        notices.watchedEntities[entity, default: 0] -= 1
-        if notices.watchedEntities[entity] == 0 { notices.watchedEntities[entity] = nil }
+        for kind in model.entitiesByName[entity]?.hierarchy.kinds ?? [entity] {
+            notices.watchedEntities[kind, default: 0] -= 1
+            if notices.watchedEntities[kind] == 0 { notices.watchedEntities[kind] = nil }
+        }
     }
 }
