@@ -30,8 +30,14 @@ var request = FetchRequest<ManagedObject>(entityName: "Event", sortDescriptors: 
 request.fetchBatchSize = 20
 let controller = FetchedResultsController(fetchRequest: request, context: context)
 @MainActor func minute(_ id: ManagedObjectID) -> String {
-    guard let date = (try? context.existingObject(with: id))?["timeStamp"] as? Date else { return "(gone)" }
-    return "minute \(Int((date.timeIntervalSinceReferenceDate - 700_000_000) / 60))"
+    do {
+        guard let date = try context.existingObject(with: id).value(forKey: "timeStamp") as? Date else { return "(no time stamp)" }
+        return "minute \(Int((date.timeIntervalSinceReferenceDate - 700_000_000) / 60))"
+    } catch where error.code == .notFound {
+        return "(gone)"
+    } catch {
+        return "(cannot read: \(error))"
+    }
 }
 // controllerDidChangeContent: (a save reports its new rows once more, as
 // reloads: their object IDs became permanent)
