@@ -121,8 +121,6 @@ final class XcodeModelTests: XCTestCase {
             if t.name == "entity" { entity = t.attributes["name"] ?? "" }
             if t.name == "relationship" { rels[entity + "." + (t.attributes["name"] ?? "")] = t.attributes }
         }
-        var fetchIndexElements: [Int] = []   // elements per fetchIndex
-        var compoundIndexElements: [Int] = []
         for t in tags {
             let a = t.attributes
             switch t.name {
@@ -158,20 +156,14 @@ final class XcodeModelTests: XCTestCase {
                 }
             case "fetchedProperty": add(.fetchedProperty)
             case "fetchRequest": add(.fetchRequestTemplate)   // corrected below for fetched properties
-            case "fetchIndex": fetchIndexElements.append(0)
             case "fetchIndexElement":
-                fetchIndexElements[fetchIndexElements.count - 1] += 1
                 if a["expression"] != nil { add(.expressionIndex) }
                 if a["type"] == "R-Tree" { add(.rtreeIndex) }
-            case "compoundIndex": compoundIndexElements.append(0)
-            case "index": compoundIndexElements[compoundIndexElements.count - 1] += 1
             case "compositeAttribute": add(.compositeType)
             default: break
             }
         }
         if let f = out[.fetchedProperty] { out[.fetchRequestTemplate, default: 0] -= f }
-        let compound = fetchIndexElements.filter { $0 > 1 }.count + compoundIndexElements.filter { $0 > 1 }.count
-        if compound > 0 { out[.compoundIndex] = compound }
         return out.filter { $0.value > 0 }
     }
 

@@ -131,7 +131,7 @@ public final class PersistentContainer: Sendable {
                     } else {
                         let t = try tx.createTable(table, schema: schema)
                         for ix in model.indexes(ofTable: table) {
-                            try tx.createIndex(ix.name, on: t, columns: ix.columns.map { IndexColumn($0) }, unique: ix.unique)
+                            try tx.createIndex(ix.name, on: t, columns: ix.columns, unique: ix.unique)
                         }
                     }
                 }

@@ -100,10 +100,12 @@ public enum EntityBuilder {
         case attribute(AttributeDescription)
         case relationship(RelationshipDescription)
         case unique([String])
+        case index(FetchIndexDescription)
     }
     public static func buildExpression(_ a: AttributeDescription) -> [Part] { [.attribute(a)] }
     public static func buildExpression(_ r: RelationshipDescription) -> [Part] { [.relationship(r)] }
     public static func buildExpression(_ u: UniqueConstraint) -> [Part] { [.unique(u.attributes)] }
+    public static func buildExpression(_ i: FetchIndexDescription) -> [Part] { [.index(i)] }
     public static func buildBlock(_ parts: [Part]...) -> [Part] { parts.flatMap { $0 } }
 }
 
@@ -162,6 +164,12 @@ public final class EntityDescription: Sendable {
     public let declaredRelationships: [RelationshipDescription]
     /// The uniqueness constraints the entity itself declares (as made).
     public let declaredUniquenessConstraints: [[String]]
+    /// Compound (or single) non-unique indexes: inherited ones first, then
+    /// declared ones (FetchIndexDescription.swift). An index declared on any
+    /// entity of a hierarchy is an index of the hierarchy's shared table.
+    public let fetchIndexes: [FetchIndexDescription]
+    /// The fetch indexes the entity itself declares (as made).
+    public let declaredFetchIndexes: [FetchIndexDescription]
 
     /// Where the entity's rows live and what the entity spans (EntityHierarchy.swift).
     let hierarchy: EntityHierarchyInfo
@@ -171,14 +179,17 @@ public final class EntityDescription: Sendable {
         var attrs: [AttributeDescription] = []
         var rels: [RelationshipDescription] = []
         var uniques: [[String]] = []
+        var indexes: [FetchIndexDescription] = []
         for p in build() {
             switch p {
             case .attribute(let a): attrs.append(a)
             case .relationship(let r): rels.append(r)
             case .unique(let u): uniques.append(u)
+            case .index(let i): indexes.append(i)
             }
         }
-        self.init(name, parent: parent, abstract: abstract, class: objectClass, attributes: attrs, relationships: rels, uniquenessConstraints: uniques)
+        self.init(name, parent: parent, abstract: abstract, class: objectClass, attributes: attrs, relationships: rels, uniquenessConstraints: uniques,
+                  fetchIndexes: indexes)
     }
 
     /// An entity from lists (what the result-builder initializer and the Xcode
@@ -188,16 +199,17 @@ public final class EntityDescription: Sendable {
     ///   - parent: the superentity's name; the model checks that it exists and
     ///     that the parents form no cycle.
     ///   - abstract: the entity has no objects of its own (only subentities).
+    ///   - fetchIndexes: non-unique (compound) indexes (FetchIndexDescription.swift).
     public convenience init(_ name: String, parent: String? = nil, abstract: Bool = false, class objectClass: ManagedObject.Type = ManagedObject.self,
                             attributes attrs: [AttributeDescription], relationships rels: [RelationshipDescription],
-                            uniquenessConstraints uniques: [[String]] = [],
+                            uniquenessConstraints uniques: [[String]] = [], fetchIndexes: [FetchIndexDescription] = [],
                             userInfo: [String: String] = [:], renamingIdentifier: String? = nil, versionHashModifier: String? = nil,
                             representedClassName: String? = nil) {
         self.init(name: name, superentityName: parent, isAbstract: abstract, objectClass: objectClass,
                   declared: (attrs, rels, uniques), resolved: (attrs, rels, uniques), subentityNames: [],
                   hierarchy: EntityHierarchyInfo(standalone: name, attributes: attrs, relationships: rels, uniques: uniques),
                   userInfo: userInfo, renamingIdentifier: renamingIdentifier, versionHashModifier: versionHashModifier,
-                  representedClassName: representedClassName)
+                  representedClassName: representedClassName, fetchIndexes: (fetchIndexes, fetchIndexes))
     }
 
     /// The designated initializer: a model makes resolved copies with it.
@@ -205,8 +217,10 @@ public final class EntityDescription: Sendable {
          declared: ([AttributeDescription], [RelationshipDescription], [[String]]),
          resolved: ([AttributeDescription], [RelationshipDescription], [[String]]), subentityNames: [String],
          hierarchy: EntityHierarchyInfo, userInfo: [String: String], renamingIdentifier: String?, versionHashModifier: String?,
-         representedClassName: String?) {
+         representedClassName: String?, fetchIndexes: (declared: [FetchIndexDescription], resolved: [FetchIndexDescription])) {
         self.name = name
+        declaredFetchIndexes = fetchIndexes.declared
+        self.fetchIndexes = fetchIndexes.resolved
         self.superentityName = superentityName
         self.isAbstract = isAbstract
         self.objectClass = objectClass

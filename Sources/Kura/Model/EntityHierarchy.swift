@@ -165,7 +165,8 @@ extension ManagedObjectModel {
                                          declared: (e.declaredAttributes, e.declaredRelationships, e.declaredUniquenessConstraints),
                                          resolved: (attrs, rels, uniques), subentityNames: children[name] ?? [], hierarchy: info,
                                          userInfo: e.userInfo, renamingIdentifier: e.renamingIdentifier,
-                                         versionHashModifier: e.versionHashModifier, representedClassName: e.representedClassName)
+                                         versionHashModifier: e.versionHashModifier, representedClassName: e.representedClassName,
+                                         fetchIndexes: (e.declaredFetchIndexes, (parent?.fetchIndexes ?? []) + e.declaredFetchIndexes))
             resolved[name] = copy
             attributeOwners[name] = attrOwner
             for c in children[name] ?? [] { try resolve(c, parent: copy, table: table) }

@@ -138,6 +138,7 @@ public final class ManagedObjectModel: Sendable {
                     throw ModelError(message: "entity \"\(e.name)\": ordered relationship \"\(r.name)\" needs a to-one inverse (ordered many-to-many relationships are not supported yet)")
                 }
             }
+            try validateFetchIndexes(e)
             for group in e.uniquenessConstraints {
                 guard !group.isEmpty else { throw ModelError(message: "entity \"\(e.name)\" has an empty uniqueness constraint") }
                 for name in group where e.attributesByName[name] == nil {
@@ -218,14 +219,40 @@ public final class ManagedObjectModel: Sendable {
         ColumnDefinition("position", .double, nullable: false, default: .double(0)),
     ])
 
+    /// Fetch indexes (FetchIndexDescription.swift): named, unique names, not
+    /// empty, elements naming stored attributes or to-one relationships.
+    private func validateFetchIndexes(_ e: EntityDescription) throws(ModelError) {
+        var names = Set<String>()
+        for ix in e.fetchIndexes {
+            guard !ix.name.isEmpty else { throw ModelError(message: "entity \"\(e.name)\" has a fetch index without a name") }
+            guard names.insert(ix.name).inserted else { throw ModelError(message: "entity \"\(e.name)\" has two fetch indexes named \"\(ix.name)\"") }
+            guard !ix.elements.isEmpty else { throw ModelError(message: "entity \"\(e.name)\": fetch index \"\(ix.name)\" has no elements") }
+            for el in ix.elements {
+                if e.attributesByName[el.property] != nil {
+                    continue
+                } else if let r = e.relationshipsByName[el.property] {
+                    if r.isToMany {
+                        throw ModelError(message: "entity \"\(e.name)\": fetch index \"\(ix.name)\" names to-many relationship \"\(el.property)\"; only attributes and to-one relationships can be indexed")
+                    }
+                } else {
+                    throw ModelError(message: "entity \"\(e.name)\": fetch index \"\(ix.name)\" names \"\(el.property)\", which is not an attribute or relationship of the entity")
+                }
+            }
+        }
+    }
+
     /// Indexes an entity table needs: (name, columns, unique). For an entity
     /// outside any hierarchy the table is named after it; in a shared table,
     /// a uniqueness constraint declared below the root is a plain index
     /// (EntityHierarchy.swift), and `_entity` is indexed.
-    func indexes(ofTable table: String) -> [(name: String, columns: [String], unique: Bool)] {
-        var out: [(name: String, columns: [String], unique: Bool)] = []
+    /// Declared fetch indexes become `<Entity>_fetchIndex_<name>` with their orders.
+    func indexes(ofTable table: String) -> [(name: String, columns: [IndexColumn], unique: Bool)] {
+        var out: [(name: String, columns: [IndexColumn], unique: Bool)] = []
         var seen = Set<String>()
         func add(_ name: String, _ columns: [String], _ unique: Bool) {
+            add(name, columns.map { IndexColumn($0) }, unique)
+        }
+        func add(_ name: String, _ columns: [IndexColumn], _ unique: Bool) {
             if seen.insert(name).inserted { out.append((name, columns, unique)) }
         }
         let members = entities(inTable: table)
@@ -234,6 +261,11 @@ public final class ManagedObjectModel: Sendable {
         for e in members {
             for group in e.declaredUniquenessConstraints {
                 add("\(e.name)_unique_\(group.joined(separator: "_"))", group, e.name == table)
+            }
+        }
+        for e in members {
+            for ix in e.declaredFetchIndexes {
+                add("\(e.name)_fetchIndex_\(ix.name)", ix.elements.map { IndexColumn($0.property, descending: !$0.isAscending) }, false)
             }
         }
         if members.count > 1 { add("\(table)_" + Self.entityColumn, [Self.entityColumn], false) }

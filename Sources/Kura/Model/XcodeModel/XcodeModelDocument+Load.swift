@@ -31,6 +31,8 @@
 //     | defaultDateTimeInterval              |                                              |
 //     | indexed="YES", single-element        | isIndexed                                    |
 //     | fetchIndex or compoundIndex          |                                              |
+//     | fetchIndex with several elements     | FetchIndexDescription (name, element orders) |
+//     | compoundIndex with several indexes   | FetchIndexDescription "compoundIndex<N>"     |
 //     | uniquenessConstraint                 | uniquenessConstraints                        |
 //     | relationship                         | RelationshipDescription (inverse, toMany,    |
 //     |                                      | ordered, deletionRule, optional, counts,     |
@@ -50,8 +52,8 @@
 //     |                                      | read back the same                           |
 //     | storedInTruthFile                    | Spotlight external-record storage hint       |
 //     | allowsCloudEncryption                | CloudKit mirroring only                      |
-//     | fetchIndex name, element order       | Kura names its indexes; a B-tree index       |
-//     |                                      | serves both orders                           |
+//     | single-element fetchIndex name,      | Kura names its indexes; a B-tree index       |
+//     | element order                        | serves both orders                           |
 //     | relationship indexed                 | to-one foreign keys are always indexed; on   |
 //     |                                      | a to-many Core Data ignores it               |
 //     | minCount/maxCount of a to-one,       | Core Data ignores them on a to-one           |
@@ -65,7 +67,7 @@
 // inverses (A.x names B.y as inverse while B.y names another one),
 // preserveAfterDeletion, defaults Kura cannot parse for a type (Binary, a Date
 // given as a string), ordered many-to-many and ordered without inverse,
-// fetched properties, fetch request templates, compound / expression / R-Tree
+// fetched properties, fetch request templates, expression / R-Tree
 // indexes, indexes on to-many relationships, model-level composite types.
 
 import Foundation
@@ -90,6 +92,7 @@ extension XcodeModelDocument {
             case nonReciprocalInverse = "inverse relationship that does not name this one back"
             case fetchedProperty = "fetched property"
             case fetchRequestTemplate = "fetch request template"
+            /// No longer reported: compound indexes load as `FetchIndexDescription`s (kept for source compatibility).
             case compoundIndex = "compound index"
             case expressionIndex = "index on an expression"
             case rtreeIndex = "R-Tree index"
@@ -165,9 +168,6 @@ extension XcodeModelDocument {
                     "fetchRequest entity=\"\(f.fetchRequest.entity)\"" + (f.fetchRequest.predicateString.map { " predicateString=\"\($0)\"" } ?? ""))
             }
             for ix in e.fetchIndexes {
-                if ix.elements.count > 1 {
-                    add(.compoundIndex, ix.line, e.name, nil, "fetchIndex \"\(ix.name)\" on \(ix.elements.map { $0.property ?? $0.expression ?? "" }.joined(separator: ", "))")
-                }
                 for el in ix.elements {
                     if let x = el.expression { add(.expressionIndex, el.line, e.name, nil, "fetchIndex \"\(ix.name)\" expression=\"\(x)\"") }
                     if el.type == "R-Tree" { add(.rtreeIndex, el.line, e.name, el.property, "fetchIndex \"\(ix.name)\" type=\"R-Tree\"") }
@@ -175,9 +175,6 @@ extension XcodeModelDocument {
                         add(.toManyIndex, el.line, e.name, p, "fetchIndex \"\(ix.name)\"")
                     }
                 }
-            }
-            for ci in e.compoundIndexes where ci.properties.count > 1 {
-                add(.compoundIndex, ci.line, e.name, nil, "compoundIndex on \(ci.properties.joined(separator: ", "))")
             }
         }
         for f in fetchRequests {
@@ -252,7 +249,8 @@ extension XcodeModelDocument {
                                         userInfo: r.userInfo, renamingIdentifier: r.elementID, versionHashModifier: r.versionHashModifier)
             }
             built.append(EntityDescription(e.name, parent: e.parentEntity, abstract: e.isAbstract, class: objectClass, attributes: attrs, relationships: rels,
-                                           uniquenessConstraints: e.uniquenessConstraints.map(\.properties), userInfo: e.userInfo,
+                                           uniquenessConstraints: e.uniquenessConstraints.map(\.properties),
+                                           fetchIndexes: try compoundIndexes(e), userInfo: e.userInfo,
                                            renamingIdentifier: e.elementID, versionHashModifier: e.versionHashModifier,
                                            representedClassName: e.representedClassName))
         }
@@ -267,6 +265,39 @@ extension XcodeModelDocument {
         } catch {
             throw KuraError(.invalidArgument, "\(path): \(error.description)", path: path)
         }
+    }
+
+    /// The entity's indexes over several properties: each multi-element
+    /// `<fetchIndex>` under its name, elements in order with their `order`; each
+    /// multi-property `<compoundIndex>` named `compoundIndex<N>` (N from 1, file
+    /// order), all ascending. Single-property ones are `isIndexed` (see makeModel).
+    ///
+    /// - Throws: `.invalidArgument` with the line for an element order other
+    ///   than ascending/descending, or a compound index name used twice.
+    private func compoundIndexes(_ e: Entity) throws(KuraError) -> [FetchIndexDescription] {
+        var out: [FetchIndexDescription] = []
+        for ix in e.fetchIndexes where ix.elements.count > 1 {
+            var elements: [FetchIndexDescription.Element] = []
+            for el in ix.elements {
+                // Expression elements are refused by unsupportedFeatures() first.
+                guard let p = el.property else { throw invalid(el.line, "fetch index \"\(ix.name)\" of entity \"\(e.name)\" has an element without a property") }
+                switch el.order {
+                case "ascending", "": elements.append(.ascending(p))
+                case "descending": elements.append(.descending(p))
+                default: throw invalid(el.line, "fetch index \"\(ix.name)\" of entity \"\(e.name)\" has order=\"\(el.order)\"; expected ascending or descending")
+                }
+            }
+            guard !out.contains(where: { $0.name == ix.name }) else { throw invalid(ix.line, "entity \"\(e.name)\" has a second fetch index named \"\(ix.name)\"") }
+            out.append(FetchIndexDescription(ix.name, elements))
+        }
+        var n = 0
+        for ci in e.compoundIndexes where ci.properties.count > 1 {
+            n += 1
+            let name = "compoundIndex\(n)"
+            guard !out.contains(where: { $0.name == name }) else { throw invalid(ci.line, "entity \"\(e.name)\" has a fetch index named \"\(name)\", the name Kura gives its compound index here") }
+            out.append(FetchIndexDescription(name, ci.properties.map { .ascending($0) }))
+        }
+        return out
     }
 
     static func deleteRule(_ r: DeletionRule) -> DeleteRule {
