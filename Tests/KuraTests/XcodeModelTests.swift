@@ -133,7 +133,6 @@ final class XcodeModelTests: XCTestCase {
                 default: break
                 }
                 if a["derived"] == "YES" { add(.derivedAttribute) }
-                if a["transient"] == "YES" { add(.transientProperty) }
                 if ["minValueString", "maxValueString", "minDateTimeInterval", "maxDateTimeInterval", "regularExpressionString"].contains(where: { a[$0] != nil }) {
                     add(.valueValidation)
                 }
@@ -575,7 +574,7 @@ final class XcodeModelTests: XCTestCase {
         <attribute name="blob" optional="YES" attributeType="Transformable" valueTransformerName="T"/>
         </entity>
         <entity name="Sub" parentEntity="Base">
-        <attribute name="n" attributeType="Integer 16" minValueString="0" transient="YES"/>
+        <attribute name="n" attributeType="Integer 16" minValueString="0"/>
         <fetchedProperty name="f"><fetchRequest name="r" entity="Sub" predicateString="n > 1"/></fetchedProperty>
         </entity>
         <fetchRequest name="all" entity="Sub"/>
@@ -583,9 +582,9 @@ final class XcodeModelTests: XCTestCase {
         """)
         let f = doc.unsupportedFeatures()
         // Inheritance (parentEntity, isAbstract) is supported: not listed.
-        XCTAssertEqual(f.map(\.kind), [.transformableAttribute, .transientProperty, .valueValidation, .fetchedProperty, .fetchRequestTemplate])
-        XCTAssertEqual(f.map(\.line), [3, 6, 6, 7, 9])
-        assertError(try doc.makeModel(), .unsupported, contains: ["5 parts", "line 3, entity \"Base\", property \"blob\": Transformable attribute", "line 9: fetch request template"])
+        XCTAssertEqual(f.map(\.kind), [.transformableAttribute, .valueValidation, .fetchedProperty, .fetchRequestTemplate])
+        XCTAssertEqual(f.map(\.line), [3, 6, 7, 9])
+        assertError(try doc.makeModel(), .unsupported, contains: ["4 parts", "line 3, entity \"Base\", property \"blob\": Transformable attribute", "line 9: fetch request template"])
     }
 
     func testEveryOtherUnsupportedKindIsDetected() throws {

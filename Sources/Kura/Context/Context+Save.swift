@@ -225,7 +225,7 @@ extension ManagedObjectContext {
         }
         var changes = inserted.map { PersistentHistoryChange(kind: .insert, objectID: $0) }
         for o in updated {
-            var keys = Set(o.entity.attributes.filter { o.savedValues?[$0.name] != o.values[$0.name] }.map(\.name))
+            var keys = Set(o.entity.attributes.filter { !$0.isTransient && o.savedValues?[$0.name] != o.values[$0.name] }.map(\.name))
             keys.formUnion(o.entity.relationships.filter { !$0.isToMany && o.savedToOne[$0.name] != o.toOne[$0.name] }.map(\.name))
             if let names = joinUpdates.removeValue(forKey: o.objectID) { keys.formUnion(names) }
             changes.append(PersistentHistoryChange(kind: .update, objectID: o.objectID, updatedProperties: keys.sorted()))

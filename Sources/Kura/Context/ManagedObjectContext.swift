@@ -323,7 +323,11 @@ public final class ManagedObjectContext {
         var values: [String: Value] = [:]
         var toOne: [String: ManagedObjectID] = [:]
         var order: [String: Double] = [:]
-        for (a, i) in zip(o.entity.attributes, layout.attributeColumns) { values[a.name] = i < row.count ? row[i] : .null }
+        for (a, i) in zip(o.entity.attributes, layout.attributeColumns) {
+            // A transient attribute starts over from its default (AttributeDescription.isTransient).
+            guard let i else { values[a.name] = a.defaultValue.map { a.type.stored($0) } ?? .null; continue }
+            values[a.name] = i < row.count ? row[i] : .null
+        }
         for slot in layout.relationships {
             if slot.column < row.count, case .integer(let rid) = row[slot.column] {
                 toOne[slot.name] = targetID(slot, rowID: rid, row: row, of: o)

@@ -18,8 +18,9 @@ struct RowLayout: Sendable {
     }
     /// The table holding the entity's rows.
     let table: String
-    /// The column of each attribute, parallel to the entity's `attributes`.
-    let attributeColumns: [Int]
+    /// The column of each attribute, parallel to the entity's `attributes`
+    /// (nil for a transient attribute: it has none).
+    let attributeColumns: [Int?]
     /// The to-one relationships' key (and order) columns.
     let relationships: [Slot]
     /// The version column (the last one).
@@ -40,8 +41,8 @@ struct RowLayout: Sendable {
                 }
                 return p
             }
-            var attributes: [Int] = []
-            for a in e.attributes { attributes.append(try position(a.name)) }
+            var attributes: [Int?] = []
+            for a in e.attributes { attributes.append(a.isTransient ? nil : try position(a.name)) }
             var slots: [Slot] = []
             for r in e.relationships where !r.isToMany {
                 slots.append(Slot(name: r.name, destination: r.destination, column: try position(r.name),
@@ -64,7 +65,7 @@ struct RowLayout: Sendable {
         let values = saved ? (o.savedValues ?? [:]) : o.values
         let toOne = saved ? o.savedToOne : o.toOne
         let order = saved ? o.savedOrder : o.order
-        for (a, c) in zip(o.entity.attributes, attributeColumns) { out[c] = values[a.name] ?? .null }
+        for (a, c) in zip(o.entity.attributes, attributeColumns) { if let c { out[c] = values[a.name] ?? .null } }
         for slot in relationships {
             if let id = toOne[slot.name], let rid = targetRowID(id) {
                 out[slot.column] = .integer(rid)

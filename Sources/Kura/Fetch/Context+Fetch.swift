@@ -233,6 +233,7 @@ extension ManagedObjectContext {
         try drainInbox()
         processPendingChanges()
         let e = try model.entity(request.entityName)
+        if let problem = e.transientUse(predicate: request.predicate, sort: request.sortDescriptors, model: model) { throw problem }
         guard request.fetchOffset >= 0, (request.fetchLimit ?? 0) >= 0 else {
             throw KuraError(.invalidArgument, "fetch offset and limit must not be negative")
         }

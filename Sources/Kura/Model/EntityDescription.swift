@@ -20,14 +20,31 @@ public struct AttributeDescription: Sendable {
     public let renamingIdentifier: String?
     /// Core Data's version hash modifier: marks a change that keeps the name and type.
     public let versionHashModifier: String?
+    /// Whether the attribute is transient (Core Data's `isTransient`): it has no
+    /// column and is never saved. Each object keeps its value in memory; it
+    /// starts as the default on insert and whenever the object's values are
+    /// (re)loaded from the store (a fault fired, `refresh(_:mergeChanges: false)`,
+    /// a fetch of an object not yet registered); `refresh` with merging keeps a
+    /// changed transient value, as it keeps other pending changes; `rollback`
+    /// restores the value it had at the last save or load. Changing one marks
+    /// the object updated (`hasChanges`), but not ``ManagedObject/changedValues()``,
+    /// `hasPersistentChangedValues` or the persistent history. Fetch requests
+    /// cannot filter or sort by a transient attribute (as in Core Data: the
+    /// store does not have it); they throw `.invalidArgument` naming it. A
+    /// transient attribute cannot be indexed or part of a uniqueness constraint
+    /// or fetch index.
+    public let isTransient: Bool
 
     /// - Parameters:
     ///   - optional: false makes a nil value a validation error at save.
     ///   - default: the initial value of new objects (Int, Double, String, Date, ...).
     ///   - indexed: keep an index on the attribute.
     ///   - userInfo, renamingIdentifier, versionHashModifier: kept as given (see the properties).
+    ///   - transient: kept in memory only (see ``isTransient``).
     public init(_ name: String, _ type: AttributeType, optional: Bool = true, default defaultValue: (any Sendable)? = nil, indexed: Bool = false,
-                userInfo: [String: String] = [:], renamingIdentifier: String? = nil, versionHashModifier: String? = nil) {
+                userInfo: [String: String] = [:], renamingIdentifier: String? = nil, versionHashModifier: String? = nil,
+                transient: Bool = false) {
+        self.isTransient = transient
         self.name = name
         self.type = type
         self.isOptional = optional

@@ -12,6 +12,7 @@
 //     (plus `<name>_order` for an ordered inverse, as for any table);
 //   - `_entity` (text, not null): the name of the row's own entity;
 //   - `_version` last, as every entity table.
+// Transient attributes have no column.
 // Columns are named after the property. Two entities of one hierarchy that
 // are not ancestor and descendant may declare the same name: they share the
 // column when the column types agree (a row belongs to one entity); otherwise
@@ -251,7 +252,7 @@ extension ManagedObjectModel {
             cols.append(c)
         }
         for e in members {
-            for a in e.declaredAttributes {
+            for a in e.declaredAttributes where !a.isTransient {
                 try add(ColumnDefinition(a.name, a.type.columnType, nullable: true, default: a.defaultValue.map { a.type.stored($0) } ?? .null), by: e.name)
             }
         }

@@ -10,6 +10,7 @@
 //     foreign key; a many-to-many pair (or a to-many without inverse) uses a join
 //     table `_<Entity>_<relationship>` (named after the pair's first side in
 //     name order) with columns `source`, `target` and `position`;
+//   - transient attributes have no column (kept in memory per object);
 //   - indexed attributes get an engine index, uniqueness constraints a unique one;
 //   - last, an integer column `_version` (Core Data's Z_OPT): the row's version,
 //     bumped by every save that writes the row (see Context+Conflicts.swift);
@@ -111,6 +112,9 @@ public final class ManagedObjectModel: Sendable {
                 guard names.insert(p).inserted else { throw ModelError(message: "entity \"\(e.name)\" has two properties named \"\(p)\"") }
             }
             for a in e.attributes {
+                if a.isTransient && a.isIndexed {
+                    throw ModelError(message: "entity \"\(e.name)\": transient attribute \"\(a.name)\" cannot be indexed (it has no column)")
+                }
                 if let d = a.defaultValue, !a.type.accepts(d) {
                     throw ModelError(message: "entity \"\(e.name)\": default of attribute \"\(a.name)\" is not a \(a.type)")
                 }
@@ -143,6 +147,9 @@ public final class ManagedObjectModel: Sendable {
                 guard !group.isEmpty else { throw ModelError(message: "entity \"\(e.name)\" has an empty uniqueness constraint") }
                 for name in group where e.attributesByName[name] == nil {
                     throw ModelError(message: "entity \"\(e.name)\": uniqueness constraint names \"\(name)\", which is not an attribute")
+                }
+                for name in group where e.attributesByName[name]?.isTransient == true {
+                    throw ModelError(message: "entity \"\(e.name)\": uniqueness constraint names transient attribute \"\(name)\", which is not stored")
                 }
             }
         }
@@ -228,8 +235,10 @@ public final class ManagedObjectModel: Sendable {
             guard names.insert(ix.name).inserted else { throw ModelError(message: "entity \"\(e.name)\" has two fetch indexes named \"\(ix.name)\"") }
             guard !ix.elements.isEmpty else { throw ModelError(message: "entity \"\(e.name)\": fetch index \"\(ix.name)\" has no elements") }
             for el in ix.elements {
-                if e.attributesByName[el.property] != nil {
-                    continue
+                if let a = e.attributesByName[el.property] {
+                    if a.isTransient {
+                        throw ModelError(message: "entity \"\(e.name)\": fetch index \"\(ix.name)\" names transient attribute \"\(el.property)\", which has no column")
+                    }
                 } else if let r = e.relationshipsByName[el.property] {
                     if r.isToMany {
                         throw ModelError(message: "entity \"\(e.name)\": fetch index \"\(ix.name)\" names to-many relationship \"\(el.property)\"; only attributes and to-one relationships can be indexed")

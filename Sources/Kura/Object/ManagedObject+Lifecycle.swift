@@ -55,9 +55,14 @@ extension ManagedObject {
     }
 
     /// Whether the object's values differ from the ones last fetched or saved
-    /// (Core Data's `hasPersistentChangedValues`; Kura has no transient
-    /// properties, so this equals "has changed values").
-    public var hasPersistentChangedValues: Bool { !isFault && hasChangedValues }
+    /// (Core Data's `hasPersistentChangedValues`): changes of transient
+    /// attributes do not count.
+    public var hasPersistentChangedValues: Bool {
+        guard !isFault, hasChangedValues else { return false }
+        guard let saved = savedValues else { return true }
+        return savedToOne != toOne || savedOrder != order
+            || entity.attributes.contains { !$0.isTransient && saved[$0.name] != values[$0.name] }
+    }
 }
 
 extension ManagedObjectContext {

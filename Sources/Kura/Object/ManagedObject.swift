@@ -175,11 +175,12 @@ open class ManagedObject: CustomStringConvertible {
         return keys
     }
 
-    /// Attribute and to-one values that differ from the saved ones, by name.
+    /// Attribute and to-one values that differ from the saved ones, by name
+    /// (persistent properties only, as in Core Data: transient ones are left out).
     public func changedValues() -> [String: Any?] {
         fireFault()
         var out: [String: Any?] = [:]
-        for a in entity.attributes where savedValues?[a.name] != values[a.name] {
+        for a in entity.attributes where !a.isTransient && savedValues?[a.name] != values[a.name] {
             out[a.name] = values[a.name].flatMap { a.type.swiftValue($0) }
         }
         for r in entity.relationships where !r.isToMany && savedToOne[r.name] != toOne[r.name] {

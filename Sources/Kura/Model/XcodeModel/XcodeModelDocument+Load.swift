@@ -27,6 +27,7 @@
 //     | Integer 16/32/64, Double, Float,     | int16/int32/int64, double, float, decimal,   |
 //     | Decimal, String, Boolean, Date,      | string, bool, date, data, uuid, url          |
 //     | Binary, UUID, URI                    | (Decimal keeps 15 significant digits)        |
+//     | transient attribute                  | isTransient (no column; in memory only)      |
 //     | optional, defaultValueString,        | isOptional, defaultValue (parsed per type)   |
 //     | defaultDateTimeInterval              |                                              |
 //     | indexed="YES", single-element        | isIndexed                                    |
@@ -62,7 +63,7 @@
 //     | tools, language)                     |                                              |
 //
 // Not representable yet (each is an `UnsupportedFeature.Kind`): Transformable / ObjectID / Undefined /
-// Composite attributes, derived attributes, transient properties, value
+// Composite attributes, derived attributes, transient relationships, value
 // validation (min/max/regular expression), Spotlight indexing, non-reciprocal
 // inverses (A.x names B.y as inverse while B.y names another one),
 // preserveAfterDeletion, defaults Kura cannot parse for a type (Binary, a Date
@@ -81,6 +82,7 @@ extension XcodeModelDocument {
             case undefinedAttribute = "Undefined-type attribute"
             case compositeAttribute = "Composite attribute"
             case derivedAttribute = "derived attribute"
+            /// Reported for transient relationships only (transient attributes load).
             case transientProperty = "transient property"
             case valueValidation = "value validation (minimum, maximum or regular expression)"
             case spotlightIndexing = "Spotlight indexing"
@@ -134,7 +136,6 @@ extension XcodeModelDocument {
                 default: break
                 }
                 if a.isDerived { here(.derivedAttribute, "derivationExpression=\"\(a.derivationExpression ?? "")\"") }
-                if a.isTransient { here(.transientProperty, "transient=\"YES\"") }
                 let validation = [("minValueString", a.minValueString), ("maxValueString", a.maxValueString),
                                   ("minDateTimeInterval", a.minDateTimeInterval), ("maxDateTimeInterval", a.maxDateTimeInterval),
                                   ("regularExpressionString", a.regularExpressionString)]
@@ -239,7 +240,8 @@ extension XcodeModelDocument {
             for a in e.attributes {
                 attrs.append(AttributeDescription(a.name, try kuraType(a, in: e), optional: a.isOptional, default: try defaultValue(a, in: e),
                                                   indexed: indexed.contains(a.name), userInfo: a.userInfo,
-                                                  renamingIdentifier: a.elementID, versionHashModifier: a.versionHashModifier))
+                                                  renamingIdentifier: a.elementID, versionHashModifier: a.versionHashModifier,
+                                                  transient: a.isTransient))
             }
             let rels = e.relationships.map { r in
                 RelationshipDescription(r.name, to: r.destinationEntity, inverse: r.inverseName, toMany: r.isToMany, ordered: r.isOrdered,
