@@ -447,7 +447,7 @@ final class InheritanceTests: XCTestCase {
         XCTAssertEqual(doc.entity(named: "Country")?.parentEntity, "Region")
         // What still blocked Moody here was the transformable `colors` attribute
         // (compound indexes load since FetchIndexDescription).
-        XCTAssertEqual(doc.unsupportedFeatures().map(\.kind), [.transformableAttribute])
+        XCTAssertEqual(doc.unsupportedFeatures().map(\.kind), [])
         // Moody's hierarchy without those features loads and enforces the
         // uniqueness constraint of the abstract Region across its subentities.
         let text = try String(contentsOf: url, encoding: .utf8)

@@ -128,9 +128,9 @@ extension ManagedObjectContext {
             var d: [String: Any] = [:]
             var key: [Value] = []
             for p in properties {
-                let (v, type) = try valueAt(p, of: o)
+                let (v, attribute) = try valueAt(p, of: o)
                 key.append(v)
-                let swift: Any? = type.map { $0.swiftValue(v) } ?? (v.isNull ? nil : v)
+                let swift: Any? = try attribute.map { a throws(KuraError) in try a.swiftValue(v, of: o.objectID) } ?? (v.isNull ? nil : v)
                 if let swift { d[p] = swift }
             }
             if distinct && !seen.insert(key).inserted { continue }
@@ -171,14 +171,14 @@ extension ManagedObjectContext {
     }
 
     /// The stored value at a key path of an object, and the attribute type it has.
-    func valueAt(_ keyPath: String, of o: ManagedObject) throws(KuraError) -> (Value, AttributeType?) {
+    func valueAt(_ keyPath: String, of o: ManagedObject) throws(KuraError) -> (Value, AttributeDescription?) {
         var current: ManagedObject? = o
         let keys = keyPath.split(separator: ".").map(String.init)
         for (i, k) in keys.enumerated() {
             guard let obj = current else { return (.null, nil) }
             if i == keys.count - 1, let a = obj.entity.attributesByName[k] {
                 try obj.loadIfFault()
-                return (obj.values[k] ?? .null, a.type)
+                return (obj.values[k] ?? .null, a)
             }
             guard let r = obj.entity.relationshipsByName[k], !r.isToMany else {
                 throw KuraError(.notFound, "key path \"\(keyPath)\": entity \"\(obj.entity.name)\" has no attribute or to-one relationship \"\(k)\"")

@@ -11,12 +11,17 @@
 //     data                     blob column
 //     uuid                     text column: the UUID's uppercase string
 //     url                      text column: the URL's absolute string
+//     transformable            blob column: the bytes of the attribute's
+//                              transformer (AttributeTransformer.swift)
 
 import Foundation
 
 /// The type of an attribute.
 public enum AttributeType: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     case int16, int32, int64, double, float, decimal, string, bool, date, data, uuid, url
+    /// Any value, stored through the attribute's transformer as a blob
+    /// (AttributeTransformer.swift); the attribute's own methods convert it.
+    case transformable
 
     public var description: String { rawValue }
 
@@ -27,7 +32,7 @@ public enum AttributeType: String, Sendable, Hashable, CaseIterable, CustomStrin
         case .string, .uuid, .url: return .text
         case .bool: return .bool
         case .date: return .date
-        case .data: return .blob
+        case .data, .transformable: return .blob
         }
     }
 

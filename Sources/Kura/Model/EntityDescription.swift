@@ -34,6 +34,15 @@ public struct AttributeDescription: Sendable {
     /// transient attribute cannot be indexed or part of a uniqueness constraint
     /// or fetch index.
     public let isTransient: Bool
+    /// For a transformable attribute: the transformer to use (overrides the name).
+    public let transformer: (any AttributeTransformer)?
+    /// For a transformable attribute: the name its transformer is registered
+    /// under (``AttributeTransformers``; Xcode's `valueTransformerName`); nil
+    /// with no `transformer` means the built-in property-list transformer.
+    public let valueTransformerName: String?
+    /// The class name of the values (Xcode's `customClassName`), kept as
+    /// written for code generation; Kura does not check values against it.
+    public let customClassName: String?
 
     /// - Parameters:
     ///   - optional: false makes a nil value a validation error at save.
@@ -41,10 +50,16 @@ public struct AttributeDescription: Sendable {
     ///   - indexed: keep an index on the attribute.
     ///   - userInfo, renamingIdentifier, versionHashModifier: kept as given (see the properties).
     ///   - transient: kept in memory only (see ``isTransient``).
+    ///   - transformer, valueTransformerName, customClassName: for `.transformable`
+    ///     only (AttributeTransformer.swift says which transformer is used).
     public init(_ name: String, _ type: AttributeType, optional: Bool = true, default defaultValue: (any Sendable)? = nil, indexed: Bool = false,
                 userInfo: [String: String] = [:], renamingIdentifier: String? = nil, versionHashModifier: String? = nil,
-                transient: Bool = false) {
+                transient: Bool = false, transformer: (any AttributeTransformer)? = nil, valueTransformerName: String? = nil,
+                customClassName: String? = nil) {
         self.isTransient = transient
+        self.transformer = transformer
+        self.valueTransformerName = valueTransformerName
+        self.customClassName = customClassName
         self.name = name
         self.type = type
         self.isOptional = optional

@@ -115,6 +115,12 @@ public final class ManagedObjectModel: Sendable {
                 if a.isTransient && a.isIndexed {
                     throw ModelError(message: "entity \"\(e.name)\": transient attribute \"\(a.name)\" cannot be indexed (it has no column)")
                 }
+                if a.type == .transformable, a.defaultValue != nil {
+                    throw ModelError(message: "entity \"\(e.name)\": transformable attribute \"\(a.name)\" cannot have a default (set it in awakeFromInsert)")
+                }
+                if a.type != .transformable, a.transformer != nil || a.valueTransformerName != nil {
+                    throw ModelError(message: "entity \"\(e.name)\": attribute \"\(a.name)\" is \(a.type), not transformable, but names a value transformer")
+                }
                 if let d = a.defaultValue, !a.type.accepts(d) {
                     throw ModelError(message: "entity \"\(e.name)\": default of attribute \"\(a.name)\" is not a \(a.type)")
                 }

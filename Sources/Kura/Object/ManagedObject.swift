@@ -181,7 +181,11 @@ open class ManagedObject: CustomStringConvertible {
         fireFault()
         var out: [String: Any?] = [:]
         for a in entity.attributes where !a.isTransient && savedValues?[a.name] != values[a.name] {
-            out[a.name] = values[a.name].flatMap { a.type.swiftValue($0) }
+            // A value that does not decode goes to the failure channel (readError).
+            do { out[a.name] = try a.swiftValue(values[a.name] ?? .null, of: objectID) } catch {
+                noteReadError(error)
+                out[a.name] = .some(nil)
+            }
         }
         for r in entity.relationships where !r.isToMany && savedToOne[r.name] != toOne[r.name] {
             out[r.name] = toOne[r.name].map { $0.uriRepresentation }
@@ -231,7 +235,7 @@ open class ManagedObject: CustomStringConvertible {
     public func setValue(_ value: Any?, forKey key: String) throws(KuraError) {
         if let a = entity.attributesByName[key] {
             try loadIfFault()
-            let stored = try value.map { v throws(KuraError) in try a.type.storedValue(v, attribute: key, entity: entity.name) } ?? .null
+            let stored = try a.storedValue(value, entity: entity.name)
             try context().willChange(self, key: key)
             values[key] = stored
             return
@@ -331,12 +335,7 @@ open class ManagedObject: CustomStringConvertible {
     /// - Throws: `.typeMismatch` if the stored value is not of the attribute's
     ///   type (a malformed UUID or URL string written by other software).
     func swiftValue(of a: AttributeDescription) throws(KuraError) -> Any? {
-        let v = values[a.name] ?? .null
-        if v.isNull { return nil }
-        guard let s = a.type.swiftValue(v) else {
-            throw KuraError(.typeMismatch, "attribute \"\(a.name)\" of \(objectID) holds \(v.typeName) \(v), which is not a valid \(a.type)")
-        }
-        return s
+        try a.swiftValue(values[a.name] ?? .null, of: objectID)
     }
 }
 

@@ -28,6 +28,9 @@
 //     | Decimal, String, Boolean, Date,      | string, bool, date, data, uuid, url          |
 //     | Binary, UUID, URI                    | (Decimal keeps 15 significant digits)        |
 //     | transient attribute                  | isTransient (no column; in memory only)      |
+//     | Transformable, valueTransformerName, | transformable, valueTransformerName (looked  |
+//     | customClassName                      | up in AttributeTransformers when used),      |
+//     |                                      | customClassName (kept)                       |
 //     | optional, defaultValueString,        | isOptional, defaultValue (parsed per type)   |
 //     | defaultDateTimeInterval              |                                              |
 //     | indexed="YES", single-element        | isIndexed                                    |
@@ -62,7 +65,7 @@
 //     | model attributes (type, versions,    | file metadata; kept in XcodeModelDocument    |
 //     | tools, language)                     |                                              |
 //
-// Not representable yet (each is an `UnsupportedFeature.Kind`): Transformable / ObjectID / Undefined /
+// Not representable yet (each is an `UnsupportedFeature.Kind`): ObjectID / Undefined /
 // Composite attributes, derived attributes, transient relationships, value
 // validation (min/max/regular expression), Spotlight indexing, non-reciprocal
 // inverses (A.x names B.y as inverse while B.y names another one),
@@ -77,6 +80,7 @@ extension XcodeModelDocument {
     /// A part of an Xcode model that Kura's model cannot represent yet.
     public struct UnsupportedFeature: Sendable, Equatable, CustomStringConvertible {
         public enum Kind: String, Sendable, CaseIterable {
+            /// No longer reported: Transformable attributes load (kept for source compatibility).
             case transformableAttribute = "Transformable attribute"
             case objectIDAttribute = "ObjectID attribute"
             case undefinedAttribute = "Undefined-type attribute"
@@ -128,8 +132,6 @@ extension XcodeModelDocument {
             for a in e.attributes {
                 func here(_ kind: UnsupportedFeature.Kind, _ detail: String) { add(kind, a.line, e.name, a.name, detail) }
                 switch a.kind {
-                case .transformable:
-                    here(.transformableAttribute, "attributeType=\"Transformable\"" + (a.valueTransformerName.map { " valueTransformerName=\"\($0)\"" } ?? ""))
                 case .objectID: here(.objectIDAttribute, "attributeType=\"ObjectID\"")
                 case .undefined: here(.undefinedAttribute, "no attributeType")
                 case .composite: here(.compositeAttribute, "attributeType=\"Composite\"" + (a.composite.map { " composite=\"\($0)\"" } ?? ""))
@@ -143,7 +145,7 @@ extension XcodeModelDocument {
                 if !validation.isEmpty { here(.valueValidation, validation.joined(separator: " ")) }
                 if a.spotlightIndexingEnabled { here(.spotlightIndexing, "spotlightIndexingEnabled=\"YES\"") }
                 if a.preserveAfterDeletion { here(.preserveAfterDeletion, "preserveAfterDeletion=\"YES\"") }
-                if let d = a.defaultValueString, [.binary, .date].contains(a.kind) {
+                if let d = a.defaultValueString, [.binary, .date, .transformable].contains(a.kind) {
                     here(.defaultValue, "\(a.kind.rawValue) attribute with defaultValueString=\"\(d)\"")
                 }
             }
@@ -241,7 +243,8 @@ extension XcodeModelDocument {
                 attrs.append(AttributeDescription(a.name, try kuraType(a, in: e), optional: a.isOptional, default: try defaultValue(a, in: e),
                                                   indexed: indexed.contains(a.name), userInfo: a.userInfo,
                                                   renamingIdentifier: a.elementID, versionHashModifier: a.versionHashModifier,
-                                                  transient: a.isTransient))
+                                                  transient: a.isTransient, valueTransformerName: a.valueTransformerName,
+                                                  customClassName: a.customClassName))
             }
             let rels = e.relationships.map { r in
                 RelationshipDescription(r.name, to: r.destinationEntity, inverse: r.inverseName, toMany: r.isToMany, ordered: r.isOrdered,
@@ -408,7 +411,8 @@ extension XcodeModelDocument {
         case .binary: return .data
         case .uuid: return .uuid
         case .uri: return .url
-        case .transformable, .objectID, .composite, .undefined:
+        case .transformable: return .transformable
+        case .objectID, .composite, .undefined:
             // unsupportedFeatures() reports these before makeModel gets here.
             throw KuraError(.unsupported, "\(path) line \(a.line): attribute \"\(e.name).\(a.name)\" is \(a.kind.rawValue)", path: path)
         }
