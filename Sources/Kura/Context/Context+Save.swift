@@ -261,6 +261,7 @@ extension ManagedObjectContext {
             for a in o.entity.attributes where !a.isOptional && (o.values[a.name] ?? .null).isNull {
                 problems.append("\(o.objectID): attribute \"\(a.name)\" is required (rule: not optional) but is nil")
             }
+            for a in o.entity.attributes where a.validation != nil { problems += a.validationProblems(o.values[a.name] ?? .null, of: o.objectID) }
             for r in o.entity.relationships {
                 if !r.isToMany {
                     if !r.isOptional, try relatedObject(o, r) == nil {

@@ -43,6 +43,9 @@ public struct AttributeDescription: Sendable {
     /// The class name of the values (Xcode's `customClassName`), kept as
     /// written for code generation; Kura does not check values against it.
     public let customClassName: String?
+    /// Minimum, maximum and regular-expression rules checked at save
+    /// (AttributeValidation.swift); nil for none.
+    public let validation: AttributeValidation?
 
     /// - Parameters:
     ///   - optional: false makes a nil value a validation error at save.
@@ -52,10 +55,12 @@ public struct AttributeDescription: Sendable {
     ///   - transient: kept in memory only (see ``isTransient``).
     ///   - transformer, valueTransformerName, customClassName: for `.transformable`
     ///     only (AttributeTransformer.swift says which transformer is used).
+    ///   - validation: value rules checked at save (see ``validation``).
     public init(_ name: String, _ type: AttributeType, optional: Bool = true, default defaultValue: (any Sendable)? = nil, indexed: Bool = false,
                 userInfo: [String: String] = [:], renamingIdentifier: String? = nil, versionHashModifier: String? = nil,
                 transient: Bool = false, transformer: (any AttributeTransformer)? = nil, valueTransformerName: String? = nil,
-                customClassName: String? = nil) {
+                customClassName: String? = nil, validation: AttributeValidation? = nil) {
+        self.validation = validation
         self.isTransient = transient
         self.transformer = transformer
         self.valueTransformerName = valueTransformerName

@@ -115,6 +115,7 @@ public final class ManagedObjectModel: Sendable {
                 if a.isTransient && a.isIndexed {
                     throw ModelError(message: "entity \"\(e.name)\": transient attribute \"\(a.name)\" cannot be indexed (it has no column)")
                 }
+                if let problem = a.validationModelProblem(entity: e.name) { throw ModelError(message: problem) }
                 if a.type == .transformable, a.defaultValue != nil {
                     throw ModelError(message: "entity \"\(e.name)\": transformable attribute \"\(a.name)\" cannot have a default (set it in awakeFromInsert)")
                 }

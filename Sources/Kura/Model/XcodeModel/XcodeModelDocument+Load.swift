@@ -28,6 +28,9 @@
 //     | Decimal, String, Boolean, Date,      | string, bool, date, data, uuid, url          |
 //     | Binary, UUID, URI                    | (Decimal keeps 15 significant digits)        |
 //     | transient attribute                  | isTransient (no column; in memory only)      |
+//     | minValueString, maxValueString,      | validation (AttributeValidation, checked at  |
+//     | min/maxDateTimeInterval, regular-    | save); a bound that is not a number is       |
+//     | ExpressionString                     | `.syntax` with the line                      |
 //     | Transformable, valueTransformerName, | transformable, valueTransformerName (looked  |
 //     | customClassName                      | up in AttributeTransformers when used),      |
 //     |                                      | customClassName (kept)                       |
@@ -55,6 +58,8 @@
 //     |                                      | Kura keeps blobs in overflow pages, values   |
 //     |                                      | read back the same                           |
 //     | storedInTruthFile                    | Spotlight external-record storage hint       |
+//     | valueTransformerName/customClassName | left behind by Xcode when a Transformable    |
+//     | on a non-Transformable attribute     | changed type; Core Data ignores them         |
 //     | allowsCloudEncryption                | CloudKit mirroring only                      |
 //     | single-element fetchIndex name,      | Kura names its indexes; a B-tree index       |
 //     | element order                        | serves both orders                           |
@@ -66,8 +71,7 @@
 //     | tools, language)                     |                                              |
 //
 // Not representable yet (each is an `UnsupportedFeature.Kind`): ObjectID / Undefined /
-// Composite attributes, derived attributes, transient relationships, value
-// validation (min/max/regular expression), Spotlight indexing, non-reciprocal
+// Composite attributes, derived attributes, transient relationships, Spotlight indexing, non-reciprocal
 // inverses (A.x names B.y as inverse while B.y names another one),
 // preserveAfterDeletion, defaults Kura cannot parse for a type (Binary, a Date
 // given as a string), ordered many-to-many and ordered without inverse,
@@ -88,6 +92,7 @@ extension XcodeModelDocument {
             case derivedAttribute = "derived attribute"
             /// Reported for transient relationships only (transient attributes load).
             case transientProperty = "transient property"
+            /// No longer reported: value rules load as `AttributeValidation` (kept for source compatibility).
             case valueValidation = "value validation (minimum, maximum or regular expression)"
             case spotlightIndexing = "Spotlight indexing"
             case preserveAfterDeletion = "preserveAfterDeletion (history tombstone)"
@@ -138,11 +143,6 @@ extension XcodeModelDocument {
                 default: break
                 }
                 if a.isDerived { here(.derivedAttribute, "derivationExpression=\"\(a.derivationExpression ?? "")\"") }
-                let validation = [("minValueString", a.minValueString), ("maxValueString", a.maxValueString),
-                                  ("minDateTimeInterval", a.minDateTimeInterval), ("maxDateTimeInterval", a.maxDateTimeInterval),
-                                  ("regularExpressionString", a.regularExpressionString)]
-                    .compactMap { k, v in v.map { "\(k)=\"\($0)\"" } }
-                if !validation.isEmpty { here(.valueValidation, validation.joined(separator: " ")) }
                 if a.spotlightIndexingEnabled { here(.spotlightIndexing, "spotlightIndexingEnabled=\"YES\"") }
                 if a.preserveAfterDeletion { here(.preserveAfterDeletion, "preserveAfterDeletion=\"YES\"") }
                 if let d = a.defaultValueString, [.binary, .date, .transformable].contains(a.kind) {
@@ -243,8 +243,9 @@ extension XcodeModelDocument {
                 attrs.append(AttributeDescription(a.name, try kuraType(a, in: e), optional: a.isOptional, default: try defaultValue(a, in: e),
                                                   indexed: indexed.contains(a.name), userInfo: a.userInfo,
                                                   renamingIdentifier: a.elementID, versionHashModifier: a.versionHashModifier,
-                                                  transient: a.isTransient, valueTransformerName: a.valueTransformerName,
-                                                  customClassName: a.customClassName))
+                                                  transient: a.isTransient,
+                                                  valueTransformerName: a.kind == .transformable ? a.valueTransformerName : nil,
+                                                  customClassName: a.kind == .transformable ? a.customClassName : nil, validation: try validation(a, in: e)))
             }
             let rels = e.relationships.map { r in
                 RelationshipDescription(r.name, to: r.destinationEntity, inverse: r.inverseName, toMany: r.isToMany, ordered: r.isOrdered,
@@ -416,6 +417,30 @@ extension XcodeModelDocument {
             // unsupportedFeatures() reports these before makeModel gets here.
             throw KuraError(.unsupported, "\(path) line \(a.line): attribute \"\(e.name).\(a.name)\" is \(a.kind.rawValue)", path: path)
         }
+    }
+
+    /// The value rules of an attribute (nil when it has none): min/max from
+    /// `minValueString`/`maxValueString` (numbers, string and data lengths) or
+    /// `minDateTimeInterval`/`maxDateTimeInterval` (dates), and
+    /// `regularExpressionString`.
+    ///
+    /// - Throws: `.syntax` naming the line for a bound that is not a number.
+    private func validation(_ a: Attribute, in e: Entity) throws(KuraError) -> AttributeValidation? {
+        func number(_ s: String?, _ key: String) throws(KuraError) -> Double? {
+            guard let s else { return nil }
+            guard let d = Double(s.trimmingCharacters(in: .whitespaces)), d.isFinite else {
+                throw KuraError(.syntax, "\(path) line \(a.line): attribute \"\(e.name).\(a.name)\" has \(key)=\"\(s)\", which is not a number", path: path)
+            }
+            return d
+        }
+        let isDate = a.kind == .date
+        let v = AttributeValidation(minimum: try number(isDate ? a.minDateTimeInterval : a.minValueString, isDate ? "minDateTimeInterval" : "minValueString"),
+                                    maximum: try number(isDate ? a.maxDateTimeInterval : a.maxValueString, isDate ? "maxDateTimeInterval" : "maxValueString"),
+                                    regularExpression: a.regularExpressionString)
+        if !isDate, let s = a.minDateTimeInterval ?? a.maxDateTimeInterval {
+            throw KuraError(.syntax, "\(path) line \(a.line): attribute \"\(e.name).\(a.name)\" is \(a.kind.rawValue) but has a min/maxDateTimeInterval (\"\(s)\")", path: path)
+        }
+        return v.isEmpty ? nil : v
     }
 
     /// The default of an attribute, parsed as its type (nil when none is written).
