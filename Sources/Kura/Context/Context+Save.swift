@@ -78,7 +78,7 @@ extension ManagedObjectContext {
                     // `assigned` holds every inserted object (filled above).
                     guard let rid = assigned[ObjectIdentifier(o)] else { continue }
                     var row = try self.row(o, rowID)
-                    row[row.count - 1] = .integer(1)
+                    row[self.layout(of: o.entity).version] = .integer(1)
                     try tx.insert(row, into: try tx.table(o.entity.hierarchy.table), rowID: rid)
                 }
                 for o in upd {
@@ -311,7 +311,8 @@ extension ManagedObjectContext {
                     continue
                 }
                 pendingSeen[key] = o.objectID
-                let ids = try storedIDs(matching: zip(group, values).map { .comparison(KuraComparison(.keyPath([$0]), .equalTo, .constant($1))) },
+                let ids = try storedIDs(matching: zip(group, values).map { k, v in
+                                            .comparison(KuraComparison(.keyPath([k]), .equalTo, .constant(o.entity.attributesByName[k]?.type.engineValue(v) ?? v))) },
                                         of: model.entitiesByName[scope] ?? o.entity)
                 for id in ids where id.rowID != o.objectID.rowID || o.objectID.isTemporary {
                     if let other = registered(id), other.isDeleted || zip(group, values).contains(where: { other.values[$0] != $1 }) { continue }

@@ -143,7 +143,10 @@ extension ManagedObjectContext {
     /// non-nil values, sum, min, max or average (nil values skipped). Returns
     /// `.null` for min/max/average of nothing.
     public func aggregate<T: ManagedObject>(_ function: AggregateFunction, of keyPath: String, matching request: FetchRequest<T>) throws(KuraError) -> Value {
-        let values = try matching(request).objects.map { o throws(KuraError) in try valueAt(keyPath, of: o).0 }.filter { !$0.isNull }
+        let values = try matching(request).objects.map { o throws(KuraError) in
+            let (v, a) = try valueAt(keyPath, of: o)
+            return a?.type.engineValue(v) ?? v
+        }.filter { !$0.isNull }
         switch function {
         case .count:
             return .integer(Int64(values.count))
@@ -305,7 +308,10 @@ extension ManagedObjectContext {
         var table: [(ManagedObject, [Value])] = []
         for o in objects {
             var vs: [Value] = []
-            for k in keys { vs.append(try valueAt(k.column, of: o).0) }
+            for k in keys {
+                let (v, a) = try valueAt(k.column, of: o)
+                vs.append(a?.type.engineValue(v) ?? v)
+            }
             table.append((o, vs))
         }
         table.sort { a, b in

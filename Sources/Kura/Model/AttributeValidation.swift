@@ -67,6 +67,7 @@ extension AttributeDescription {
         case (.data, .blob(let b)): measured = (Double(b.count), "has length \(b.count)")
         case (.date, .double(let d)):
             measured = (d, "is \(Date(timeIntervalSinceReferenceDate: d)) (\(d) s since 2001)")
+        case (.decimal, .text(let s)): measured = Double(s).map { ($0, "is \(s)") }
         case (_, .integer(let i)): measured = (Double(i), "is \(i)")
         case (_, .double(let d)): measured = (d, "is \(d)")
         default: measured = nil

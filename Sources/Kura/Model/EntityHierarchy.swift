@@ -11,7 +11,8 @@
 //   - one foreign-key column per to-one relationship declared anywhere in it
 //     (plus `<name>_order` for an ordered inverse, as for any table);
 //   - `_entity` (text, not null): the name of the row's own entity;
-//   - `_version` last, as every entity table.
+//   - `_version`, as every entity table, then the exact companions of decimal
+//     attributes (DecimalStorage.swift).
 // Transient attributes have no column.
 // Columns are named after the property. Two entities of one hierarchy that
 // are not ancestor and descendant may declare the same name: they share the
@@ -253,7 +254,7 @@ extension ManagedObjectModel {
         }
         for e in members {
             for a in e.declaredAttributes where !a.isTransient {
-                try add(ColumnDefinition(a.name, a.type.columnType, nullable: true, default: a.defaultValue.map { a.type.stored($0) } ?? .null), by: e.name)
+                try add(ColumnDefinition(a.name, a.type.columnType, nullable: true, default: a.defaultValue.map { a.type.engineValue(a.type.stored($0)) } ?? .null), by: e.name)
             }
         }
         for e in members {
@@ -266,6 +267,12 @@ extension ManagedObjectModel {
         }
         if members.count > 1 { try add(ColumnDefinition(Self.entityColumn, .text, nullable: false), by: table) }
         cols.append(ColumnDefinition(Self.versionColumn, .integer, nullable: false, default: .integer(0)))
+        // Exact companions of decimal attributes, after `_version` (DecimalStorage.swift).
+        for e in members {
+            for a in e.declaredAttributes where a.type == .decimal && !a.isTransient {
+                try add(ColumnDefinition(AttributeType.exactColumn(a.name), .text), by: e.name)
+            }
+        }
         return cols
     }
 

@@ -12,8 +12,9 @@
 //     name order) with columns `source`, `target` and `position`;
 //   - transient attributes have no column (kept in memory per object);
 //   - indexed attributes get an engine index, uniqueness constraints a unique one;
-//   - last, an integer column `_version` (Core Data's Z_OPT): the row's version,
+//   - then an integer column `_version` (Core Data's Z_OPT): the row's version,
 //     bumped by every save that writes the row (see Context+Conflicts.swift);
+//   - last, a text column `_exact_<name>` per decimal attribute (DecimalStorage.swift);
 //   - an entity hierarchy (inheritance) shares one table named after its root,
 //     with an `_entity` column; see EntityHierarchy.swift.
 //

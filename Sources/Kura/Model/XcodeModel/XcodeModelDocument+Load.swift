@@ -26,7 +26,7 @@
 //     |                                      | ManagedObject (see makeModel)                |
 //     | Integer 16/32/64, Double, Float,     | int16/int32/int64, double, float, decimal,   |
 //     | Decimal, String, Boolean, Date,      | string, bool, date, data, uuid, url          |
-//     | Binary, UUID, URI                    | (Decimal keeps 15 significant digits)        |
+//     | Binary, UUID, URI                    | (Decimal stored exactly: DecimalStorage)     |
 //     | transient attribute                  | isTransient (no column; in memory only)      |
 //     | minValueString, maxValueString,      | validation (AttributeValidation, checked at  |
 //     | min/maxDateTimeInterval, regular-    | save); a bound that is not a number is       |
