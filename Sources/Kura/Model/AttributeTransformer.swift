@@ -20,8 +20,10 @@
 // `.corrupt` naming the object, attribute and transformer (never nil).
 // Null is stored as null without calling the transformer.
 //
-// Predicates and uniqueness compare the stored bytes: equality is exact for a
-// deterministic transformer (both built-ins are), ordering is byte order.
+// Predicates and uniqueness compare the stored bytes: that is value equality
+// only for a deterministic transformer (CodableAttributeTransformer is: sorted-key
+// JSON; the property-list one promises no key order for dictionaries); ordering
+// is byte order.
 
 import Foundation
 
