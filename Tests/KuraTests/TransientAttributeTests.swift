@@ -53,6 +53,10 @@ final class TransientAttributeTests: XCTestCase {
         try car.setValue("Ka2", forKey: "name")
         XCTAssertEqual(Set(car.changedValues().keys), ["name"])
         try context.save()
+        // Guards the bug where saving an update reset transients (the saved row was
+        // re-applied to the object like a load); only a reload resets them.
+        XCTAssertEqual(try car.value(forKey: "speed") as? Int64, 90)
+        XCTAssertFalse(car.hasChanges)
         let history = try container.history()
         XCTAssertEqual(history.last?.changes.first?.updatedProperties, ["name"])
 

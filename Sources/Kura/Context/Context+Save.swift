@@ -152,10 +152,10 @@ extension ManagedObjectContext {
         for o in ins + upd + del {
             switch resolutions[ObjectIdentifier(o)] {
             case .write(let row)?:
-                apply(row, to: o)
+                o.keepingTransients { apply(row, to: o) }
             case .takeStore(let row)?:
                 let before = (o.values, o.toOne)
-                apply(row, to: o)
+                o.keepingTransients { apply(row, to: o) }
                 o.isDeleted = false
                 tookStore.append((o, o.differingKeys(values: before.0, toOne: before.1)))
             case .gone?:

@@ -25,7 +25,8 @@ public struct AttributeDescription: Sendable {
     /// starts as the default on insert and whenever the object's values are
     /// (re)loaded from the store (a fault fired, `refresh(_:mergeChanges: false)`,
     /// a fetch of an object not yet registered); `refresh` with merging keeps a
-    /// changed transient value, as it keeps other pending changes; `rollback`
+    /// changed transient value, as it keeps other pending changes, and so do
+    /// saves and merge-conflict resolutions; `rollback`
     /// restores the value it had at the last save or load. Changing one marks
     /// the object updated (`hasChanges`), but not ``ManagedObject/changedValues()``,
     /// `hasPersistentChangedValues` or the persistent history. Fetch requests

@@ -6,6 +6,20 @@
 // The check walks every key path of the predicate (through to-one and to-many
 // relationships, so `owner.isDriving` is caught too) and every sort key.
 
+extension ManagedObject {
+    /// Runs `body` (which reloads the object's values from a row it just wrote
+    /// or merged) and puts the transient values back, as current and saved
+    /// values: a save or a merge does not reset transients, only a (re)load does.
+    func keepingTransients(_ body: () -> Void) {
+        let kept = entity.attributes.filter(\.isTransient).map { ($0.name, values[$0.name] ?? .null) }
+        body()
+        for (k, v) in kept {
+            values[k] = v
+            savedValues?[k] = v
+        }
+    }
+}
+
 extension EntityDescription {
     /// The error for a fetch of this entity whose predicate or sort keys read a
     /// transient attribute, or nil.
