@@ -150,7 +150,6 @@ final class XcodeModelTests: XCTestCase {
                     }
                 }
             case "fetchedProperty": add(.fetchedProperty)
-            case "fetchRequest": add(.fetchRequestTemplate)   // corrected below for fetched properties
             case "fetchIndexElement":
                 if a["expression"] != nil { add(.expressionIndex) }
                 if a["type"] == "R-Tree" { add(.rtreeIndex) }
@@ -158,7 +157,6 @@ final class XcodeModelTests: XCTestCase {
             default: break
             }
         }
-        if let f = out[.fetchedProperty] { out[.fetchRequestTemplate, default: 0] -= f }
         return out.filter { $0.value > 0 }
     }
 
@@ -279,6 +277,7 @@ final class XcodeModelTests: XCTestCase {
             }
         }
         XCTAssertEqual(model.configurations.count, doc.configurations.count)
+        XCTAssertEqual(model.fetchTemplates.keys.sorted(), doc.fetchRequests.map(\.name).sorted(), name)
         /// `e`'s name and its descendants' (from the XML's parentEntity, not the model).
         func kinds(_ n: String) -> [String] {
             [n] + doc.entities.filter { $0.parentEntity == n }.flatMap { kinds($0.name) }
@@ -615,9 +614,9 @@ final class XcodeModelTests: XCTestCase {
         """)
         let f = doc.unsupportedFeatures()
         // Inheritance (parentEntity, isAbstract) is supported: not listed.
-        XCTAssertEqual(f.map(\.kind), [.defaultValue, .derivedAttribute, .fetchedProperty, .fetchRequestTemplate])
-        XCTAssertEqual(f.map(\.line), [3, 6, 7, 9])
-        assertError(try doc.makeModel(), .unsupported, contains: ["4 parts", "line 3, entity \"Base\", property \"blob\": default value of this type", "line 9: fetch request template"])
+        XCTAssertEqual(f.map(\.kind), [.defaultValue, .derivedAttribute, .fetchedProperty])
+        XCTAssertEqual(f.map(\.line), [3, 6, 7])
+        assertError(try doc.makeModel(), .unsupported, contains: ["3 parts", "line 3, entity \"Base\", property \"blob\": default value of this type"])
     }
 
     func testEveryOtherUnsupportedKindIsDetected() throws {

@@ -61,13 +61,18 @@ public final class ManagedObjectModel: Sendable {
     /// names. A store opened by ``PersistentContainer`` holds every entity (Core
     /// Data's default configuration); the named ones are kept for callers.
     public let configurations: [String: [String]]
+    /// Fetch requests stored in the model, by name (FetchTemplate.swift;
+    /// make one with ``fetchRequest(template:substitutionVariables:)``).
+    public let fetchTemplates: [String: FetchTemplate]
 
     /// Builds and validates a model.
     ///
-    /// - Parameter configurations: named subsets of the entities; each member
-    ///   must be an entity of the model.
+    /// - Parameters:
+    ///   - configurations: named subsets of the entities; each member must be
+    ///     an entity of the model.
+    ///   - fetchTemplates: named fetch requests (unique names, existing entities).
     /// - Throws: `ModelError` naming the entity and property at fault.
-    public init(_ entities: [EntityDescription], configurations: [String: [String]] = [:]) throws(ModelError) {
+    public init(_ entities: [EntityDescription], configurations: [String: [String]] = [:], fetchTemplates: [FetchTemplate] = []) throws(ModelError) {
         self.configurations = configurations
         var names = Set<String>()
         for e in entities {
@@ -83,6 +88,7 @@ public final class ManagedObjectModel: Sendable {
                 throw ModelError(message: "configuration \"\(name)\" names entity \"\(m)\", which the model does not have")
             }
         }
+        self.fetchTemplates = try Self.validateTemplates(fetchTemplates, entities: byName)
         try validate()
         for table in entityTables { _ = try tableColumns(table) }
         if let problem = classBindingProblems().first { throw ModelError(message: problem) }

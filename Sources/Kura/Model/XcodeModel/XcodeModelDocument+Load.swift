@@ -45,6 +45,9 @@
 //     |                                      | ordered, deletionRule, optional, counts,     |
 //     |                                      | userInfo, elementID, versionHashModifier)    |
 //     | configuration                        | ManagedObjectModel.configurations            |
+//     | fetchRequest (top level)             | FetchTemplate (predicate with $VARIABLEs,    |
+//     |                                      | limit, batch size, subentities, pending      |
+//     |                                      | changes, result type 0/1/2/4)                |
 //
 // Read and deliberately not used (they carry nothing Kura needs):
 //
@@ -67,6 +70,8 @@
 //     |                                      | a to-many Core Data ignores it               |
 //     | minCount/maxCount of a to-one,       | Core Data ignores them on a to-one           |
 //     | maxCount 0 / minCount 0 of a to-many | (`optional` decides); 0 means "no limit"     |
+//     | fetchRequest includePropertyValues,  | fetch hints; Kura's fetches choose for       |
+//     | returnObjectsAsFaults                | themselves                                   |
 //     | model attributes (type, versions,    | file metadata; kept in XcodeModelDocument    |
 //     | tools, language)                     |                                              |
 //
@@ -75,7 +80,7 @@
 // inverses (A.x names B.y as inverse while B.y names another one),
 // preserveAfterDeletion, defaults Kura cannot parse for a type (Binary, a Date
 // given as a string), ordered many-to-many and ordered without inverse,
-// fetched properties, fetch request templates, expression / R-Tree
+// fetched properties, expression / R-Tree
 // indexes, indexes on to-many relationships, model-level composite types.
 
 import Foundation
@@ -102,6 +107,7 @@ extension XcodeModelDocument {
             /// A names B as inverse but B names another relationship (Xcode warns, Core Data loads it).
             case nonReciprocalInverse = "inverse relationship that does not name this one back"
             case fetchedProperty = "fetched property"
+            /// No longer reported: templates load as `FetchTemplate`s (kept for source compatibility).
             case fetchRequestTemplate = "fetch request template"
             /// No longer reported: compound indexes load as `FetchIndexDescription`s (kept for source compatibility).
             case compoundIndex = "compound index"
@@ -179,9 +185,6 @@ extension XcodeModelDocument {
                     }
                 }
             }
-        }
-        for f in fetchRequests {
-            add(.fetchRequestTemplate, f.line, nil, nil, "fetchRequest \"\(f.name)\" entity=\"\(f.entity)\"" + (f.predicateString.map { " predicateString=\"\($0)\"" } ?? ""))
         }
         for c in compositeAttributes {
             add(.compositeType, c.line, nil, nil, "compositeAttribute \"\(c.name)\"")
@@ -266,8 +269,10 @@ extension XcodeModelDocument {
         }
         var configs: [String: [String]] = [:]
         for c in configurations { configs[c.name] = c.memberEntities }
+        var templates: [Kura.FetchTemplate] = []
+        for f in fetchRequests { templates.append(try template(f)) }
         do {
-            return try ManagedObjectModel(built, configurations: configs)
+            return try ManagedObjectModel(built, configurations: configs, fetchTemplates: templates)
         } catch {
             throw KuraError(.invalidArgument, "\(path): \(error.description)", path: path)
         }
@@ -304,6 +309,36 @@ extension XcodeModelDocument {
             out.append(FetchIndexDescription(name, ci.properties.map { .ascending($0) }))
         }
         return out
+    }
+
+    /// A `<fetchRequest>` as a model template: predicate parsed (`$VARIABLE`s
+    /// kept), limit, batch size, subentities, pending changes and result type
+    /// (0 objects, 1 object IDs, 2 dictionaries of every attribute, distinct if
+    /// returnDistinctResults, 4 count).
+    ///
+    /// - Throws: `.syntax` naming the line for a predicate that does not parse;
+    ///   `.unsupported` naming it for another result type.
+    private func template(_ f: FetchRequestTemplate) throws(KuraError) -> Kura.FetchTemplate {
+        var predicate: KuraPredicate?
+        if let s = f.predicateString {
+            do { predicate = try KuraPredicate(format: s) } catch {
+                throw KuraError(.syntax, "\(path) line \(f.line): fetch request \"\(f.name)\" has predicateString \"\(s)\", which does not parse: \(error.message)", path: path)
+            }
+        }
+        let result: FetchResultType
+        switch f.resultType ?? "0" {
+        case "0": result = .managedObjects
+        case "1": result = .managedObjectIDs
+        case "2":
+            let names = entity(named: f.entity).map { e in e.attributes.filter { !$0.isTransient }.map(\.name) } ?? []
+            result = .dictionaries(properties: names, distinct: f.returnDistinctResults ?? false)
+        case "4": result = .count
+        case let other:
+            throw KuraError(.unsupported, "\(path) line \(f.line): fetch request \"\(f.name)\" has resultType=\"\(other)\"; Kura knows 0 (objects), 1 (object IDs), 2 (dictionaries) and 4 (count)", path: path)
+        }
+        return Kura.FetchTemplate(f.name, entity: f.entity, predicate: predicate, fetchLimit: f.fetchLimit.flatMap { $0 == 0 ? nil : $0 },
+                                  fetchBatchSize: f.fetchBatchSize ?? 0, includesSubentities: f.includeSubentities ?? true,
+                                  includesPendingChanges: f.includePendingChanges ?? true, resultType: result)
     }
 
     static func deleteRule(_ r: DeletionRule) -> DeleteRule {
