@@ -86,3 +86,79 @@ final class FetchTemplateTests: XCTestCase {
         }
     }
 }
+
+// Fetched properties (FetchedPropertyDescription): a read-only property whose
+// value is a fetch evaluated with $FETCH_SOURCE = the object, always current,
+// inherited by subentities, loaded from Xcode's <fetchedProperty>.
+final class FetchedPropertyTests: XCTestCase {
+    func testFetchedPropertiesFetchWithTheSourceObject() throws {
+        let model = try ManagedObjectModel {
+            EntityDescription("Artist") {
+                AttributeDescription("name", .string)
+                AttributeDescription("genre", .string)
+                FetchedPropertyDescription("peers", fetchRequest: FetchTemplate(
+                    "peersRequest", entity: "Artist", predicate: try! KuraPredicate(format: "genre == $FETCH_SOURCE.genre AND SELF != $FETCH_SOURCE"),
+                    sortDescriptors: [SortKey("name")]))
+            }
+            EntityDescription("Band", parent: "Artist") {
+                AttributeDescription("members", .int16, default: Int16(0))
+            }
+        }
+        XCTAssertEqual(model["Band"]?.fetchedProperties.map(\.name), ["peers"])
+        let context = try PersistentContainer.inMemory(model: model).newContext()
+        func artist(_ entity: String, _ name: String, _ genre: String) throws -> ManagedObject {
+            let a = try context.insert(entity)
+            try a.setValue(name, forKey: "name")
+            try a.setValue(genre, forKey: "genre")
+            return a
+        }
+        let ann = try artist("Artist", "ann", "jazz")
+        _ = try artist("Band", "bop", "jazz")
+        _ = try artist("Artist", "cy", "rock")
+        try context.save()
+        func peers(_ o: ManagedObject) throws -> [String] {
+            try XCTUnwrap(o.value(forKey: "peers") as? [ManagedObject]).compactMap { $0["name"] as? String }
+        }
+        XCTAssertEqual(try peers(ann), ["bop"])
+        // Always current, pending changes included.
+        _ = try artist("Artist", "dee", "jazz")
+        XCTAssertEqual(try peers(ann), ["bop", "dee"])
+        let band = try XCTUnwrap(try context.fetch(FetchRequest<ManagedObject>(entityName: "Band")).first)
+        XCTAssertEqual(try peers(band), ["ann", "dee"])
+        XCTAssertThrowsError(try ann.setValue([], forKey: "peers")) { error in
+            XCTAssertEqual((error as? KuraError)?.code, .invalidArgument)
+            XCTAssertTrue("\(error)".contains("fetched property"), "\(error)")
+        }
+        XCTAssertThrowsError(try ManagedObjectModel {
+            EntityDescription("A") {
+                AttributeDescription("x", .string)
+                FetchedPropertyDescription("x", fetchRequest: FetchTemplate("r", entity: "A"))
+            }
+        }) { XCTAssertTrue("\($0)".contains("two properties named \"x\""), "\($0)") }
+    }
+
+    func testXcodeFetchedPropertiesLoad() throws {
+        let xml = """
+        <model>
+            <entity name="Palette">
+                <attribute name="hue" attributeType="Float" defaultValueString="0.0"/>
+                <fetchedProperty name="warmer" optional="YES">
+                    <fetchRequest name="warmerRequest" entity="Palette" predicateString="hue &gt; $FETCH_SOURCE.hue"/>
+                </fetchedProperty>
+            </entity>
+        </model>
+        """
+        let doc = try XcodeModelDocument(xml: Data(xml.utf8), path: "p.xml")
+        XCTAssertEqual(doc.unsupportedFeatures(), [])
+        let model = try doc.makeModel()
+        let context = try PersistentContainer.inMemory(model: model).newContext()
+        var palettes: [ManagedObject] = []
+        for h in [Float(0.1), 0.5, 0.9] {
+            let p = try context.insert("Palette")
+            try p.setValue(h, forKey: "hue")
+            palettes.append(p)
+        }
+        let warmer = try XCTUnwrap(palettes[1].value(forKey: "warmer") as? [ManagedObject])
+        XCTAssertEqual(warmer.map(\.objectID), [palettes[2].objectID])
+    }
+}

@@ -139,11 +139,13 @@ public enum EntityBuilder {
         case relationship(RelationshipDescription)
         case unique([String])
         case index(FetchIndexDescription)
+        case fetched(FetchedPropertyDescription)
     }
     public static func buildExpression(_ a: AttributeDescription) -> [Part] { [.attribute(a)] }
     public static func buildExpression(_ r: RelationshipDescription) -> [Part] { [.relationship(r)] }
     public static func buildExpression(_ u: UniqueConstraint) -> [Part] { [.unique(u.attributes)] }
     public static func buildExpression(_ i: FetchIndexDescription) -> [Part] { [.index(i)] }
+    public static func buildExpression(_ f: FetchedPropertyDescription) -> [Part] { [.fetched(f)] }
     public static func buildBlock(_ parts: [Part]...) -> [Part] { parts.flatMap { $0 } }
 }
 
@@ -208,6 +210,11 @@ public final class EntityDescription: Sendable {
     public let fetchIndexes: [FetchIndexDescription]
     /// The fetch indexes the entity itself declares (as made).
     public let declaredFetchIndexes: [FetchIndexDescription]
+    /// Fetched properties (FetchedPropertyDescription.swift): inherited ones first.
+    public let fetchedProperties: [FetchedPropertyDescription]
+    /// The fetched properties the entity itself declares (as made).
+    public let declaredFetchedProperties: [FetchedPropertyDescription]
+    public let fetchedPropertiesByName: [String: FetchedPropertyDescription]
 
     /// Where the entity's rows live and what the entity spans (EntityHierarchy.swift).
     let hierarchy: EntityHierarchyInfo
@@ -218,16 +225,18 @@ public final class EntityDescription: Sendable {
         var rels: [RelationshipDescription] = []
         var uniques: [[String]] = []
         var indexes: [FetchIndexDescription] = []
+        var fetched: [FetchedPropertyDescription] = []
         for p in build() {
             switch p {
             case .attribute(let a): attrs.append(a)
             case .relationship(let r): rels.append(r)
             case .unique(let u): uniques.append(u)
             case .index(let i): indexes.append(i)
+            case .fetched(let f): fetched.append(f)
             }
         }
         self.init(name, parent: parent, abstract: abstract, class: objectClass, attributes: attrs, relationships: rels, uniquenessConstraints: uniques,
-                  fetchIndexes: indexes)
+                  fetchIndexes: indexes, fetchedProperties: fetched)
     }
 
     /// An entity from lists (what the result-builder initializer and the Xcode
@@ -238,16 +247,19 @@ public final class EntityDescription: Sendable {
     ///     that the parents form no cycle.
     ///   - abstract: the entity has no objects of its own (only subentities).
     ///   - fetchIndexes: non-unique (compound) indexes (FetchIndexDescription.swift).
+    ///   - fetchedProperties: read-only fetch results (FetchedPropertyDescription.swift).
     public convenience init(_ name: String, parent: String? = nil, abstract: Bool = false, class objectClass: ManagedObject.Type = ManagedObject.self,
                             attributes attrs: [AttributeDescription], relationships rels: [RelationshipDescription],
                             uniquenessConstraints uniques: [[String]] = [], fetchIndexes: [FetchIndexDescription] = [],
+                            fetchedProperties: [FetchedPropertyDescription] = [],
                             userInfo: [String: String] = [:], renamingIdentifier: String? = nil, versionHashModifier: String? = nil,
                             representedClassName: String? = nil) {
         self.init(name: name, superentityName: parent, isAbstract: abstract, objectClass: objectClass,
                   declared: (attrs, rels, uniques), resolved: (attrs, rels, uniques), subentityNames: [],
                   hierarchy: EntityHierarchyInfo(standalone: name, attributes: attrs, relationships: rels, uniques: uniques),
                   userInfo: userInfo, renamingIdentifier: renamingIdentifier, versionHashModifier: versionHashModifier,
-                  representedClassName: representedClassName, fetchIndexes: (fetchIndexes, fetchIndexes))
+                  representedClassName: representedClassName, fetchIndexes: (fetchIndexes, fetchIndexes),
+                  fetchedProperties: (fetchedProperties, fetchedProperties))
     }
 
     /// The designated initializer: a model makes resolved copies with it.
@@ -255,8 +267,12 @@ public final class EntityDescription: Sendable {
          declared: ([AttributeDescription], [RelationshipDescription], [[String]]),
          resolved: ([AttributeDescription], [RelationshipDescription], [[String]]), subentityNames: [String],
          hierarchy: EntityHierarchyInfo, userInfo: [String: String], renamingIdentifier: String?, versionHashModifier: String?,
-         representedClassName: String?, fetchIndexes: (declared: [FetchIndexDescription], resolved: [FetchIndexDescription])) {
+         representedClassName: String?, fetchIndexes: (declared: [FetchIndexDescription], resolved: [FetchIndexDescription]),
+         fetchedProperties: (declared: [FetchedPropertyDescription], resolved: [FetchedPropertyDescription])) {
         self.name = name
+        declaredFetchedProperties = fetchedProperties.declared
+        self.fetchedProperties = fetchedProperties.resolved
+        fetchedPropertiesByName = Dictionary(fetchedProperties.resolved.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         declaredFetchIndexes = fetchIndexes.declared
         self.fetchIndexes = fetchIndexes.resolved
         self.superentityName = superentityName

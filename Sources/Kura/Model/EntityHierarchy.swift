@@ -168,7 +168,8 @@ extension ManagedObjectModel {
                                          resolved: (attrs, rels, uniques), subentityNames: children[name] ?? [], hierarchy: info,
                                          userInfo: e.userInfo, renamingIdentifier: e.renamingIdentifier,
                                          versionHashModifier: e.versionHashModifier, representedClassName: e.representedClassName,
-                                         fetchIndexes: (e.declaredFetchIndexes, (parent?.fetchIndexes ?? []) + e.declaredFetchIndexes))
+                                         fetchIndexes: (e.declaredFetchIndexes, (parent?.fetchIndexes ?? []) + e.declaredFetchIndexes),
+                                         fetchedProperties: (e.declaredFetchedProperties, (parent?.fetchedProperties ?? []) + e.declaredFetchedProperties))
             resolved[name] = copy
             attributeOwners[name] = attrOwner
             for c in children[name] ?? [] { try resolve(c, parent: copy, table: table) }

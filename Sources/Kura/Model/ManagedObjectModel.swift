@@ -112,7 +112,10 @@ public final class ManagedObjectModel: Sendable {
     private func validate() throws(ModelError) {
         for e in entities {
             var names = Set<String>()
-            for p in e.attributes.map(\.name) + e.relationships.map(\.name) {
+            for f in e.fetchedProperties where entitiesByName[f.fetchRequest.entityName] == nil {
+                throw ModelError(message: "entity \"\(e.name)\": fetched property \"\(f.name)\" fetches entity \"\(f.fetchRequest.entityName)\", which the model does not have")
+            }
+            for p in e.attributes.map(\.name) + e.relationships.map(\.name) + e.fetchedProperties.map(\.name) {
                 guard !p.isEmpty, !p.hasPrefix("_"), !p.contains(".") else {
                     throw ModelError(message: "entity \"\(e.name)\": property name \"\(p)\" must be non-empty, not start with \"_\" and contain no \".\"")
                 }

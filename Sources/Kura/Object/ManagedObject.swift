@@ -222,6 +222,7 @@ open class ManagedObject: CustomStringConvertible {
             let ctx = try context()
             return r.isToMany ? ObjectList(try ctx.relatedObjects(self, r)) : try ctx.relatedObject(self, r)
         }
+        if let f = entity.fetchedPropertiesByName[key] { return try fetchedValue(f) }
         throw unknownKey(key)
     }
 
@@ -255,6 +256,9 @@ open class ManagedObject: CustomStringConvertible {
                 try ctx.setRelated(self, r, value as? ManagedObject)
             }
             return
+        }
+        if entity.fetchedPropertiesByName[key] != nil {
+            throw KuraError(.invalidArgument, "\"\(key)\" of entity \"\(entity.name)\" is a fetched property: it is read-only")
         }
         throw unknownKey(key)
     }

@@ -45,6 +45,8 @@
 //     |                                      | ordered, deletionRule, optional, counts,     |
 //     |                                      | userInfo, elementID, versionHashModifier)    |
 //     | configuration                        | ManagedObjectModel.configurations            |
+//     | fetchedProperty                      | FetchedPropertyDescription (its request as a |
+//     |                                      | FetchTemplate; $FETCH_SOURCE substituted)    |
 //     | fetchRequest (top level)             | FetchTemplate (predicate with $VARIABLEs,    |
 //     |                                      | limit, batch size, subentities, pending      |
 //     |                                      | changes, result type 0/1/2/4)                |
@@ -80,7 +82,7 @@
 // inverses (A.x names B.y as inverse while B.y names another one),
 // preserveAfterDeletion, defaults Kura cannot parse for a type (Binary, a Date
 // given as a string), ordered many-to-many and ordered without inverse,
-// fetched properties, expression / R-Tree
+// expression / R-Tree
 // indexes, indexes on to-many relationships, model-level composite types.
 
 import Foundation
@@ -106,6 +108,7 @@ extension XcodeModelDocument {
             case orderedWithoutInverse = "ordered to-many relationship without a to-one inverse"
             /// A names B as inverse but B names another relationship (Xcode warns, Core Data loads it).
             case nonReciprocalInverse = "inverse relationship that does not name this one back"
+            /// No longer reported: fetched properties load (kept for source compatibility).
             case fetchedProperty = "fetched property"
             /// No longer reported: templates load as `FetchTemplate`s (kept for source compatibility).
             case fetchRequestTemplate = "fetch request template"
@@ -171,10 +174,6 @@ extension XcodeModelDocument {
                         here(.orderedWithoutInverse, "ordered=\"YES\" without inverseName")
                     }
                 }
-            }
-            for f in e.fetchedProperties {
-                add(.fetchedProperty, f.line, e.name, f.name,
-                    "fetchRequest entity=\"\(f.fetchRequest.entity)\"" + (f.fetchRequest.predicateString.map { " predicateString=\"\($0)\"" } ?? ""))
             }
             for ix in e.fetchIndexes {
                 for el in ix.elements {
@@ -259,7 +258,10 @@ extension XcodeModelDocument {
             }
             built.append(EntityDescription(e.name, parent: e.parentEntity, abstract: e.isAbstract, class: objectClass, attributes: attrs, relationships: rels,
                                            uniquenessConstraints: e.uniquenessConstraints.map(\.properties),
-                                           fetchIndexes: try compoundIndexes(e), userInfo: e.userInfo,
+                                           fetchIndexes: try compoundIndexes(e),
+                                           fetchedProperties: try e.fetchedProperties.map { f throws(KuraError) in
+                                               FetchedPropertyDescription(f.name, fetchRequest: try template(f.fetchRequest), userInfo: f.userInfo) },
+                                           userInfo: e.userInfo,
                                            renamingIdentifier: e.elementID, versionHashModifier: e.versionHashModifier,
                                            representedClassName: e.representedClassName))
         }
