@@ -77,13 +77,13 @@
 //     | model attributes (type, versions,    | file metadata; kept in XcodeModelDocument    |
 //     | tools, language)                     |                                              |
 //
-// Not representable yet (each is an `UnsupportedFeature.Kind`): ObjectID / Undefined /
-// Composite attributes, derived attributes, transient relationships, Spotlight indexing, non-reciprocal
-// inverses (A.x names B.y as inverse while B.y names another one),
-// preserveAfterDeletion, defaults Kura cannot parse for a type (Binary, a Date
-// given as a string), ordered many-to-many and ordered without inverse,
-// expression / R-Tree
-// indexes, indexes on to-many relationships, model-level composite types.
+// Not representable yet (each is an `UnsupportedFeature.Kind`): ObjectID /
+// Undefined / Composite attributes, derived attributes, transient relationships,
+// Spotlight indexing, non-reciprocal inverses (A.x names B.y as inverse while
+// B.y names another one), preserveAfterDeletion, defaults Kura cannot parse for
+// a type (Binary, Transformable, a Date given as a string), ordered
+// many-to-many and ordered without inverse, expression / R-Tree indexes,
+// indexes on to-many relationships, model-level composite types.
 
 import Foundation
 
