@@ -125,19 +125,25 @@ public final class PersistentContainer: Sendable {
                     let schema = try model.schema(ofTable: table)
                     if try tx.tableExists(table) {
                         var t = try tx.table(table)
-                        // A store written before rows carried versions: add the
-                        // column (no row is rewritten; old rows read version 0).
-                        // If anything else differs, the transaction rolls back.
-                        if let stored = try tx.schema(of: t), stored.position(of: ManagedObjectModel.versionColumn) == nil,
-                           let version = schema.columns.last, version.name == ManagedObjectModel.versionColumn {
-                            try tx.addColumn(version, to: t)
-                            t = try tx.table(table)
+                        // A store written before rows carried versions or decimals
+                        // their exact companions: when the stored columns are the
+                        // model's first ones and only `_version` and `_exact_*`
+                        // columns are missing, append those (no row is rewritten;
+                        // old rows read version 0 and a null companion). If
+                        // anything else differs, the transaction rolls back.
+                        if let stored = try tx.schema(of: t), stored.columns.count < schema.columns.count,
+                           stored.columns.map(\.name) == schema.columns.prefix(stored.columns.count).map(\.name) {
+                            let missing = schema.columns.dropFirst(stored.columns.count)
+                            if missing.allSatisfy({ $0.name == ManagedObjectModel.versionColumn || $0.name.hasPrefix(AttributeType.exactColumn("")) }) {
+                                for c in missing { try tx.addColumn(c, to: t) }
+                                t = try tx.table(table)
+                            }
                         }
                         differences += compare(table, stored: try tx.schema(of: t), expected: schema)
                     } else {
                         let t = try tx.createTable(table, schema: schema)
                         for ix in model.indexes(ofTable: table) {
-                            try tx.createIndex(ix.name, on: t, columns: ix.columns.map { IndexColumn($0) }, unique: ix.unique)
+                            try tx.createIndex(ix.name, on: t, columns: ix.columns, unique: ix.unique)
                         }
                     }
                 }

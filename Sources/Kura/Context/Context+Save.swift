@@ -79,7 +79,7 @@ extension ManagedObjectContext {
                     // `assigned` holds every inserted object (filled above).
                     guard let rid = assigned[ObjectIdentifier(o)] else { continue }
                     var row = try self.row(o, rowID)
-                    row[row.count - 1] = .integer(1)
+                    row[self.layout(of: o.entity).version] = .integer(1)
                     try tx.insert(row, into: try tx.table(o.entity.hierarchy.table), rowID: rid)
                 }
                 for o in upd {
@@ -163,10 +163,10 @@ extension ManagedObjectContext {
         for o in ins + upd + del {
             switch resolutions[ObjectIdentifier(o)] {
             case .write(let row)?:
-                apply(row, to: o)
+                o.keepingTransients { apply(row, to: o) }
             case .takeStore(let row)?:
                 let before = (o.values, o.toOne)
-                apply(row, to: o)
+                o.keepingTransients { apply(row, to: o) }
                 o.isDeleted = false
                 tookStore.append((o, o.differingKeys(values: before.0, toOne: before.1)))
             case .gone?:
@@ -236,7 +236,7 @@ extension ManagedObjectContext {
         }
         var changes = inserted.map { PersistentHistoryChange(kind: .insert, objectID: $0) }
         for o in updated {
-            var keys = Set(o.entity.attributes.filter { o.savedValues?[$0.name] != o.values[$0.name] }.map(\.name))
+            var keys = Set(o.entity.attributes.filter { !$0.isTransient && o.savedValues?[$0.name] != o.values[$0.name] }.map(\.name))
             keys.formUnion(o.entity.relationships.filter { !$0.isToMany && o.savedToOne[$0.name] != o.toOne[$0.name] }.map(\.name))
             if let names = joinUpdates.removeValue(forKey: o.objectID) { keys.formUnion(names) }
             changes.append(PersistentHistoryChange(kind: .update, objectID: o.objectID, updatedProperties: keys.sorted()))
@@ -272,6 +272,7 @@ extension ManagedObjectContext {
             for a in o.entity.attributes where !a.isOptional && (o.values[a.name] ?? .null).isNull {
                 problems.append("\(o.objectID): attribute \"\(a.name)\" is required (rule: not optional) but is nil")
             }
+            for a in o.entity.attributes where a.validation != nil { problems += a.validationProblems(o.values[a.name] ?? .null, of: o.objectID) }
             for r in o.entity.relationships {
                 if !r.isToMany {
                     if !r.isOptional, try relatedObject(o, r) == nil {
@@ -321,7 +322,8 @@ extension ManagedObjectContext {
                     continue
                 }
                 pendingSeen[key] = o.objectID
-                let ids = try storedIDs(matching: zip(group, values).map { .comparison(KuraComparison(.keyPath([$0]), .equalTo, .constant($1))) },
+                let ids = try storedIDs(matching: zip(group, values).map { k, v in
+                                            .comparison(KuraComparison(.keyPath([k]), .equalTo, .constant(o.entity.attributesByName[k]?.type.engineValue(v) ?? v))) },
                                         of: model.entitiesByName[scope] ?? o.entity)
                 for id in ids where id.rowID != o.objectID.rowID || o.objectID.isTemporary {
                     if let other = registered(id), other.isDeleted || zip(group, values).contains(where: { other.values[$0] != $1 }) { continue }

@@ -363,7 +363,16 @@ public final class ManagedObjectContext {
         var values: [String: Value] = [:]
         var toOne: [String: ManagedObjectID] = [:]
         var order: [String: Double] = [:]
-        for (a, i) in zip(o.entity.attributes, layout.attributeColumns) { values[a.name] = i < row.count ? row[i] : .null }
+        for (k, a) in o.entity.attributes.enumerated() {
+            // A transient attribute starts over from its default (AttributeDescription.isTransient).
+            guard let i = layout.attributeColumns[k] else { values[a.name] = a.defaultValue.map { a.type.stored($0) } ?? .null; continue }
+            let v = i < row.count ? row[i] : .null
+            if let x = layout.exactColumns[k] {
+                values[a.name] = AttributeType.storedDecimal(number: v, exact: x < row.count ? row[x] : nil)
+            } else {
+                values[a.name] = v
+            }
+        }
         for slot in layout.relationships {
             if slot.column < row.count, case .integer(let rid) = row[slot.column] {
                 toOne[slot.name] = targetID(slot, rowID: rid, row: row, of: o)

@@ -1,8 +1,8 @@
 // RowLayout: where an entity's values sit in its table's rows (the mapping is
 // in ManagedObjectModel.swift and, for tables shared by an entity hierarchy,
 // EntityHierarchy.swift): attributes first, then each to-one key (and its
-// order and entity columns), `_entity` in a shared table, and the version
-// column last. Computed once per container from the model, so reading a row
+// order and entity columns), `_entity` in a shared table, the version
+// column, then decimal companions. Computed once per container from the model, so reading a row
 // needs no lookups that could fail. In a shared table an entity's attributes
 // are not contiguous: `attributeColumns` says where each one is.
 
@@ -18,8 +18,12 @@ struct RowLayout: Sendable {
     }
     /// The table holding the entity's rows.
     let table: String
-    /// The column of each attribute, parallel to the entity's `attributes`.
-    let attributeColumns: [Int]
+    /// The column of each attribute, parallel to the entity's `attributes`
+    /// (nil for a transient attribute: it has none).
+    let attributeColumns: [Int?]
+    /// The exact companion column of each decimal attribute (nil for others),
+    /// parallel to the entity's `attributes` (DecimalStorage.swift).
+    let exactColumns: [Int?]
     /// The to-one relationships' key (and order) columns.
     let relationships: [Slot]
     /// The version column (the last one).
@@ -40,8 +44,10 @@ struct RowLayout: Sendable {
                 }
                 return p
             }
-            var attributes: [Int] = []
-            for a in e.attributes { attributes.append(try position(a.name)) }
+            var attributes: [Int?] = []
+            for a in e.attributes { attributes.append(a.isTransient ? nil : try position(a.name)) }
+            var exact: [Int?] = []
+            for a in e.attributes { exact.append(a.type == .decimal && !a.isTransient ? try position(AttributeType.exactColumn(a.name)) : nil) }
             var slots: [Slot] = []
             for r in e.relationships where !r.isToMany {
                 slots.append(Slot(name: r.name, destination: r.destination, column: try position(r.name),
@@ -50,7 +56,7 @@ struct RowLayout: Sendable {
             }
             let version = try position(ManagedObjectModel.versionColumn)
             let entityColumn = e.hierarchy.isShared ? try position(ManagedObjectModel.entityColumn) : nil
-            out[e.name] = RowLayout(table: e.hierarchy.table, attributeColumns: attributes, relationships: slots, version: version,
+            out[e.name] = RowLayout(table: e.hierarchy.table, attributeColumns: attributes, exactColumns: exact, relationships: slots, version: version,
                                     entityColumn: entityColumn, columns: schema.columns.map(\.name))
         }
         return out
@@ -64,7 +70,12 @@ struct RowLayout: Sendable {
         let values = saved ? (o.savedValues ?? [:]) : o.values
         let toOne = saved ? o.savedToOne : o.toOne
         let order = saved ? o.savedOrder : o.order
-        for (a, c) in zip(o.entity.attributes, attributeColumns) { out[c] = values[a.name] ?? .null }
+        for (i, a) in o.entity.attributes.enumerated() {
+            guard let c = attributeColumns[i] else { continue }
+            let v = values[a.name] ?? .null
+            out[c] = a.type.engineValue(v)
+            if let x = exactColumns[i], case .text = v { out[x] = v }
+        }
         for slot in relationships {
             if let id = toOne[slot.name], let rid = targetRowID(id) {
                 out[slot.column] = .integer(rid)

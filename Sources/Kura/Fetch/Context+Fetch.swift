@@ -128,9 +128,9 @@ extension ManagedObjectContext {
             var d: [String: Any] = [:]
             var key: [Value] = []
             for p in properties {
-                let (v, type) = try valueAt(p, of: o)
+                let (v, attribute) = try valueAt(p, of: o)
                 key.append(v)
-                let swift: Any? = type.map { $0.swiftValue(v) } ?? (v.isNull ? nil : v)
+                let swift: Any? = try attribute.map { a throws(KuraError) in try a.swiftValue(v, of: o.objectID) } ?? (v.isNull ? nil : v)
                 if let swift { d[p] = swift }
             }
             if distinct && !seen.insert(key).inserted { continue }
@@ -143,7 +143,10 @@ extension ManagedObjectContext {
     /// non-nil values, sum, min, max or average (nil values skipped). Returns
     /// `.null` for min/max/average of nothing.
     public func aggregate<T: ManagedObject>(_ function: AggregateFunction, of keyPath: String, matching request: FetchRequest<T>) throws(KuraError) -> Value {
-        let values = try matching(request).objects.map { o throws(KuraError) in try valueAt(keyPath, of: o).0 }.filter { !$0.isNull }
+        let values = try matching(request).objects.map { o throws(KuraError) in
+            let (v, a) = try valueAt(keyPath, of: o)
+            return a?.type.engineValue(v) ?? v
+        }.filter { !$0.isNull }
         switch function {
         case .count:
             return .integer(Int64(values.count))
@@ -171,14 +174,14 @@ extension ManagedObjectContext {
     }
 
     /// The stored value at a key path of an object, and the attribute type it has.
-    func valueAt(_ keyPath: String, of o: ManagedObject) throws(KuraError) -> (Value, AttributeType?) {
+    func valueAt(_ keyPath: String, of o: ManagedObject) throws(KuraError) -> (Value, AttributeDescription?) {
         var current: ManagedObject? = o
         let keys = keyPath.split(separator: ".").map(String.init)
         for (i, k) in keys.enumerated() {
             guard let obj = current else { return (.null, nil) }
             if i == keys.count - 1, let a = obj.entity.attributesByName[k] {
                 try obj.loadIfFault()
-                return (obj.values[k] ?? .null, a.type)
+                return (obj.values[k] ?? .null, a)
             }
             guard let r = obj.entity.relationshipsByName[k], !r.isToMany else {
                 throw KuraError(.notFound, "key path \"\(keyPath)\": entity \"\(obj.entity.name)\" has no attribute or to-one relationship \"\(k)\"")
@@ -233,6 +236,7 @@ extension ManagedObjectContext {
         try drainInbox()
         processPendingChanges()
         let e = try model.entity(request.entityName)
+        if let problem = e.transientUse(predicate: request.predicate, sort: request.sortDescriptors, model: model) { throw problem }
         guard request.fetchOffset >= 0, (request.fetchLimit ?? 0) >= 0 else {
             throw KuraError(.invalidArgument, "fetch offset and limit must not be negative")
         }
@@ -304,7 +308,10 @@ extension ManagedObjectContext {
         var table: [(ManagedObject, [Value])] = []
         for o in objects {
             var vs: [Value] = []
-            for k in keys { vs.append(try valueAt(k.column, of: o).0) }
+            for k in keys {
+                let (v, a) = try valueAt(k.column, of: o)
+                vs.append(a?.type.engineValue(v) ?? v)
+            }
             table.append((o, vs))
         }
         table.sort { a, b in

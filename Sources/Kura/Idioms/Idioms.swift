@@ -50,7 +50,7 @@ extension ManagedObjectContext {
             guard let a = entity.attributesByName[k] else {
                 throw KuraError(.notFound, "entity \"\(entity.name)\" has no attribute \"\(k)\"")
             }
-            let stored = try a.type.storedValue(v, attribute: k, entity: entity.name)
+            let stored = a.type.engineValue(try a.storedValue(v, entity: entity.name))
             let rhs: KuraExpression = a.type == .date ? .date(secondsSinceReferenceDate: stored.doubleValue ?? 0) : .constant(stored)
             parts.append(.comparison(KuraComparison(.keyPath([k]), .equalTo, rhs)))
         }

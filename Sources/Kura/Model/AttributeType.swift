@@ -3,20 +3,27 @@
 //
 //     int16, int32, int64      integer column (range checked on write)
 //     double, float            double column
-//     decimal                  double column; exact to 15 significant digits
-//                              (read back through the shortest decimal form)
+//     decimal                  double column (what predicates, sorts and indexes
+//                              see) plus an exact text column `_exact_<name>`
+//                              after `_version` holding the Decimal's string;
+//                              see DecimalStorage.swift
 //     string                   text column
 //     bool                     bool column
 //     date                     date column (seconds since 2001-01-01 UTC)
 //     data                     blob column
 //     uuid                     text column: the UUID's uppercase string
 //     url                      text column: the URL's absolute string
+//     transformable            blob column: the bytes of the attribute's
+//                              transformer (AttributeTransformer.swift)
 
 import Foundation
 
 /// The type of an attribute.
 public enum AttributeType: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     case int16, int32, int64, double, float, decimal, string, bool, date, data, uuid, url
+    /// Any value, stored through the attribute's transformer as a blob
+    /// (AttributeTransformer.swift); the attribute's own methods convert it.
+    case transformable
 
     public var description: String { rawValue }
 
@@ -27,7 +34,7 @@ public enum AttributeType: String, Sendable, Hashable, CaseIterable, CustomStrin
         case .string, .uuid, .url: return .text
         case .bool: return .bool
         case .date: return .date
-        case .data: return .blob
+        case .data, .transformable: return .blob
         }
     }
 
@@ -48,7 +55,8 @@ public enum AttributeType: String, Sendable, Hashable, CaseIterable, CustomStrin
                  .int32 where i < Int64(Int32.min) || i > Int64(Int32.max):
                 throw KuraError(.typeMismatch, "attribute \"\(attribute)\" of entity \"\(entity)\" is \(self); \(i) is out of range")
             case .int16, .int32, .int64: return .integer(i)
-            case .double, .float, .decimal: return .double(Double(i))
+            case .decimal: return .text(String(i))
+            case .double, .float: return .double(Double(i))
             default: throw mismatch()
             }
         }
@@ -59,12 +67,15 @@ public enum AttributeType: String, Sendable, Hashable, CaseIterable, CustomStrin
         case let x as Int64: return try integer(x)
         case let x as Double:
             guard [.double, .float, .decimal].contains(self) else { throw mismatch() }
+            if self == .decimal { return try Self.decimalValue(fromDouble: x, attribute: attribute, entity: entity) }
             return .double(x)
         case let x as Float:
             guard [.double, .float, .decimal].contains(self) else { throw mismatch() }
+            if self == .decimal { return try Self.decimalValue(fromDouble: Double(x), attribute: attribute, entity: entity) }
             return .double(Double(x))
         case let x as Decimal:
             guard [.double, .float, .decimal].contains(self) else { throw mismatch() }
+            if self == .decimal { return try Self.decimalValue(x, attribute: attribute, entity: entity) }
             return .double(Double(x.description) ?? NSDecimalNumber(decimal: x).doubleValue)
         case let x as String:
             guard self == .string else { throw mismatch() }
@@ -88,6 +99,7 @@ public enum AttributeType: String, Sendable, Hashable, CaseIterable, CustomStrin
             guard self == .url else { throw mismatch() }
             return .text(x.absoluteString)
         case let x as Value:
+            if self == .decimal, let d = x.doubleValue { return try Self.decimalValue(fromDouble: d, attribute: attribute, entity: entity) }
             return x
         default:
             throw mismatch()
@@ -108,6 +120,7 @@ public enum AttributeType: String, Sendable, Hashable, CaseIterable, CustomStrin
         case (.double, .double(let d)): return d
         case (.float, .double(let d)): return Float(d)
         case (.decimal, .double(let d)): return Decimal(string: "\(d)") ?? Decimal(d)
+        case (.decimal, .text(let s)): return Self.parseDecimal(s)
         case (.string, .text(let s)): return s
         case (.bool, .bool(let b)): return b
         case (.date, .double(let d)): return Date(timeIntervalSinceReferenceDate: d)
@@ -121,6 +134,6 @@ public enum AttributeType: String, Sendable, Hashable, CaseIterable, CustomStrin
     /// How the predicate evaluator sees a stored value.
     func evaluated(_ v: Value) -> EvaluatedValue {
         if self == .date, case .double(let d) = v { return .date(d) }
-        return .scalar(v)
+        return .scalar(engineValue(v))
     }
 }

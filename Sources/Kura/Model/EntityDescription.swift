@@ -20,14 +20,52 @@ public struct AttributeDescription: Sendable {
     public let renamingIdentifier: String?
     /// Core Data's version hash modifier: marks a change that keeps the name and type.
     public let versionHashModifier: String?
+    /// Whether the attribute is transient (Core Data's `isTransient`): it has no
+    /// column and is never saved. Each object keeps its value in memory; it
+    /// starts as the default on insert and whenever the object's values are
+    /// (re)loaded from the store (a fault fired, `refresh(_:mergeChanges: false)`,
+    /// a fetch of an object not yet registered); `refresh` with merging keeps a
+    /// changed transient value, as it keeps other pending changes, and so do
+    /// saves and merge-conflict resolutions; `rollback`
+    /// restores the value it had at the last save or load. Changing one marks
+    /// the object updated (`hasChanges`), but not ``ManagedObject/changedValues()``,
+    /// `hasPersistentChangedValues` or the persistent history. Fetch requests
+    /// cannot filter or sort by a transient attribute (as in Core Data: the
+    /// store does not have it); they throw `.invalidArgument` naming it. A
+    /// transient attribute cannot be indexed or part of a uniqueness constraint
+    /// or fetch index.
+    public let isTransient: Bool
+    /// For a transformable attribute: the transformer to use (overrides the name).
+    public let transformer: (any AttributeTransformer)?
+    /// For a transformable attribute: the name its transformer is registered
+    /// under (``AttributeTransformers``; Xcode's `valueTransformerName`); nil
+    /// with no `transformer` means the built-in property-list transformer.
+    public let valueTransformerName: String?
+    /// The class name of the values (Xcode's `customClassName`), kept as
+    /// written for code generation; Kura does not check values against it.
+    public let customClassName: String?
+    /// Minimum, maximum and regular-expression rules checked at save
+    /// (AttributeValidation.swift); nil for none.
+    public let validation: AttributeValidation?
 
     /// - Parameters:
     ///   - optional: false makes a nil value a validation error at save.
     ///   - default: the initial value of new objects (Int, Double, String, Date, ...).
     ///   - indexed: keep an index on the attribute.
     ///   - userInfo, renamingIdentifier, versionHashModifier: kept as given (see the properties).
+    ///   - transient: kept in memory only (see ``isTransient``).
+    ///   - transformer, valueTransformerName, customClassName: for `.transformable`
+    ///     only (AttributeTransformer.swift says which transformer is used).
+    ///   - validation: value rules checked at save (see ``validation``).
     public init(_ name: String, _ type: AttributeType, optional: Bool = true, default defaultValue: (any Sendable)? = nil, indexed: Bool = false,
-                userInfo: [String: String] = [:], renamingIdentifier: String? = nil, versionHashModifier: String? = nil) {
+                userInfo: [String: String] = [:], renamingIdentifier: String? = nil, versionHashModifier: String? = nil,
+                transient: Bool = false, transformer: (any AttributeTransformer)? = nil, valueTransformerName: String? = nil,
+                customClassName: String? = nil, validation: AttributeValidation? = nil) {
+        self.validation = validation
+        self.isTransient = transient
+        self.transformer = transformer
+        self.valueTransformerName = valueTransformerName
+        self.customClassName = customClassName
         self.name = name
         self.type = type
         self.isOptional = optional
@@ -100,10 +138,14 @@ public enum EntityBuilder {
         case attribute(AttributeDescription)
         case relationship(RelationshipDescription)
         case unique([String])
+        case index(FetchIndexDescription)
+        case fetched(FetchedPropertyDescription)
     }
     public static func buildExpression(_ a: AttributeDescription) -> [Part] { [.attribute(a)] }
     public static func buildExpression(_ r: RelationshipDescription) -> [Part] { [.relationship(r)] }
     public static func buildExpression(_ u: UniqueConstraint) -> [Part] { [.unique(u.attributes)] }
+    public static func buildExpression(_ i: FetchIndexDescription) -> [Part] { [.index(i)] }
+    public static func buildExpression(_ f: FetchedPropertyDescription) -> [Part] { [.fetched(f)] }
     public static func buildBlock(_ parts: [Part]...) -> [Part] { parts.flatMap { $0 } }
 }
 
@@ -162,6 +204,17 @@ public final class EntityDescription: Sendable {
     public let declaredRelationships: [RelationshipDescription]
     /// The uniqueness constraints the entity itself declares (as made).
     public let declaredUniquenessConstraints: [[String]]
+    /// Compound (or single) non-unique indexes: inherited ones first, then
+    /// declared ones (FetchIndexDescription.swift). An index declared on any
+    /// entity of a hierarchy is an index of the hierarchy's shared table.
+    public let fetchIndexes: [FetchIndexDescription]
+    /// The fetch indexes the entity itself declares (as made).
+    public let declaredFetchIndexes: [FetchIndexDescription]
+    /// Fetched properties (FetchedPropertyDescription.swift): inherited ones first.
+    public let fetchedProperties: [FetchedPropertyDescription]
+    /// The fetched properties the entity itself declares (as made).
+    public let declaredFetchedProperties: [FetchedPropertyDescription]
+    public let fetchedPropertiesByName: [String: FetchedPropertyDescription]
 
     /// Where the entity's rows live and what the entity spans (EntityHierarchy.swift).
     let hierarchy: EntityHierarchyInfo
@@ -171,14 +224,19 @@ public final class EntityDescription: Sendable {
         var attrs: [AttributeDescription] = []
         var rels: [RelationshipDescription] = []
         var uniques: [[String]] = []
+        var indexes: [FetchIndexDescription] = []
+        var fetched: [FetchedPropertyDescription] = []
         for p in build() {
             switch p {
             case .attribute(let a): attrs.append(a)
             case .relationship(let r): rels.append(r)
             case .unique(let u): uniques.append(u)
+            case .index(let i): indexes.append(i)
+            case .fetched(let f): fetched.append(f)
             }
         }
-        self.init(name, parent: parent, abstract: abstract, class: objectClass, attributes: attrs, relationships: rels, uniquenessConstraints: uniques)
+        self.init(name, parent: parent, abstract: abstract, class: objectClass, attributes: attrs, relationships: rels, uniquenessConstraints: uniques,
+                  fetchIndexes: indexes, fetchedProperties: fetched)
     }
 
     /// An entity from lists (what the result-builder initializer and the Xcode
@@ -188,16 +246,20 @@ public final class EntityDescription: Sendable {
     ///   - parent: the superentity's name; the model checks that it exists and
     ///     that the parents form no cycle.
     ///   - abstract: the entity has no objects of its own (only subentities).
+    ///   - fetchIndexes: non-unique (compound) indexes (FetchIndexDescription.swift).
+    ///   - fetchedProperties: read-only fetch results (FetchedPropertyDescription.swift).
     public convenience init(_ name: String, parent: String? = nil, abstract: Bool = false, class objectClass: ManagedObject.Type = ManagedObject.self,
                             attributes attrs: [AttributeDescription], relationships rels: [RelationshipDescription],
-                            uniquenessConstraints uniques: [[String]] = [],
+                            uniquenessConstraints uniques: [[String]] = [], fetchIndexes: [FetchIndexDescription] = [],
+                            fetchedProperties: [FetchedPropertyDescription] = [],
                             userInfo: [String: String] = [:], renamingIdentifier: String? = nil, versionHashModifier: String? = nil,
                             representedClassName: String? = nil) {
         self.init(name: name, superentityName: parent, isAbstract: abstract, objectClass: objectClass,
                   declared: (attrs, rels, uniques), resolved: (attrs, rels, uniques), subentityNames: [],
                   hierarchy: EntityHierarchyInfo(standalone: name, attributes: attrs, relationships: rels, uniques: uniques),
                   userInfo: userInfo, renamingIdentifier: renamingIdentifier, versionHashModifier: versionHashModifier,
-                  representedClassName: representedClassName)
+                  representedClassName: representedClassName, fetchIndexes: (fetchIndexes, fetchIndexes),
+                  fetchedProperties: (fetchedProperties, fetchedProperties))
     }
 
     /// The designated initializer: a model makes resolved copies with it.
@@ -205,8 +267,14 @@ public final class EntityDescription: Sendable {
          declared: ([AttributeDescription], [RelationshipDescription], [[String]]),
          resolved: ([AttributeDescription], [RelationshipDescription], [[String]]), subentityNames: [String],
          hierarchy: EntityHierarchyInfo, userInfo: [String: String], renamingIdentifier: String?, versionHashModifier: String?,
-         representedClassName: String?) {
+         representedClassName: String?, fetchIndexes: (declared: [FetchIndexDescription], resolved: [FetchIndexDescription]),
+         fetchedProperties: (declared: [FetchedPropertyDescription], resolved: [FetchedPropertyDescription])) {
         self.name = name
+        declaredFetchedProperties = fetchedProperties.declared
+        self.fetchedProperties = fetchedProperties.resolved
+        fetchedPropertiesByName = Dictionary(fetchedProperties.resolved.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+        declaredFetchIndexes = fetchIndexes.declared
+        self.fetchIndexes = fetchIndexes.resolved
         self.superentityName = superentityName
         self.isAbstract = isAbstract
         self.objectClass = objectClass

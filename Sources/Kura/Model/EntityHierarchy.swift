@@ -11,7 +11,9 @@
 //   - one foreign-key column per to-one relationship declared anywhere in it
 //     (plus `<name>_order` for an ordered inverse, as for any table);
 //   - `_entity` (text, not null): the name of the row's own entity;
-//   - `_version` last, as every entity table.
+//   - `_version`, as every entity table, then the exact companions of decimal
+//     attributes (DecimalStorage.swift).
+// Transient attributes have no column.
 // Columns are named after the property. Two entities of one hierarchy that
 // are not ancestor and descendant may declare the same name: they share the
 // column when the column types agree (a row belongs to one entity); otherwise
@@ -165,7 +167,9 @@ extension ManagedObjectModel {
                                          declared: (e.declaredAttributes, e.declaredRelationships, e.declaredUniquenessConstraints),
                                          resolved: (attrs, rels, uniques), subentityNames: children[name] ?? [], hierarchy: info,
                                          userInfo: e.userInfo, renamingIdentifier: e.renamingIdentifier,
-                                         versionHashModifier: e.versionHashModifier, representedClassName: e.representedClassName)
+                                         versionHashModifier: e.versionHashModifier, representedClassName: e.representedClassName,
+                                         fetchIndexes: (e.declaredFetchIndexes, (parent?.fetchIndexes ?? []) + e.declaredFetchIndexes),
+                                         fetchedProperties: (e.declaredFetchedProperties, (parent?.fetchedProperties ?? []) + e.declaredFetchedProperties))
             resolved[name] = copy
             attributeOwners[name] = attrOwner
             for c in children[name] ?? [] { try resolve(c, parent: copy, table: table) }
@@ -250,8 +254,8 @@ extension ManagedObjectModel {
             cols.append(c)
         }
         for e in members {
-            for a in e.declaredAttributes {
-                try add(ColumnDefinition(a.name, a.type.columnType, nullable: true, default: a.defaultValue.map { a.type.stored($0) } ?? .null), by: e.name)
+            for a in e.declaredAttributes where !a.isTransient {
+                try add(ColumnDefinition(a.name, a.type.columnType, nullable: true, default: a.defaultValue.map { a.type.engineValue(a.type.stored($0)) } ?? .null), by: e.name)
             }
         }
         for e in members {
@@ -264,6 +268,12 @@ extension ManagedObjectModel {
         }
         if members.count > 1 { try add(ColumnDefinition(Self.entityColumn, .text, nullable: false), by: table) }
         cols.append(ColumnDefinition(Self.versionColumn, .integer, nullable: false, default: .integer(0)))
+        // Exact companions of decimal attributes, after `_version` (DecimalStorage.swift).
+        for e in members {
+            for a in e.declaredAttributes where a.type == .decimal && !a.isTransient {
+                try add(ColumnDefinition(AttributeType.exactColumn(a.name), .text), by: e.name)
+            }
+        }
         return cols
     }
 

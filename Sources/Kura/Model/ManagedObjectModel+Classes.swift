@@ -114,12 +114,14 @@ extension ManagedObjectModel {
         case .data: return [Data.self]
         case .uuid: return [UUID.self]
         case .url: return [URL.self]
+        case .transformable: return []   // any type: its transformer decides
         }
     }
 
     /// Whether a property of Swift type `t` reads an attribute of type `a`;
     /// nil for a type Kura does not know (an app's own conformance).
     static func swiftType(_ t: Any.Type, readsAs a: AttributeType) -> Bool? {
+        if a == .transformable { return nil }
         var t = t
         while let o = t as? OptionalAttributeType.Type { t = o.wrappedAttributeType }
         let known = AttributeType.allCases.flatMap(swiftTypes)

@@ -10,9 +10,11 @@
 //     foreign key; a many-to-many pair (or a to-many without inverse) uses a join
 //     table `_<Entity>_<relationship>` (named after the pair's first side in
 //     name order) with columns `source`, `target` and `position`;
+//   - transient attributes have no column (kept in memory per object);
 //   - indexed attributes get an engine index, uniqueness constraints a unique one;
-//   - last, an integer column `_version` (Core Data's Z_OPT): the row's version,
+//   - then an integer column `_version` (Core Data's Z_OPT): the row's version,
 //     bumped by every save that writes the row (see Context+Conflicts.swift);
+//   - last, a text column `_exact_<name>` per decimal attribute (DecimalStorage.swift);
 //   - an entity hierarchy (inheritance) shares one table named after its root,
 //     with an `_entity` column; see EntityHierarchy.swift.
 //
@@ -59,13 +61,18 @@ public final class ManagedObjectModel: Sendable {
     /// names. A store opened by ``PersistentContainer`` holds every entity (Core
     /// Data's default configuration); the named ones are kept for callers.
     public let configurations: [String: [String]]
+    /// Fetch requests stored in the model, by name (FetchTemplate.swift;
+    /// make one with ``fetchRequest(template:substitutionVariables:)``).
+    public let fetchTemplates: [String: FetchTemplate]
 
     /// Builds and validates a model.
     ///
-    /// - Parameter configurations: named subsets of the entities; each member
-    ///   must be an entity of the model.
+    /// - Parameters:
+    ///   - configurations: named subsets of the entities; each member must be
+    ///     an entity of the model.
+    ///   - fetchTemplates: named fetch requests (unique names, existing entities).
     /// - Throws: `ModelError` naming the entity and property at fault.
-    public init(_ entities: [EntityDescription], configurations: [String: [String]] = [:]) throws(ModelError) {
+    public init(_ entities: [EntityDescription], configurations: [String: [String]] = [:], fetchTemplates: [FetchTemplate] = []) throws(ModelError) {
         self.configurations = configurations
         var names = Set<String>()
         for e in entities {
@@ -81,6 +88,7 @@ public final class ManagedObjectModel: Sendable {
                 throw ModelError(message: "configuration \"\(name)\" names entity \"\(m)\", which the model does not have")
             }
         }
+        self.fetchTemplates = try Self.validateTemplates(fetchTemplates, entities: byName)
         try validate()
         for table in entityTables { _ = try tableColumns(table) }
         if let problem = classBindingProblems().first { throw ModelError(message: problem) }
@@ -104,13 +112,26 @@ public final class ManagedObjectModel: Sendable {
     private func validate() throws(ModelError) {
         for e in entities {
             var names = Set<String>()
-            for p in e.attributes.map(\.name) + e.relationships.map(\.name) {
+            for f in e.fetchedProperties where entitiesByName[f.fetchRequest.entityName] == nil {
+                throw ModelError(message: "entity \"\(e.name)\": fetched property \"\(f.name)\" fetches entity \"\(f.fetchRequest.entityName)\", which the model does not have")
+            }
+            for p in e.attributes.map(\.name) + e.relationships.map(\.name) + e.fetchedProperties.map(\.name) {
                 guard !p.isEmpty, !p.hasPrefix("_"), !p.contains(".") else {
                     throw ModelError(message: "entity \"\(e.name)\": property name \"\(p)\" must be non-empty, not start with \"_\" and contain no \".\"")
                 }
                 guard names.insert(p).inserted else { throw ModelError(message: "entity \"\(e.name)\" has two properties named \"\(p)\"") }
             }
             for a in e.attributes {
+                if a.isTransient && a.isIndexed {
+                    throw ModelError(message: "entity \"\(e.name)\": transient attribute \"\(a.name)\" cannot be indexed (it has no column)")
+                }
+                if let problem = a.validationModelProblem(entity: e.name) { throw ModelError(message: problem) }
+                if a.type == .transformable, a.defaultValue != nil {
+                    throw ModelError(message: "entity \"\(e.name)\": transformable attribute \"\(a.name)\" cannot have a default (set it in awakeFromInsert)")
+                }
+                if a.type != .transformable, a.transformer != nil || a.valueTransformerName != nil {
+                    throw ModelError(message: "entity \"\(e.name)\": attribute \"\(a.name)\" is \(a.type), not transformable, but names a value transformer")
+                }
                 if let d = a.defaultValue, !a.type.accepts(d) {
                     throw ModelError(message: "entity \"\(e.name)\": default of attribute \"\(a.name)\" is not a \(a.type)")
                 }
@@ -138,10 +159,14 @@ public final class ManagedObjectModel: Sendable {
                     throw ModelError(message: "entity \"\(e.name)\": ordered relationship \"\(r.name)\" needs a to-one inverse (ordered many-to-many relationships are not supported yet)")
                 }
             }
+            try validateFetchIndexes(e)
             for group in e.uniquenessConstraints {
                 guard !group.isEmpty else { throw ModelError(message: "entity \"\(e.name)\" has an empty uniqueness constraint") }
                 for name in group where e.attributesByName[name] == nil {
                     throw ModelError(message: "entity \"\(e.name)\": uniqueness constraint names \"\(name)\", which is not an attribute")
+                }
+                for name in group where e.attributesByName[name]?.isTransient == true {
+                    throw ModelError(message: "entity \"\(e.name)\": uniqueness constraint names transient attribute \"\(name)\", which is not stored")
                 }
             }
         }
@@ -218,14 +243,42 @@ public final class ManagedObjectModel: Sendable {
         ColumnDefinition("position", .double, nullable: false, default: .double(0)),
     ])
 
+    /// Fetch indexes (FetchIndexDescription.swift): named, unique names, not
+    /// empty, elements naming stored attributes or to-one relationships.
+    private func validateFetchIndexes(_ e: EntityDescription) throws(ModelError) {
+        var names = Set<String>()
+        for ix in e.fetchIndexes {
+            guard !ix.name.isEmpty else { throw ModelError(message: "entity \"\(e.name)\" has a fetch index without a name") }
+            guard names.insert(ix.name).inserted else { throw ModelError(message: "entity \"\(e.name)\" has two fetch indexes named \"\(ix.name)\"") }
+            guard !ix.elements.isEmpty else { throw ModelError(message: "entity \"\(e.name)\": fetch index \"\(ix.name)\" has no elements") }
+            for el in ix.elements {
+                if let a = e.attributesByName[el.property] {
+                    if a.isTransient {
+                        throw ModelError(message: "entity \"\(e.name)\": fetch index \"\(ix.name)\" names transient attribute \"\(el.property)\", which has no column")
+                    }
+                } else if let r = e.relationshipsByName[el.property] {
+                    if r.isToMany {
+                        throw ModelError(message: "entity \"\(e.name)\": fetch index \"\(ix.name)\" names to-many relationship \"\(el.property)\"; only attributes and to-one relationships can be indexed")
+                    }
+                } else {
+                    throw ModelError(message: "entity \"\(e.name)\": fetch index \"\(ix.name)\" names \"\(el.property)\", which is not an attribute or relationship of the entity")
+                }
+            }
+        }
+    }
+
     /// Indexes an entity table needs: (name, columns, unique). For an entity
     /// outside any hierarchy the table is named after it; in a shared table,
     /// a uniqueness constraint declared below the root is a plain index
     /// (EntityHierarchy.swift), and `_entity` is indexed.
-    func indexes(ofTable table: String) -> [(name: String, columns: [String], unique: Bool)] {
-        var out: [(name: String, columns: [String], unique: Bool)] = []
+    /// Declared fetch indexes become `<Entity>_fetchIndex_<name>` with their orders.
+    func indexes(ofTable table: String) -> [(name: String, columns: [IndexColumn], unique: Bool)] {
+        var out: [(name: String, columns: [IndexColumn], unique: Bool)] = []
         var seen = Set<String>()
         func add(_ name: String, _ columns: [String], _ unique: Bool) {
+            add(name, columns.map { IndexColumn($0) }, unique)
+        }
+        func add(_ name: String, _ columns: [IndexColumn], _ unique: Bool) {
             if seen.insert(name).inserted { out.append((name, columns, unique)) }
         }
         let members = entities(inTable: table)
@@ -234,6 +287,11 @@ public final class ManagedObjectModel: Sendable {
         for e in members {
             for group in e.declaredUniquenessConstraints {
                 add("\(e.name)_unique_\(group.joined(separator: "_"))", group, e.name == table)
+            }
+        }
+        for e in members {
+            for ix in e.declaredFetchIndexes {
+                add("\(e.name)_fetchIndex_\(ix.name)", ix.elements.map { IndexColumn($0.property, descending: !$0.isAscending) }, false)
             }
         }
         if members.count > 1 { add("\(table)_" + Self.entityColumn, [Self.entityColumn], false) }

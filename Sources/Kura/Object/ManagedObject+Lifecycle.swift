@@ -37,7 +37,7 @@ extension ManagedObject {
         for key in wanted {
             if let a = entity.attributesByName[key] {
                 let v: Value = saved[key] ?? .null
-                let swift: Any? = v.isNull ? nil : a.type.swiftValue(v)
+                let swift: Any? = try a.swiftValue(v, of: objectID)
                 out[key] = .some(swift)
             } else if let r = entity.relationshipsByName[key], !r.isToMany {
                 guard let id = savedToOne[key] else { out[key] = .some(nil); continue }
@@ -55,9 +55,14 @@ extension ManagedObject {
     }
 
     /// Whether the object's values differ from the ones last fetched or saved
-    /// (Core Data's `hasPersistentChangedValues`; Kura has no transient
-    /// properties, so this equals "has changed values").
-    public var hasPersistentChangedValues: Bool { !isFault && hasChangedValues }
+    /// (Core Data's `hasPersistentChangedValues`): changes of transient
+    /// attributes do not count.
+    public var hasPersistentChangedValues: Bool {
+        guard !isFault, hasChangedValues else { return false }
+        guard let saved = savedValues else { return true }
+        return savedToOne != toOne || savedOrder != order
+            || entity.attributes.contains { !$0.isTransient && saved[$0.name] != values[$0.name] }
+    }
 }
 
 extension ManagedObjectContext {
@@ -108,7 +113,7 @@ extension ManagedObjectContext {
             for a in o.entity.attributes {
                 let v = o.values[a.name] ?? .null
                 if isNew ? v.isNull : o.savedValues?[a.name] == v { continue }
-                do { try o.validateValue(v.isNull ? nil : a.type.swiftValue(v), forKey: a.name) } catch {
+                do { try o.validateValue(try a.swiftValue(v, of: o.objectID), forKey: a.name) } catch {
                     problems.append("\(o.objectID): attribute \"\(a.name)\": \(error.message)")
                 }
             }

@@ -175,12 +175,17 @@ open class ManagedObject: CustomStringConvertible {
         return keys
     }
 
-    /// Attribute and to-one values that differ from the saved ones, by name.
+    /// Attribute and to-one values that differ from the saved ones, by name
+    /// (persistent properties only, as in Core Data: transient ones are left out).
     public func changedValues() -> [String: Any?] {
         fireFault()
         var out: [String: Any?] = [:]
-        for a in entity.attributes where savedValues?[a.name] != values[a.name] {
-            out[a.name] = values[a.name].flatMap { a.type.swiftValue($0) }
+        for a in entity.attributes where !a.isTransient && savedValues?[a.name] != values[a.name] {
+            // A value that does not decode goes to the failure channel (readError).
+            do { out[a.name] = try a.swiftValue(values[a.name] ?? .null, of: objectID) } catch {
+                noteReadError(error)
+                out[a.name] = .some(nil)
+            }
         }
         for r in entity.relationships where !r.isToMany && savedToOne[r.name] != toOne[r.name] {
             out[r.name] = toOne[r.name].map { $0.uriRepresentation }
@@ -217,6 +222,7 @@ open class ManagedObject: CustomStringConvertible {
             let ctx = try context()
             return r.isToMany ? ObjectList(try ctx.relatedObjects(self, r)) : try ctx.relatedObject(self, r)
         }
+        if let f = entity.fetchedPropertiesByName[key] { return try fetchedValue(f) }
         throw unknownKey(key)
     }
 
@@ -230,7 +236,7 @@ open class ManagedObject: CustomStringConvertible {
     public func setValue(_ value: Any?, forKey key: String) throws(KuraError) {
         if let a = entity.attributesByName[key] {
             try loadIfFault()
-            let stored = try value.map { v throws(KuraError) in try a.type.storedValue(v, attribute: key, entity: entity.name) } ?? .null
+            let stored = try a.storedValue(value, entity: entity.name)
             try context().willChange(self, key: key)
             values[key] = stored
             return
@@ -250,6 +256,9 @@ open class ManagedObject: CustomStringConvertible {
                 try ctx.setRelated(self, r, value as? ManagedObject)
             }
             return
+        }
+        if entity.fetchedPropertiesByName[key] != nil {
+            throw KuraError(.invalidArgument, "\"\(key)\" of entity \"\(entity.name)\" is a fetched property: it is read-only")
         }
         throw unknownKey(key)
     }
@@ -330,12 +339,7 @@ open class ManagedObject: CustomStringConvertible {
     /// - Throws: `.typeMismatch` if the stored value is not of the attribute's
     ///   type (a malformed UUID or URL string written by other software).
     func swiftValue(of a: AttributeDescription) throws(KuraError) -> Any? {
-        let v = values[a.name] ?? .null
-        if v.isNull { return nil }
-        guard let s = a.type.swiftValue(v) else {
-            throw KuraError(.typeMismatch, "attribute \"\(a.name)\" of \(objectID) holds \(v.typeName) \(v), which is not a valid \(a.type)")
-        }
-        return s
+        try a.swiftValue(values[a.name] ?? .null, of: objectID)
     }
 }
 

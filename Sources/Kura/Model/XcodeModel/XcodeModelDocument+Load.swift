@@ -26,16 +26,30 @@
 //     |                                      | ManagedObject (see makeModel)                |
 //     | Integer 16/32/64, Double, Float,     | int16/int32/int64, double, float, decimal,   |
 //     | Decimal, String, Boolean, Date,      | string, bool, date, data, uuid, url          |
-//     | Binary, UUID, URI                    | (Decimal keeps 15 significant digits)        |
+//     | Binary, UUID, URI                    | (Decimal stored exactly: DecimalStorage)     |
+//     | transient attribute                  | isTransient (no column; in memory only)      |
+//     | minValueString, maxValueString,      | validation (AttributeValidation, checked at  |
+//     | min/maxDateTimeInterval, regular-    | save); a bound that is not a number is       |
+//     | ExpressionString                     | `.syntax` with the line                      |
+//     | Transformable, valueTransformerName, | transformable, valueTransformerName (looked  |
+//     | customClassName                      | up in AttributeTransformers when used),      |
+//     |                                      | customClassName (kept)                       |
 //     | optional, defaultValueString,        | isOptional, defaultValue (parsed per type)   |
 //     | defaultDateTimeInterval              |                                              |
 //     | indexed="YES", single-element        | isIndexed                                    |
 //     | fetchIndex or compoundIndex          |                                              |
+//     | fetchIndex with several elements     | FetchIndexDescription (name, element orders) |
+//     | compoundIndex with several indexes   | FetchIndexDescription "compoundIndex<N>"     |
 //     | uniquenessConstraint                 | uniquenessConstraints                        |
 //     | relationship                         | RelationshipDescription (inverse, toMany,    |
 //     |                                      | ordered, deletionRule, optional, counts,     |
 //     |                                      | userInfo, elementID, versionHashModifier)    |
 //     | configuration                        | ManagedObjectModel.configurations            |
+//     | fetchedProperty                      | FetchedPropertyDescription (its request as a |
+//     |                                      | FetchTemplate; $FETCH_SOURCE substituted)    |
+//     | fetchRequest (top level)             | FetchTemplate (predicate with $VARIABLEs,    |
+//     |                                      | limit, batch size, subentities, pending      |
+//     |                                      | changes, result type 0/1/2/4)                |
 //
 // Read and deliberately not used (they carry nothing Kura needs):
 //
@@ -49,24 +63,27 @@
 //     |                                      | Kura keeps blobs in overflow pages, values   |
 //     |                                      | read back the same                           |
 //     | storedInTruthFile                    | Spotlight external-record storage hint       |
+//     | valueTransformerName/customClassName | left behind by Xcode when a Transformable    |
+//     | on a non-Transformable attribute     | changed type; Core Data ignores them         |
 //     | allowsCloudEncryption                | CloudKit mirroring only                      |
-//     | fetchIndex name, element order       | Kura names its indexes; a B-tree index       |
-//     |                                      | serves both orders                           |
+//     | single-element fetchIndex name,      | Kura names its indexes; a B-tree index       |
+//     | element order                        | serves both orders                           |
 //     | relationship indexed                 | to-one foreign keys are always indexed; on   |
 //     |                                      | a to-many Core Data ignores it               |
 //     | minCount/maxCount of a to-one,       | Core Data ignores them on a to-one           |
 //     | maxCount 0 / minCount 0 of a to-many | (`optional` decides); 0 means "no limit"     |
+//     | fetchRequest includePropertyValues,  | fetch hints; Kura's fetches choose for       |
+//     | returnObjectsAsFaults                | themselves                                   |
 //     | model attributes (type, versions,    | file metadata; kept in XcodeModelDocument    |
 //     | tools, language)                     |                                              |
 //
-// Not representable yet (each is an `UnsupportedFeature.Kind`): Transformable / ObjectID / Undefined /
-// Composite attributes, derived attributes, transient properties, value
-// validation (min/max/regular expression), Spotlight indexing, non-reciprocal
-// inverses (A.x names B.y as inverse while B.y names another one),
-// preserveAfterDeletion, defaults Kura cannot parse for a type (Binary, a Date
-// given as a string), ordered many-to-many and ordered without inverse,
-// fetched properties, fetch request templates, compound / expression / R-Tree
-// indexes, indexes on to-many relationships, model-level composite types.
+// Not representable yet (each is an `UnsupportedFeature.Kind`): ObjectID /
+// Undefined / Composite attributes, derived attributes, transient relationships,
+// Spotlight indexing, non-reciprocal inverses (A.x names B.y as inverse while
+// B.y names another one), preserveAfterDeletion, defaults Kura cannot parse for
+// a type (Binary, Transformable, a Date given as a string), ordered
+// many-to-many and ordered without inverse, expression / R-Tree indexes,
+// indexes on to-many relationships, model-level composite types.
 
 import Foundation
 
@@ -74,12 +91,15 @@ extension XcodeModelDocument {
     /// A part of an Xcode model that Kura's model cannot represent yet.
     public struct UnsupportedFeature: Sendable, Equatable, CustomStringConvertible {
         public enum Kind: String, Sendable, CaseIterable {
+            /// No longer reported: Transformable attributes load (kept for source compatibility).
             case transformableAttribute = "Transformable attribute"
             case objectIDAttribute = "ObjectID attribute"
             case undefinedAttribute = "Undefined-type attribute"
             case compositeAttribute = "Composite attribute"
             case derivedAttribute = "derived attribute"
+            /// Reported for transient relationships only (transient attributes load).
             case transientProperty = "transient property"
+            /// No longer reported: value rules load as `AttributeValidation` (kept for source compatibility).
             case valueValidation = "value validation (minimum, maximum or regular expression)"
             case spotlightIndexing = "Spotlight indexing"
             case preserveAfterDeletion = "preserveAfterDeletion (history tombstone)"
@@ -88,8 +108,11 @@ extension XcodeModelDocument {
             case orderedWithoutInverse = "ordered to-many relationship without a to-one inverse"
             /// A names B as inverse but B names another relationship (Xcode warns, Core Data loads it).
             case nonReciprocalInverse = "inverse relationship that does not name this one back"
+            /// No longer reported: fetched properties load (kept for source compatibility).
             case fetchedProperty = "fetched property"
+            /// No longer reported: templates load as `FetchTemplate`s (kept for source compatibility).
             case fetchRequestTemplate = "fetch request template"
+            /// No longer reported: compound indexes load as `FetchIndexDescription`s (kept for source compatibility).
             case compoundIndex = "compound index"
             case expressionIndex = "index on an expression"
             case rtreeIndex = "R-Tree index"
@@ -123,23 +146,15 @@ extension XcodeModelDocument {
             for a in e.attributes {
                 func here(_ kind: UnsupportedFeature.Kind, _ detail: String) { add(kind, a.line, e.name, a.name, detail) }
                 switch a.kind {
-                case .transformable:
-                    here(.transformableAttribute, "attributeType=\"Transformable\"" + (a.valueTransformerName.map { " valueTransformerName=\"\($0)\"" } ?? ""))
                 case .objectID: here(.objectIDAttribute, "attributeType=\"ObjectID\"")
                 case .undefined: here(.undefinedAttribute, "no attributeType")
                 case .composite: here(.compositeAttribute, "attributeType=\"Composite\"" + (a.composite.map { " composite=\"\($0)\"" } ?? ""))
                 default: break
                 }
                 if a.isDerived { here(.derivedAttribute, "derivationExpression=\"\(a.derivationExpression ?? "")\"") }
-                if a.isTransient { here(.transientProperty, "transient=\"YES\"") }
-                let validation = [("minValueString", a.minValueString), ("maxValueString", a.maxValueString),
-                                  ("minDateTimeInterval", a.minDateTimeInterval), ("maxDateTimeInterval", a.maxDateTimeInterval),
-                                  ("regularExpressionString", a.regularExpressionString)]
-                    .compactMap { k, v in v.map { "\(k)=\"\($0)\"" } }
-                if !validation.isEmpty { here(.valueValidation, validation.joined(separator: " ")) }
                 if a.spotlightIndexingEnabled { here(.spotlightIndexing, "spotlightIndexingEnabled=\"YES\"") }
                 if a.preserveAfterDeletion { here(.preserveAfterDeletion, "preserveAfterDeletion=\"YES\"") }
-                if let d = a.defaultValueString, [.binary, .date].contains(a.kind) {
+                if let d = a.defaultValueString, [.binary, .date, .transformable].contains(a.kind) {
                     here(.defaultValue, "\(a.kind.rawValue) attribute with defaultValueString=\"\(d)\"")
                 }
             }
@@ -160,14 +175,7 @@ extension XcodeModelDocument {
                     }
                 }
             }
-            for f in e.fetchedProperties {
-                add(.fetchedProperty, f.line, e.name, f.name,
-                    "fetchRequest entity=\"\(f.fetchRequest.entity)\"" + (f.fetchRequest.predicateString.map { " predicateString=\"\($0)\"" } ?? ""))
-            }
             for ix in e.fetchIndexes {
-                if ix.elements.count > 1 {
-                    add(.compoundIndex, ix.line, e.name, nil, "fetchIndex \"\(ix.name)\" on \(ix.elements.map { $0.property ?? $0.expression ?? "" }.joined(separator: ", "))")
-                }
                 for el in ix.elements {
                     if let x = el.expression { add(.expressionIndex, el.line, e.name, nil, "fetchIndex \"\(ix.name)\" expression=\"\(x)\"") }
                     if el.type == "R-Tree" { add(.rtreeIndex, el.line, e.name, el.property, "fetchIndex \"\(ix.name)\" type=\"R-Tree\"") }
@@ -176,12 +184,6 @@ extension XcodeModelDocument {
                     }
                 }
             }
-            for ci in e.compoundIndexes where ci.properties.count > 1 {
-                add(.compoundIndex, ci.line, e.name, nil, "compoundIndex on \(ci.properties.joined(separator: ", "))")
-            }
-        }
-        for f in fetchRequests {
-            add(.fetchRequestTemplate, f.line, nil, nil, "fetchRequest \"\(f.name)\" entity=\"\(f.entity)\"" + (f.predicateString.map { " predicateString=\"\($0)\"" } ?? ""))
         }
         for c in compositeAttributes {
             add(.compositeType, c.line, nil, nil, "compositeAttribute \"\(c.name)\"")
@@ -242,7 +244,10 @@ extension XcodeModelDocument {
             for a in e.attributes {
                 attrs.append(AttributeDescription(a.name, try kuraType(a, in: e), optional: a.isOptional, default: try defaultValue(a, in: e),
                                                   indexed: indexed.contains(a.name), userInfo: a.userInfo,
-                                                  renamingIdentifier: a.elementID, versionHashModifier: a.versionHashModifier))
+                                                  renamingIdentifier: a.elementID, versionHashModifier: a.versionHashModifier,
+                                                  transient: a.isTransient,
+                                                  valueTransformerName: a.kind == .transformable ? a.valueTransformerName : nil,
+                                                  customClassName: a.kind == .transformable ? a.customClassName : nil, validation: try validation(a, in: e)))
             }
             let rels = e.relationships.map { r in
                 RelationshipDescription(r.name, to: r.destinationEntity, inverse: r.inverseName, toMany: r.isToMany, ordered: r.isOrdered,
@@ -252,7 +257,11 @@ extension XcodeModelDocument {
                                         userInfo: r.userInfo, renamingIdentifier: r.elementID, versionHashModifier: r.versionHashModifier)
             }
             built.append(EntityDescription(e.name, parent: e.parentEntity, abstract: e.isAbstract, class: objectClass, attributes: attrs, relationships: rels,
-                                           uniquenessConstraints: e.uniquenessConstraints.map(\.properties), userInfo: e.userInfo,
+                                           uniquenessConstraints: e.uniquenessConstraints.map(\.properties),
+                                           fetchIndexes: try compoundIndexes(e),
+                                           fetchedProperties: try e.fetchedProperties.map { f throws(KuraError) in
+                                               FetchedPropertyDescription(f.name, fetchRequest: try template(f.fetchRequest), userInfo: f.userInfo) },
+                                           userInfo: e.userInfo,
                                            renamingIdentifier: e.elementID, versionHashModifier: e.versionHashModifier,
                                            representedClassName: e.representedClassName))
         }
@@ -262,11 +271,76 @@ extension XcodeModelDocument {
         }
         var configs: [String: [String]] = [:]
         for c in configurations { configs[c.name] = c.memberEntities }
+        var templates: [Kura.FetchTemplate] = []
+        for f in fetchRequests { templates.append(try template(f)) }
         do {
-            return try ManagedObjectModel(built, configurations: configs)
+            return try ManagedObjectModel(built, configurations: configs, fetchTemplates: templates)
         } catch {
             throw KuraError(.invalidArgument, "\(path): \(error.description)", path: path)
         }
+    }
+
+    /// The entity's indexes over several properties: each multi-element
+    /// `<fetchIndex>` under its name, elements in order with their `order`; each
+    /// multi-property `<compoundIndex>` named `compoundIndex<N>` (N from 1, file
+    /// order), all ascending. Single-property ones are `isIndexed` (see makeModel).
+    ///
+    /// - Throws: `.invalidArgument` with the line for an element order other
+    ///   than ascending/descending, or a compound index name used twice.
+    private func compoundIndexes(_ e: Entity) throws(KuraError) -> [FetchIndexDescription] {
+        var out: [FetchIndexDescription] = []
+        for ix in e.fetchIndexes where ix.elements.count > 1 {
+            var elements: [FetchIndexDescription.Element] = []
+            for el in ix.elements {
+                // Expression elements are refused by unsupportedFeatures() first.
+                guard let p = el.property else { throw invalid(el.line, "fetch index \"\(ix.name)\" of entity \"\(e.name)\" has an element without a property") }
+                switch el.order {
+                case "ascending", "": elements.append(.ascending(p))
+                case "descending": elements.append(.descending(p))
+                default: throw invalid(el.line, "fetch index \"\(ix.name)\" of entity \"\(e.name)\" has order=\"\(el.order)\"; expected ascending or descending")
+                }
+            }
+            guard !out.contains(where: { $0.name == ix.name }) else { throw invalid(ix.line, "entity \"\(e.name)\" has a second fetch index named \"\(ix.name)\"") }
+            out.append(FetchIndexDescription(ix.name, elements))
+        }
+        var n = 0
+        for ci in e.compoundIndexes where ci.properties.count > 1 {
+            n += 1
+            let name = "compoundIndex\(n)"
+            guard !out.contains(where: { $0.name == name }) else { throw invalid(ci.line, "entity \"\(e.name)\" has a fetch index named \"\(name)\", the name Kura gives its compound index here") }
+            out.append(FetchIndexDescription(name, ci.properties.map { .ascending($0) }))
+        }
+        return out
+    }
+
+    /// A `<fetchRequest>` as a model template: predicate parsed (`$VARIABLE`s
+    /// kept), limit, batch size, subentities, pending changes and result type
+    /// (0 objects, 1 object IDs, 2 dictionaries of every attribute, distinct if
+    /// returnDistinctResults, 4 count).
+    ///
+    /// - Throws: `.syntax` naming the line for a predicate that does not parse;
+    ///   `.unsupported` naming it for another result type.
+    private func template(_ f: FetchRequestTemplate) throws(KuraError) -> Kura.FetchTemplate {
+        var predicate: KuraPredicate?
+        if let s = f.predicateString {
+            do { predicate = try KuraPredicate(format: s) } catch {
+                throw KuraError(.syntax, "\(path) line \(f.line): fetch request \"\(f.name)\" has predicateString \"\(s)\", which does not parse: \(error.message)", path: path)
+            }
+        }
+        let result: FetchResultType
+        switch f.resultType ?? "0" {
+        case "0": result = .managedObjects
+        case "1": result = .managedObjectIDs
+        case "2":
+            let names = entity(named: f.entity).map { e in e.attributes.filter { !$0.isTransient }.map(\.name) } ?? []
+            result = .dictionaries(properties: names, distinct: f.returnDistinctResults ?? false)
+        case "4": result = .count
+        case let other:
+            throw KuraError(.unsupported, "\(path) line \(f.line): fetch request \"\(f.name)\" has resultType=\"\(other)\"; Kura knows 0 (objects), 1 (object IDs), 2 (dictionaries) and 4 (count)", path: path)
+        }
+        return Kura.FetchTemplate(f.name, entity: f.entity, predicate: predicate, fetchLimit: f.fetchLimit.flatMap { $0 == 0 ? nil : $0 },
+                                  fetchBatchSize: f.fetchBatchSize ?? 0, includesSubentities: f.includeSubentities ?? true,
+                                  includesPendingChanges: f.includePendingChanges ?? true, resultType: result)
     }
 
     static func deleteRule(_ r: DeletionRule) -> DeleteRule {
@@ -375,10 +449,35 @@ extension XcodeModelDocument {
         case .binary: return .data
         case .uuid: return .uuid
         case .uri: return .url
-        case .transformable, .objectID, .composite, .undefined:
+        case .transformable: return .transformable
+        case .objectID, .composite, .undefined:
             // unsupportedFeatures() reports these before makeModel gets here.
             throw KuraError(.unsupported, "\(path) line \(a.line): attribute \"\(e.name).\(a.name)\" is \(a.kind.rawValue)", path: path)
         }
+    }
+
+    /// The value rules of an attribute (nil when it has none): min/max from
+    /// `minValueString`/`maxValueString` (numbers, string and data lengths) or
+    /// `minDateTimeInterval`/`maxDateTimeInterval` (dates), and
+    /// `regularExpressionString`.
+    ///
+    /// - Throws: `.syntax` naming the line for a bound that is not a number.
+    private func validation(_ a: Attribute, in e: Entity) throws(KuraError) -> AttributeValidation? {
+        func number(_ s: String?, _ key: String) throws(KuraError) -> Double? {
+            guard let s else { return nil }
+            guard let d = Double(s.trimmingCharacters(in: .whitespaces)), d.isFinite else {
+                throw KuraError(.syntax, "\(path) line \(a.line): attribute \"\(e.name).\(a.name)\" has \(key)=\"\(s)\", which is not a number", path: path)
+            }
+            return d
+        }
+        let isDate = a.kind == .date
+        let v = AttributeValidation(minimum: try number(isDate ? a.minDateTimeInterval : a.minValueString, isDate ? "minDateTimeInterval" : "minValueString"),
+                                    maximum: try number(isDate ? a.maxDateTimeInterval : a.maxValueString, isDate ? "maxDateTimeInterval" : "maxValueString"),
+                                    regularExpression: a.regularExpressionString)
+        if !isDate, let s = a.minDateTimeInterval ?? a.maxDateTimeInterval {
+            throw KuraError(.syntax, "\(path) line \(a.line): attribute \"\(e.name).\(a.name)\" is \(a.kind.rawValue) but has a min/maxDateTimeInterval (\"\(s)\")", path: path)
+        }
+        return v.isEmpty ? nil : v
     }
 
     /// The default of an attribute, parsed as its type (nil when none is written).
