@@ -44,12 +44,20 @@ public final class PersistentContainer: Sendable {
     ///   (`.notADatabase`, `.corrupt`, `.busy`, `.io`, ...).
     /// - Parameter persistentHistoryTracking: record every save in the store's
     ///   persistent history (``history(after:limit:)``; FORMAT.md, "Object stores").
+    /// - Parameter seed: a store to start from when none exists at `url` yet
+    ///   (a read-only copy shipped with the app, seed 004's bundled store). It
+    ///   is copied in full, then put in place atomically only if `url` still
+    ///   does not exist, so two processes opening at once never both seed and
+    ///   a store that exists is never replaced (see `Container+Seed.swift`).
+    ///   Throws `.invalidArgument` if the seed has a non-empty log beside it
+    ///   (checkpoint it before shipping), `.io` if it cannot be read.
     public init(url: URL, model: ManagedObjectModel, options: Database.Options = Database.Options(),
-                persistentHistoryTracking: Bool = false) throws(KuraError) {
+                persistentHistoryTracking: Bool = false, seed: URL? = nil) throws(KuraError) {
         self.model = model
         self.url = url
         self.persistentHistoryTracking = persistentHistoryTracking
         try Self.makeDirectory(url.deletingLastPathComponent())
+        if let seed { try Self.seedIfMissing(url, from: seed) }
         database = try Database(path: url.path, options: options)
         storeWatcher = StoreWatcher(database: database, broadcaster: saveBroadcaster, tracksHistory: persistentHistoryTracking)
         try Self.prepare(database, model)
