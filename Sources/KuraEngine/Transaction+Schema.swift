@@ -159,6 +159,24 @@ extension WriteTransaction {
         try setDefinition(schema.encoded, of: info)
     }
 
+    /// Renames a column of a table's schema. No row is rewritten: records are
+    /// positional, so only the name in the catalog changes.
+    ///
+    /// - Throws: `.notFound` for an unknown column; `.invalidArgument` for a
+    ///   raw table, a taken name, or a column an index uses (drop the index
+    ///   first and create it again after).
+    public func renameColumn(_ old: String, to new: String, in table: TableInfo) throws(KuraError) {
+        let info = try entry(table)
+        guard var schema = try schema(of: info) else {
+            throw KuraError(.invalidArgument, "table \"\(info.name)\" has no schema; only typed columns can be renamed")
+        }
+        if let ix = try indexes(of: info.name).first(where: { $0.columns.contains { $0.name == old } }) {
+            throw KuraError(.invalidArgument, "column \"\(old)\" of table \"\(info.name)\" is used by index \"\(ix.name)\"; drop it before renaming the column")
+        }
+        do { try schema.rename(old, to: new) } catch { throw KuraError(error.code, error.message + " in table \"\(info.name)\"") }
+        try setDefinition(schema.encoded, of: info)
+    }
+
     /// Inserts a row given by column name; missing columns get their defaults.
     ///
     /// - Throws: `.notFound` for an unknown column, `.typeMismatch` or

@@ -4,7 +4,8 @@
 import Foundation
 
 extension KuraError.Code {
-    /// The store's tables do not match the model (migration is not automatic yet).
+    /// The store's tables do not match the model (and the open did not ask for,
+    /// or the difference needs more than, a lightweight migration).
     public static let modelMismatch = KuraError.Code(rawValue: "modelMismatch")
     /// An object failed validation at save (required value, type, uniqueness,
     /// delete rule, relationship count); the message names object, property, rule.
@@ -38,7 +39,8 @@ public final class PersistentContainer: Sendable {
 
     /// Opens (or creates) the store at `url` and checks it against `model`:
     /// tables and indexes for entities the store lacks are created; an entity
-    /// whose table differs from the model is an error listing every difference.
+    /// whose table differs from the model is an error listing every difference,
+    /// unless `migration` is `.lightweight`.
     ///
     /// - Throws: `KuraError.modelMismatch` with the differences; engine errors
     ///   (`.notADatabase`, `.corrupt`, `.busy`, `.io`, ...).
@@ -51,8 +53,19 @@ public final class PersistentContainer: Sendable {
     ///   a store that exists is never replaced (see `Container+Seed.swift`).
     ///   Throws `.invalidArgument` if the seed has a non-empty log beside it
     ///   (checkpoint it before shipping), `.io` if it cannot be read.
+    /// - Parameter migration: `.none` (the default) refuses a store whose
+    ///   tables differ from the model with `.modelMismatch`; `.lightweight`
+    ///   infers the changes (attributes, to-one relationships and entities
+    ///   added, attributes renamed through `renamingIdentifier` or removed,
+    ///   indexes and uniqueness constraints added or removed) and applies them
+    ///   in the open's write transaction, rewriting no row; anything else
+    ///   (type, relationship or inheritance changes) is still `.modelMismatch`
+    ///   naming each difference, and an added uniqueness constraint that
+    ///   stored objects violate is `.validation` naming the values. On any
+    ///   error the store is left as it was. See ``compatibility(ofStoreAt:with:options:)``
+    ///   to ask first.
     public init(url: URL, model: ManagedObjectModel, options: Database.Options = Database.Options(),
-                persistentHistoryTracking: Bool = false, seed: URL? = nil) throws(KuraError) {
+                persistentHistoryTracking: Bool = false, seed: URL? = nil, migration: StoreMigration = .none) throws(KuraError) {
         self.model = model
         self.url = url
         self.persistentHistoryTracking = persistentHistoryTracking
@@ -60,8 +73,7 @@ public final class PersistentContainer: Sendable {
         if let seed { try Self.seedIfMissing(url, from: seed) }
         database = try Database(path: url.path, options: options)
         storeWatcher = StoreWatcher(database: database, broadcaster: saveBroadcaster, tracksHistory: persistentHistoryTracking)
-        try Self.prepare(database, model)
-        layouts = try RowLayout.all(model)
+        layouts = try RowLayout.all(model, schemas: try Self.prepare(database, model, migration: migration))
     }
 
     /// Opens the store named `name` at the platform's usual place: Application
@@ -79,8 +91,7 @@ public final class PersistentContainer: Sendable {
         self.persistentHistoryTracking = persistentHistoryTracking
         database = try Database.inMemory()
         storeWatcher = StoreWatcher(database: database, broadcaster: saveBroadcaster, tracksHistory: persistentHistoryTracking)
-        try Self.prepare(database, model)
-        layouts = try RowLayout.all(model)
+        layouts = try RowLayout.all(model, schemas: try Self.prepare(database, model, migration: .none))
     }
 
     /// A store in memory only (for tests, MagicalRecord's in-memory stack).
@@ -124,70 +135,33 @@ public final class PersistentContainer: Sendable {
 
     // MARK: Model check
 
-    static func prepare(_ db: Database, _ model: ManagedObjectModel) throws(KuraError) {
-        var differences: [String] = []
+    /// Checks the store against the model and brings it there inside one
+    /// write transaction (PersistentContainer+Migration.swift); returns the
+    /// stored schema of every entity table, which row layouts follow.
+    static func prepare(_ db: Database, _ model: ManagedObjectModel, migration: StoreMigration) throws(KuraError) -> [String: TableSchema] {
+        var refused: [String] = []
         do {
-            try db.write { tx in
-                // One table per entity hierarchy (an entity alone is a hierarchy of one).
+            return try db.write { tx in
+                let plan = try SchemaPlan.make(tx, model)
+                refused = migration == .lightweight ? plan.unsupported : plan.differences
+                if !refused.isEmpty { throw KuraError(.modelMismatch, "") }
+                try plan.apply(tx, model, migrating: migration == .lightweight, path: db.path)
+                var schemas: [String: TableSchema] = [:]
                 for table in model.entityTables {
-                    let schema = try model.schema(ofTable: table)
-                    if try tx.tableExists(table) {
-                        var t = try tx.table(table)
-                        // A store written before rows carried versions or decimals
-                        // their exact companions: when the stored columns are the
-                        // model's first ones and only `_version` and `_exact_*`
-                        // columns are missing, append those (no row is rewritten;
-                        // old rows read version 0 and a null companion). If
-                        // anything else differs, the transaction rolls back.
-                        if let stored = try tx.schema(of: t), stored.columns.count < schema.columns.count,
-                           stored.columns.map(\.name) == schema.columns.prefix(stored.columns.count).map(\.name) {
-                            let missing = schema.columns.dropFirst(stored.columns.count)
-                            if missing.allSatisfy({ $0.name == ManagedObjectModel.versionColumn || $0.name.hasPrefix(AttributeType.exactColumn("")) }) {
-                                for c in missing { try tx.addColumn(c, to: t) }
-                                t = try tx.table(table)
-                            }
-                        }
-                        differences += compare(table, stored: try tx.schema(of: t), expected: schema)
-                    } else {
-                        let t = try tx.createTable(table, schema: schema)
-                        for ix in model.indexes(ofTable: table) {
-                            try tx.createIndex(ix.name, on: t, columns: ix.columns, unique: ix.unique)
-                        }
+                    guard let s = try tx.schema(of: try tx.table(table)) else {
+                        throw KuraError(.modelMismatch, "table \"\(table)\" has no schema (a Kura bug: the plan checked it)", path: db.path)
                     }
+                    schemas[table] = s
                 }
-                for name in model.joinTables {
-                    if try tx.tableExists(name) {
-                        differences += compare(name, stored: try tx.schema(of: try tx.table(name)), expected: ManagedObjectModel.joinSchema)
-                    } else {
-                        let t = try tx.createTable(name, schema: ManagedObjectModel.joinSchema)
-                        try tx.createIndex(name + "_source", on: t, columns: [IndexColumn("source"), IndexColumn("target")])
-                        try tx.createIndex(name + "_target", on: t, columns: [IndexColumn("target"), IndexColumn("source")])
-                    }
-                }
-                if !differences.isEmpty { throw KuraError(.modelMismatch, "") }
+                return schemas
             }
-        } catch let e as KuraError where e.code == .modelMismatch {
-            throw KuraError(.modelMismatch, "the store does not match the model (migration is not automatic):\n  " + differences.joined(separator: "\n  "), path: db.path)
+        } catch let e as KuraError where e.code == .modelMismatch && !refused.isEmpty {
+            let why = migration == .lightweight ? "a lightweight migration cannot bring the store to the model" : "the store does not match the model (open with migration: .lightweight to migrate it)"
+            throw KuraError(.modelMismatch, why + ":\n  " + refused.joined(separator: "\n  "), path: db.path)
         } catch let e as KuraError {
             throw e
         } catch {
             throw KuraError(.io, "\(error)", path: db.path)
         }
-    }
-
-    static func compare(_ table: String, stored: TableSchema?, expected: TableSchema) -> [String] {
-        guard let stored else { return ["table \"\(table)\" has no schema (it is not an entity table)"] }
-        var out: [String] = []
-        let have = Dictionary(stored.columns.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
-        let want = Dictionary(expected.columns.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
-        for c in expected.columns {
-            guard let h = have[c.name] else { out.append("\(table).\(c.name): in the model, not in the store"); continue }
-            if h.type != c.type { out.append("\(table).\(c.name): the store has \(h.type.rawValue), the model \(c.type.rawValue)") }
-        }
-        for c in stored.columns where want[c.name] == nil { out.append("\(table).\(c.name): in the store, not in the model") }
-        if out.isEmpty && stored.columns.map(\.name) != expected.columns.map(\.name) {
-            out.append("\(table): columns are in another order than the model's")
-        }
-        return out
     }
 }

@@ -366,7 +366,7 @@ public final class ManagedObjectContext {
         for (k, a) in o.entity.attributes.enumerated() {
             // A transient attribute starts over from its default (AttributeDescription.isTransient).
             guard let i = layout.attributeColumns[k] else { values[a.name] = a.defaultValue.map { a.type.stored($0) } ?? .null; continue }
-            let v = i < row.count ? row[i] : .null
+            let v = i < row.count ? row[i] : layout.defaults[i]
             if let x = layout.exactColumns[k] {
                 values[a.name] = AttributeType.storedDecimal(number: v, exact: x < row.count ? row[x] : nil)
             } else {

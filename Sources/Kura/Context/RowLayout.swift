@@ -2,7 +2,8 @@
 // in ManagedObjectModel.swift and, for tables shared by an entity hierarchy,
 // EntityHierarchy.swift): attributes first, then each to-one key (and its
 // order and entity columns), `_entity` in a shared table, the version
-// column, then decimal companions. Computed once per container from the model, so reading a row
+// column, then decimal companions (after a migration, in the stored order,
+// beside unused columns). Computed once per container, so reading a row
 // needs no lookups that could fail. In a shared table an entity's attributes
 // are not contiguous: `attributeColumns` says where each one is.
 
@@ -32,12 +33,20 @@ struct RowLayout: Sendable {
     let entityColumn: Int?
     /// Column names in order (attributes, to-one keys, order columns, version).
     let columns: [String]
+    /// The stored default of each column: what a row written before the
+    /// column was added holds there (records may be shorter than the table).
+    let defaults: [Value]
 
-    /// The layouts of every entity of `model`, by entity name.
-    static func all(_ model: ManagedObjectModel) throws(KuraError) -> [String: RowLayout] {
+    /// The layouts of every entity of `model`, by entity name, over the
+    /// stored schemas of its tables (by table name): columns are found by
+    /// name, so a migrated table may hold them in another order than the
+    /// model's, or hold unused ones (PersistentContainer+Migration.swift).
+    static func all(_ model: ManagedObjectModel, schemas: [String: TableSchema]) throws(KuraError) -> [String: RowLayout] {
         var out: [String: RowLayout] = [:]
         for e in model.entities {
-            let schema = try model.schema(of: e)
+            guard let schema = schemas[e.hierarchy.table] else {
+                throw KuraError(.invalidArgument, "entity \"\(e.name)\": table \"\(e.hierarchy.table)\" has no schema (a Kura bug)")
+            }
             func position(_ name: String) throws(KuraError) -> Int {
                 guard let p = schema.position(of: name) else {
                     throw KuraError(.invalidArgument, "entity \"\(e.name)\": table \"\(e.hierarchy.table)\" lacks column \"\(name)\" (a Kura bug)")
@@ -57,7 +66,8 @@ struct RowLayout: Sendable {
             let version = try position(ManagedObjectModel.versionColumn)
             let entityColumn = e.hierarchy.isShared ? try position(ManagedObjectModel.entityColumn) : nil
             out[e.name] = RowLayout(table: e.hierarchy.table, attributeColumns: attributes, exactColumns: exact, relationships: slots, version: version,
-                                    entityColumn: entityColumn, columns: schema.columns.map(\.name))
+                                    entityColumn: entityColumn, columns: schema.columns.map(\.name),
+                                    defaults: schema.columns.map(\.defaultValue))
         }
         return out
     }

@@ -88,6 +88,17 @@ public struct TableSchema: Sendable, Hashable {
         columns.append(c)
     }
 
+    /// Renames column `old` to `new` (same position, type and default).
+    mutating func rename(_ old: String, to new: String) throws(KuraError) {
+        guard let p = positions[old] else { throw KuraError(.notFound, "no column \"\(old)\"") }
+        guard !new.isEmpty, positions[new] == nil else {
+            throw KuraError(.invalidArgument, "cannot rename column \"\(old)\" to \"\(new)\": that name is empty or taken")
+        }
+        columns[p].name = new
+        positions[old] = nil
+        positions[new] = p
+    }
+
     /// Position of the column named `name`, or nil.
     public func position(of name: String) -> Int? { positions[name] }
 
