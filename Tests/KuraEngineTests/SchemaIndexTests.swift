@@ -54,6 +54,28 @@ final class SchemaIndexTests: XCTestCase {
         XCTAssertThrowsError(try db.write { tx in try tx.addColumn(ColumnDefinition("must", .text, nullable: false), to: try tx.table("people")) })
     }
 
+    func testRenamingAColumnRewritesNoRowAndIsRefusedWhileAnIndexUsesIt() throws {
+        let db = try Database.inMemory()
+        try db.write { tx in
+            let t = try tx.createTable("people", schema: people)
+            for i in 0..<50 { try tx.insert(["name": .text("p\(i)"), "age": .integer(Int64(i))], into: t) }
+            try tx.createIndex("people_name", on: t, columns: [IndexColumn("name")])
+        }
+        let before = try db.read { tx in try tx.statistics(of: try tx.table("people")) }
+        try db.write { tx in try tx.renameColumn("age", to: "years", in: try tx.table("people")) }
+        try db.read { tx in
+            let t = try tx.table("people")
+            XCTAssertEqual(try tx.statistics(of: t), before, "no page of the table changed")
+            XCTAssertEqual(try tx.count(TableQuery("people", where: "years >= 40")), 10)
+            XCTAssertThrowsError(try tx.count(TableQuery("people", where: "age >= 40")))
+        }
+        for (old, new, code) in [("name", "label", KuraError.Code.invalidArgument), ("years", "name", .invalidArgument), ("nope", "x", .notFound)] {
+            XCTAssertThrowsError(try db.write { tx in try tx.renameColumn(old, to: new, in: try tx.table("people")) }) { error in
+                XCTAssertEqual((error as? KuraError)?.code, code, "\(old) -> \(new)")
+            }
+        }
+    }
+
     func testUniqueViolationNamesIndexAndValueAndChangesNothing() throws {
         let db = try Database.inMemory()
         try db.write { tx in
