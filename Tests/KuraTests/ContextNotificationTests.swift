@@ -257,21 +257,3 @@ final class ContextNotificationTests: XCTestCase {
         XCTAssertEqual(received[1].updated.values.first, ["name"])
     }
 }
-
-/// A value shared with another thread in a test, behind a lock.
-final class Locked<T>: @unchecked Sendable {
-    // @unchecked Sendable: `stored` is read and written only with `lock` held.
-    private let lock = NSLock()
-    private var stored: T
-    init(_ value: T) { stored = value }
-    var value: T {
-        lock.lock()
-        defer { lock.unlock() }
-        return stored
-    }
-    func mutate(_ body: (inout T) -> Void) {
-        lock.lock()
-        body(&stored)
-        lock.unlock()
-    }
-}

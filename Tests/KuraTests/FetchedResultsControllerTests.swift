@@ -107,7 +107,7 @@ final class FetchedResultsControllerTests: XCTestCase {
     func testRandomEditsInBothContextsApplyToExactlyAFreshFetch() throws {
         let seed = ProcessInfo.processInfo.environment["KURA_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 0...UInt64(UInt32.max))
         print("FetchedResultsControllerTests seed \(seed) (replay with KURA_SEED=\(seed))")
-        var rng = MergePolicyRandomTests.SplitMix64(state: seed)
+        var rng = SplitMix64(state: seed)
         func pick(_ n: Int) -> Int { Int(rng.next() % UInt64(n)) }
 
         let categoryName: (ManagedObject) -> String = { o in

@@ -1,0 +1,34 @@
+// Helpers shared by the object-layer tests (KuraEngineTests has its own
+// copies in its TestSupport.swift: test targets cannot import each other).
+
+import Foundation
+
+/// SplitMix64, so randomized tests replay from a printed seed.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// A value shared with another thread in a test, behind a lock.
+final class Locked<T>: @unchecked Sendable {
+    // @unchecked Sendable: `stored` is read and written only with `lock` held.
+    private let lock = NSLock()
+    private var stored: T
+    init(_ value: T) { stored = value }
+    var value: T {
+        lock.lock()
+        defer { lock.unlock() }
+        return stored
+    }
+    func mutate(_ body: (inout T) -> Void) {
+        lock.lock()
+        body(&stored)
+        lock.unlock()
+    }
+}
