@@ -253,7 +253,7 @@ extension ManagedObjectContext {
             var now: [String: Value] = [:]
             for (key, v) in old {
                 now[key] = o.values[key] ?? .null
-                markTouched(o, key)
+                willChange(o, key: key)  // recorded as an edit; not for undo while applying
                 o.values[key] = v
             }
             back.values[k] = (o, now)
@@ -262,7 +262,7 @@ extension ManagedObjectContext {
             var now: [String: ManagedObjectID?] = [:]
             for (key, v) in old {
                 now[key] = .some(o.toOne[key])
-                markTouched(o, key)
+                willChange(o, key: key)  // recorded as an edit; not for undo while applying
                 o.toOne[key] = v
                 if let inv = o.entity.relationshipsByName[key].flatMap({ inverse(of: $0) }), inv.isToMany {
                     if let v, let owner = registered(v) { noteUpdated(owner, inv.name) }
@@ -293,7 +293,4 @@ extension ManagedObjectContext {
         return back
     }
 
-    /// Tracks an object changed by undo or redo like an edit (nothing is
-    /// recorded while a group is applied).
-    private func markTouched(_ o: ManagedObject, _ key: String) { willChange(o, key: key) }
 }

@@ -133,7 +133,8 @@ public final class ManagedObjectContext {
     /// The undo manager (ContextUndoManager.swift), nil unless set.
     var undo: ContextUndoManager?
     /// This context's identity among the process's contexts (did-saves carry it).
-    let identity = ContextIdentityCounter.shared.next()
+    let identity = ManagedObjectContext.identities.next()
+    private static let identities = ProcessCounter()
     /// Other contexts' did-saves waiting to be merged (Context+Merge.swift);
     /// nil unless `automaticallyMergesChangesFromStore` is on.
     var mergeInbox: MergeInbox?

@@ -78,6 +78,10 @@ extension ManagedObjectContext {
         /// Each object's state when its `willSave()` was last called: an object
         /// changed since (by its own hook or another's) is due again.
         var seen: [ObjectIdentifier: ([String: Value], [String: ManagedObjectID], Bool)] = [:]
+        func changedSinceLastCall(_ o: ManagedObject) -> Bool {
+            guard let s = seen[ObjectIdentifier(o)] else { return true }
+            return s.0 != o.values || s.1 != o.toOne || s.2 != o.isDeleted
+        }
         func pending() -> [ManagedObject] {
             // Objects whose to-many relationships changed are saved too (as
             // in Core Data), though only the other side's rows change.
@@ -85,21 +89,14 @@ extension ManagedObjectContext {
             return inserted.filter { !$0.isDeleted } + updatedObjects + deletedObjects + relinked
         }
         for _ in 0..<Self.maximumWillSavePasses {
-            let due = pending().filter { o in
-                guard let s = seen[ObjectIdentifier(o)] else { return true }
-                return s.0 != o.values || s.1 != o.toOne || s.2 != o.isDeleted
-            }
+            let due = pending().filter(changedSinceLastCall)
             if due.isEmpty { return }
             for o in due {
                 seen[ObjectIdentifier(o)] = (o.values, o.toOne, o.isDeleted)
                 o.willSave()
             }
         }
-        let pending = pending()
-        let still = pending.filter { o in
-            guard let s = seen[ObjectIdentifier(o)] else { return true }
-            return s.0 != o.values || s.1 != o.toOne || s.2 != o.isDeleted
-        }
+        let still = pending().filter(changedSinceLastCall)
         if still.isEmpty { return }
         throw KuraError(.validation, "save refused, nothing was written: willSave() hooks still changed \(still.prefix(5).map(\.objectID.description).joined(separator: ", ")) after \(Self.maximumWillSavePasses) passes")
     }

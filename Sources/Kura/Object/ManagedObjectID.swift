@@ -51,14 +51,14 @@ public struct ManagedObjectID: Hashable, Sendable, CustomStringConvertible {
         self.init(entity: String(parts[0]), rowID: n, temporary: kind == "t")
     }
 
-    private static let counter = TemporaryIDCounter()
+    private static let counter = ProcessCounter()
     static func temporary(_ entity: String) -> ManagedObjectID {
         ManagedObjectID(entity: entity, rowID: counter.next(), temporary: true)
     }
 }
 
-/// Process-wide source of temporary IDs.
-final class TemporaryIDCounter: @unchecked Sendable {
+/// A process-wide counter from 1 (temporary object IDs, context identities).
+final class ProcessCounter: @unchecked Sendable {
     // @unchecked Sendable: `value` is guarded by `lock`.
     private let lock = NSLock()
     private var value: Int64 = 0

@@ -83,20 +83,6 @@ final class MergeInbox: @unchecked Sendable {
     }
 }
 
-/// Process-wide source of context identities (which context saved what).
-final class ContextIdentityCounter: @unchecked Sendable {
-    // @unchecked Sendable: `value` is guarded by `lock`.
-    private let lock = NSLock()
-    private var value = 0
-    func next() -> Int {
-        lock.lock()
-        defer { lock.unlock() }
-        value += 1
-        return value
-    }
-    static let shared = ContextIdentityCounter()
-}
-
 extension ManagedObjectContext {
     /// Merges a save made by another context (or process) into this context
     /// and posts the resulting objects-did-change batch (Core Data's
@@ -193,40 +179,30 @@ extension ManagedObjectContext {
             noteRefreshed(o, savedKeys)
             return
         }
-        guard o.hasChangedValues || o.isDeleted else {
-            let before = (o.values, o.toOne)
-            o.isFault = true
-            do { try load(o) } catch {
-                o.isFault = false
-                throw error
-            }
-            noteRefreshed(o, o.differingKeys(values: before.0, toOne: before.1).union(toManyKeys))
-            return
-        }
-        switch mergePolicy {
-        case .error:
-            // Kept as read: the next save reports the conflict.
-            return
-        case .mergeByPropertyObjectTrump, .overwrite:
-            let before = (o.values, o.toOne)
-            try refresh(o, mergeChanges: true)
-            noteRefreshed(o, o.differingKeys(values: before.0, toOne: before.1).union(toManyKeys))
-        case .rollback:
-            let before = (o.values, o.toOne)
+        let before = (o.values, o.toOne)
+        if !o.hasChangedValues && !o.isDeleted {
             try refresh(o, mergeChanges: false)
-            o.isDeleted = false
-            deleted.removeAll { $0 === o }
-            noteRefreshed(o, o.differingKeys(values: before.0, toOne: before.1).union(toManyKeys))
-        case .mergeByPropertyStoreTrump:
-            let before = (o.values, o.toOne)
-            let read = (o.savedValues ?? [:], o.savedToOne)
-            try refresh(o, mergeChanges: true)
-            // Properties the store changed since this context read them take the store's values.
-            let stored = (o.savedValues ?? [:], o.savedToOne)
-            for a in o.entity.attributes where read.0[a.name] != stored.0[a.name] { o.values[a.name] = stored.0[a.name] }
-            for r in o.entity.relationships where !r.isToMany && read.1[r.name] != stored.1[r.name] { o.toOne[r.name] = stored.1[r.name] }
-            noteRefreshed(o, o.differingKeys(values: before.0, toOne: before.1).union(toManyKeys))
+        } else {
+            switch mergePolicy {
+            case .error:
+                // Kept as read: the next save reports the conflict.
+                return
+            case .mergeByPropertyObjectTrump, .overwrite:
+                try refresh(o, mergeChanges: true)
+            case .rollback:
+                try refresh(o, mergeChanges: false)
+                o.isDeleted = false
+                deleted.removeAll { $0 === o }
+            case .mergeByPropertyStoreTrump:
+                let read = (o.savedValues ?? [:], o.savedToOne)
+                try refresh(o, mergeChanges: true)
+                // Properties the store changed since this context read them take the store's values.
+                let stored = (o.savedValues ?? [:], o.savedToOne)
+                for a in o.entity.attributes where read.0[a.name] != stored.0[a.name] { o.values[a.name] = stored.0[a.name] }
+                for r in o.entity.relationships where !r.isToMany && read.1[r.name] != stored.1[r.name] { o.toOne[r.name] = stored.1[r.name] }
+            }
         }
+        noteRefreshed(o, o.differingKeys(values: before.0, toOne: before.1).union(toManyKeys))
     }
 
     /// Removes an object whose row is gone from the store: it leaves the

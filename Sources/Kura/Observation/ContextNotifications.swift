@@ -103,7 +103,7 @@ public struct ContextDidSave: Sendable, Equatable {
     public var historyToken: HistoryToken?
     /// The identity of the saving context in this process (0 for a save read
     /// from the persistent history): a context does not merge its own saves.
-    var sourceContext = 0
+    var sourceContext: Int64 = 0
 
     /// Whether the save wrote no object (a save with no changes posts nothing).
     public var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty }
@@ -127,14 +127,19 @@ public final class ObservationToken {
     deinit { onCancel?() }
 }
 
+/// The list of the pending batch an object is in (`cancelled`: inserted and
+/// deleted within the batch, so in none).
+enum NoteList {
+    case inserted, updated, deleted, refreshed, invalidated, cancelled
+}
+
 /// The pending batch and the observers of one context (stored in the context).
 struct ContextNoticeState {
     var batch = ContextObjectsDidChange()
-    /// Positions in the batch's arrays, by object: 0 inserted, 1 updated,
-    /// 2 deleted, 3 refreshed, 4 invalidated.
-    var where_: [ObjectIdentifier: Int] = [:]
+    /// Which list of the batch each noted object is in.
+    var noted: [ObjectIdentifier: NoteList] = [:]
     /// Objects inserted and deleted within the batch (reported as neither),
-    /// kept alive until the batch is posted: `where_` is keyed by identity,
+    /// kept alive until the batch is posted: `noted` is keyed by identity,
     /// and a released object's identity can be reused by a new object.
     var cancelled: [ManagedObject] = []
     var nextToken = 0
@@ -230,7 +235,7 @@ extension ManagedObjectContext {
             rounds += 1
             let batch = notices.batch
             notices.batch = ContextObjectsDidChange()
-            notices.where_ = [:]
+            notices.noted = [:]
             notices.cancelled = []
             for (_, handler) in notices.changeObservers { handler(batch) }
             if !notices.changeStreams.isEmpty {
@@ -262,9 +267,9 @@ extension ManagedObjectContext {
 
     func noteInserted(_ o: ManagedObject) {
         let k = ObjectIdentifier(o)
-        if notices.where_[k] == nil {
+        if notices.noted[k] == nil {
             notices.batch.inserted.append(o)
-            notices.where_[k] = 0
+            notices.noted[k] = .inserted
         }
     }
 
@@ -273,12 +278,12 @@ extension ManagedObjectContext {
     func noteUpdated(_ o: ManagedObject, _ key: String) {
         let k = ObjectIdentifier(o)
         if o.entity.relationshipsByName[key]?.isToMany == true { notices.toManyTouched[k] = o }
-        switch notices.where_[k] {
+        switch notices.noted[k] {
         case nil:
             notices.batch.updated.append(o)
-            notices.where_[k] = 1
+            notices.noted[k] = .updated
             notices.batch.keys[k, default: []].insert(key)
-        case 1?, 3?:
+        case .updated?, .refreshed?:
             notices.batch.keys[k, default: []].insert(key)
         default:
             return
@@ -287,25 +292,25 @@ extension ManagedObjectContext {
 
     func noteDeleted(_ o: ManagedObject) {
         let k = ObjectIdentifier(o)
-        switch notices.where_[k] {
-        case 0?:
+        switch notices.noted[k] {
+        case .inserted?:
             // Inserted and deleted within one batch: observers never saw it.
             notices.batch.inserted.removeAll { $0 === o }
-            notices.where_[k] = 5
+            notices.noted[k] = .cancelled
             notices.cancelled.append(o)
-        case 1?:
+        case .updated?:
             notices.batch.updated.removeAll { $0 === o }
             notices.batch.keys[k] = nil
             notices.batch.deleted.append(o)
-            notices.where_[k] = 2
-        case 3?:
+            notices.noted[k] = .deleted
+        case .refreshed?:
             notices.batch.refreshed.removeAll { $0 === o }
             notices.batch.keys[k] = nil
             notices.batch.deleted.append(o)
-            notices.where_[k] = 2
+            notices.noted[k] = .deleted
         case nil:
             notices.batch.deleted.append(o)
-            notices.where_[k] = 2
+            notices.noted[k] = .deleted
         default:
             return
         }
@@ -314,12 +319,12 @@ extension ManagedObjectContext {
     /// Notes that `o` was reloaded from the store and `keys` took new values.
     func noteRefreshed(_ o: ManagedObject, _ keys: Set<String>) {
         let k = ObjectIdentifier(o)
-        switch notices.where_[k] {
+        switch notices.noted[k] {
         case nil:
             notices.batch.refreshed.append(o)
-            notices.where_[k] = 3
+            notices.noted[k] = .refreshed
             notices.batch.keys[k] = keys
-        case 1?, 3?:
+        case .updated?, .refreshed?:
             notices.batch.keys[k, default: []].formUnion(keys)
         default:
             return
@@ -329,17 +334,17 @@ extension ManagedObjectContext {
     /// Notes that `o` left the context without a delete here.
     func noteInvalidated(_ o: ManagedObject) {
         let k = ObjectIdentifier(o)
-        switch notices.where_[k] {
-        case 0?: notices.batch.inserted.removeAll { $0 === o }
-        case 1?: notices.batch.updated.removeAll { $0 === o }
-        case 2?: notices.batch.deleted.removeAll { $0 === o }
-        case 3?: notices.batch.refreshed.removeAll { $0 === o }
-        case 4?: return
+        switch notices.noted[k] {
+        case .inserted?: notices.batch.inserted.removeAll { $0 === o }
+        case .updated?: notices.batch.updated.removeAll { $0 === o }
+        case .deleted?: notices.batch.deleted.removeAll { $0 === o }
+        case .refreshed?: notices.batch.refreshed.removeAll { $0 === o }
+        case .invalidated?: return
         default: break
         }
         notices.batch.keys[k] = nil
         notices.batch.invalidated.append(o)
-        notices.where_[k] = 4
+        notices.noted[k] = .invalidated
     }
 
     /// Notes that every object was invalidated (`reset()`): earlier notes are
@@ -347,7 +352,7 @@ extension ManagedObjectContext {
     func noteInvalidatedAll() {
         notices.batch = ContextObjectsDidChange()
         notices.batch.invalidatedAll = true
-        notices.where_ = [:]
+        notices.noted = [:]
         notices.cancelled = []
     }
 }

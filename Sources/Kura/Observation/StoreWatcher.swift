@@ -119,7 +119,7 @@ final class StoreWatcher: @unchecked Sendable {
     /// No engine call runs with `lock` held: saves take `lock` inside their
     /// write transactions (`willCommit`), so the order is always engine
     /// locks, then `lock`.
-    func register(identity: Int, inbox: MergeInbox, push: (@Sendable () -> Void)?) -> (MergeRegistration, KuraError?) {
+    func register(identity: Int64, inbox: MergeInbox, push: (@Sendable () -> Void)?) -> (MergeRegistration, KuraError?) {
         let local = broadcaster.add { note in
             guard note.sourceContext != identity else { return }
             if inbox.append(note) { push?() }
