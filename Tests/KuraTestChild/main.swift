@@ -32,6 +32,19 @@ let args = CommandLine.arguments
 if args.count == 5 && args[1] == "objects", let policy = MergePolicy(rawValue: args[3]), let count = Int(args[4]) {
     runObjectWriter(path: args[2], policy: policy, count: count)
 }
+if args.count == 4 && args[1] == "seed" {
+    // StoreSeedTests: open STORE seeded from SEED (racing other children),
+    // add one Account owned by this process, save, exit 0.
+    do {
+        let container = try PersistentContainer(url: URL(fileURLWithPath: args[2]), model: accountModel(), seed: URL(fileURLWithPath: args[3]))
+        try container.save { c in try c.insert("Account").setValue("child \(getpid())", forKey: "owner") }
+        container.close()
+        exit(0)
+    } catch {
+        print("seed child: \(error)")
+        exit(1)
+    }
+}
 if args.count == 4 && args[1] == "live" && (args[3] == "history" || args[3] == "plain") {
     runLiveWriter(path: args[2], history: args[3] == "history")
 }

@@ -67,6 +67,38 @@ final class StoreSeedTests: XCTestCase {
         }
     }
 
+    /// Processes opening a missing store at the same moment: the seed is put
+    /// in place once and never replaced, so every child's row and the seed's
+    /// row are there (a second seeding over the first would lose rows).
+    func testProcessesRacingToSeedNeverReplaceEachOther() throws {
+        guard let child = ConflictTests.childURL else { throw XCTSkip("KuraTestChild binary not found beside the test bundle") }
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kura-seed-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }  // test cleanup
+        let seedURL = dir.appendingPathComponent("bundle/Seed.kura")
+        let maker = try PersistentContainer(url: seedURL, model: ConflictTests.accountModel())
+        try maker.save { c in try c.insert("Account").setValue("seed", forKey: "owner") }
+        maker.close()
+        let storeURL = dir.appendingPathComponent("app/Store.kura")
+        let children = try (0..<4).map { _ -> Process in
+            let p = Process()
+            p.executableURL = child
+            p.arguments = ["seed", storeURL.path, seedURL.path]
+            try p.run()
+            return p
+        }
+        for p in children {
+            p.waitUntilExit()
+            XCTAssertEqual(p.terminationStatus, 0)
+        }
+        let store = try PersistentContainer(url: storeURL, model: ConflictTests.accountModel())
+        let c = store.newContext()
+        let owners = try c.fetch(FetchRequest<ManagedObject>(entityName: "Account")).map { try $0.value(forKey: "owner") as? String ?? "?" }
+        XCTAssertEqual(owners.filter { $0 == "seed" }.count, 1)
+        XCTAssertEqual(owners.filter { $0.hasPrefix("child ") }.count, 4, "\(owners)")
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: storeURL.deletingLastPathComponent().path).filter { $0.contains("seed") }
+        XCTAssertEqual(leftovers, [])
+    }
+
     func testRegisteredObjectsAndClose() throws {
         let container = try PersistentContainer.inMemory(model: model())
         let context = container.newContext()
