@@ -10,6 +10,7 @@
 extension ManagedObjectContext {
     /// Runs an engine read, keeping typed errors.
     func read<T>(_ body: (ReadTransaction) throws(KuraError) -> T) throws(KuraError) -> T {
+        if let tx = enclosingTransaction { return try body(tx) }
         do {
             return try database.read { tx in try body(tx) }
         } catch let e as KuraError {

@@ -80,6 +80,10 @@ public final class ManagedObjectContext {
     var joinEdits: [String: [JoinPair: Bool]] = [:]
     /// Faults made by a batched fetch, by ID: firing one loads its batch.
     var batchGroups: [ManagedObjectID: BatchGroup] = [:]
+    /// The transaction every read of this context goes through instead of
+    /// a read transaction of its own (set only on the scratch context a
+    /// batch request evaluates inside its write transaction: BatchExecution.swift).
+    var enclosingTransaction: ReadTransaction?
 
     /// How `save` resolves conflicts with changes saved elsewhere since this
     /// context read the objects (default `.error`). See ``MergePolicy``.

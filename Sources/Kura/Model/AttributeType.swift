@@ -99,8 +99,30 @@ public enum AttributeType: String, Sendable, Hashable, CaseIterable, CustomStrin
             guard self == .url else { throw mismatch() }
             return .text(x.absoluteString)
         case let x as Value:
-            if self == .decimal, let d = x.doubleValue { return try Self.decimalValue(fromDouble: d, attribute: attribute, entity: entity) }
-            return x
+            // An engine value is checked as the Swift value it stands for: a
+            // text in an integer attribute is as wrong as a String would be.
+            switch x {
+            case .null: return .null
+            case .integer(let i): return try integer(i)
+            case .double(let d):
+                if self == .date { return .double(d) }
+                return try storedValue(d, attribute: attribute, entity: entity)
+            case .text(let t):
+                switch self {
+                case .uuid:
+                    guard let u = UUID(uuidString: t) else { throw mismatch() }
+                    return .text(u.uuidString)
+                case .url:
+                    guard URL(string: t) != nil else { throw mismatch() }
+                    return .text(t)
+                case .decimal:
+                    guard let d = Self.parseDecimal(t) else { throw mismatch() }
+                    return try Self.decimalValue(d, attribute: attribute, entity: entity)
+                default: return try storedValue(t, attribute: attribute, entity: entity)
+                }
+            case .bool(let b): return try storedValue(b, attribute: attribute, entity: entity)
+            case .blob(let b): return try storedValue(b, attribute: attribute, entity: entity)
+            }
         default:
             throw mismatch()
         }
