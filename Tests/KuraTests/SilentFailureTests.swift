@@ -23,6 +23,26 @@ final class WrongKind: ManagedObject {
 /// Issue 10: read errors turned into default values, and other silent
 /// outcomes met while porting Core Data apps. Each test names the bug.
 final class SilentFailureTests: XCTestCase {
+    // Regression: an engine `Value` given as an attribute value was stored
+    // as it was, unchecked: `.text("x")` landed in an integer column, and a
+    // later read turned it into the property's zero value.
+    func testEngineValuesAreCheckedAgainstTheAttributeType() throws {
+        let container = try PersistentContainer.inMemory(model: companyModel())
+        let context = container.newContext()
+        let e = try context.insert("Employee")
+        XCTAssertThrowsError(try e.setValue(Value.text("x"), forKey: "level")) { err in
+            XCTAssertEqual((err as? KuraError)?.code, .typeMismatch, "\(err)")
+        }
+        XCTAssertThrowsError(try e.setValue(Value.integer(70_000), forKey: "level")) { err in
+            XCTAssertTrue("\(err)".contains("out of range"), "\(err)")
+        }
+        XCTAssertThrowsError(try e.setValue(Value.text("not a uuid"), forKey: "identifier"))
+        try e.setValue(Value.integer(3), forKey: "level")
+        XCTAssertEqual(e["level"] as? Int16, 3)
+        try e.setValue(Value.null, forKey: "email")
+        XCTAssertNil(e["email"])
+    }
+
     /// A store on a fault-injecting file system with a tiny page cache, so
     /// reads after the setup reach the file system; 1,000 employees.
     func faultyStore() throws -> (FaultInjectingFileSystem, PersistentContainer, [ManagedObjectID]) {
