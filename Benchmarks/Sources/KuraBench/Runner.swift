@@ -29,6 +29,7 @@ struct RunOptions {
     var w11 = true
     /// Only W12 (FRCBench.swift).
     var frc = false
+    var findOrCreate = false
 }
 
 struct CheckMismatch: Error, CustomStringConvertible {

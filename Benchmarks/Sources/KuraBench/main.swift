@@ -7,7 +7,7 @@ import Foundation
 
 let usage = """
 usage: kura-bench [--rows N] [--runs R] [--engines kura,sqlite,grdb,kura-objects] [--w9-seconds S]
-                  [--dir DIR] [--json [FILE]] [--scale] [--no-w11] [--frc]
+                  [--dir DIR] [--json [FILE]] [--scale] [--no-w11] [--frc] [--find-or-create]
 
   --rows N        rows in the table (default 1000000)
   --runs R        runs of every workload per engine; the median is reported (default 3, at least 3 for a report)
@@ -20,6 +20,8 @@ usage: kura-bench [--rows N] [--runs R] [--engines kura,sqlite,grdb,kura-objects
   --no-w11        skip W11 (the child processes measuring peak memory)
   --frc           run only W12: one change delivered to a fetched-results controller
                   of --rows rows (default 100000), against SQLite's update + re-query
+  --find-or-create  run only the find-or-create import: up to --rows children (default 80000)
+                  of 200 parents, each parent fetched by code in one context before its child
 """
 
 func parseOptions(_ args: [String]) -> RunOptions {
@@ -45,12 +47,14 @@ func parseOptions(_ args: [String]) -> RunOptions {
         case "--scale": o.scale = true
         case "--no-w11": o.w11 = false
         case "--frc": o.frc = true
+        case "--find-or-create": o.findOrCreate = true
         case "-h", "--help": print(usage); exit(0)
         default: fail("unknown option \(args[i])\n\n\(usage)")
         }
         i += 1
     }
     if o.frc && !args.contains("--rows") { o.rows = 100_000 }
+    if o.findOrCreate && !args.contains("--rows") { o.rows = 80_000 }
     return o
 }
 
@@ -128,6 +132,10 @@ func main() throws {
 
     """)
 
+    if options.findOrCreate {
+        try FindOrCreateBench.run(rows: options.rows, directory: directory)
+        return
+    }
     if options.frc {
         try FRCBench.run(rows: options.rows, directory: directory)
         return

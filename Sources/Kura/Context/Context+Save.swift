@@ -184,6 +184,7 @@ extension ManagedObjectContext {
             o.managedObjectContext = nil
         }
         inserted = []
+        clearPendingIndexes()
         touched = [:]
         touchedOrder = []
         deleted = []

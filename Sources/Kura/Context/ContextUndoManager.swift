@@ -227,6 +227,7 @@ extension ManagedObjectContext {
             case .inserted:
                 // Leaves the context as a rolled-back insert does.
                 inserted.removeAll { $0 === o }
+                clearPendingIndexes()  // they track `inserted` by position
                 registry[o.objectID] = nil
                 noteDeleted(o)
                 o.managedObjectContext = nil

@@ -84,6 +84,9 @@ public final class ManagedObjectContext {
     /// a read transaction of its own (set only on the scratch context a
     /// batch request evaluates inside its write transaction: BatchExecution.swift).
     var enclosingTransaction: ReadTransaction?
+    /// Equality indexes over the pending objects, made by fetches that need
+    /// them (PendingIndex.swift); dropped when the pending objects are.
+    var pendingIndexes: PendingIndexes?
 
     /// How `save` resolves conflicts with changes saved elsewhere since this
     /// context read the objects (default `.error`). See ``MergePolicy``.
@@ -515,6 +518,7 @@ public final class ManagedObjectContext {
             }
         }
         inserted = []
+        clearPendingIndexes()
         touched = [:]
         touchedOrder = []
         deleted = []
@@ -534,6 +538,7 @@ public final class ManagedObjectContext {
         registry = [:]
         batchGroups = [:]
         inserted = []
+        clearPendingIndexes()
         touched = [:]
         touchedOrder = []
         deleted = []

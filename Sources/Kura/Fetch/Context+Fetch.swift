@@ -282,7 +282,10 @@ extension ManagedObjectContext {
             }
         }
         if request.includesPendingChanges {
-            for o in inserted + touchedOrder where fetches(o.entity, e, request.includesSubentities) && !o.isDeleted {
+            // Through an equality index of the pending objects when the
+            // predicate allows (PendingIndex.swift), else all of them.
+            let pending = pendingCandidates(e, request.predicate) ?? (inserted + touchedOrder)
+            for o in pending where fetches(o.entity, e, request.includesSubentities) && !o.isDeleted {
                 if seen.insert(ObjectIdentifier(o)).inserted { candidates.append(o) }
             }
         }

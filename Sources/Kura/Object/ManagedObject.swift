@@ -44,7 +44,13 @@ open class ManagedObject: CustomStringConvertible {
     /// The context the object belongs to (nil once it was removed from it).
     public internal(set) weak var managedObjectContext: ManagedObjectContext?
 
-    var values: [String: Value] = [:]
+    var values: [String: Value] = [:] {
+        // A pending object filed in its context's pending indexes is re-filed
+        // at the next fetch (PendingIndex.swift).
+        didSet { if indexWatch { managedObjectContext?.pendingValuesChanged(self) } }
+    }
+    /// Whether the context's pending indexes hold this object.
+    var indexWatch = false
     var toOne: [String: ManagedObjectID] = [:]
     /// Position in an ordered to-many of the target (`<relationship>_order`).
     var order: [String: Double] = [:]

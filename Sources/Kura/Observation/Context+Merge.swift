@@ -214,6 +214,7 @@ extension ManagedObjectContext {
         batchGroups[o.objectID] = nil
         touched[ObjectIdentifier(o)] = nil
         touchedOrder.removeAll { $0 === o }
+        clearPendingIndexes()  // they track `touchedOrder` by position
         deleted.removeAll { $0 === o }
         o.managedObjectContext = nil
     }
