@@ -337,6 +337,27 @@ public final class WriteTransaction: ReadTransaction {
         return rowID
     }
 
+    /// Reserves `count` row IDs of `table` without inserting rows: returns the
+    /// first; the table's next row ID moves past them, so no later insert
+    /// without an explicit row ID takes one (the object layer's
+    /// `obtainPermanentIDs`). Row IDs are never reused, so an unused
+    /// reservation is only a gap.
+    ///
+    /// - Throws: `.tooBig` if the table has fewer than `count` row IDs left;
+    ///   `.invalidArgument` for a count below 1.
+    public func reserveRowIDs(_ count: Int64, in table: TableInfo) throws(KuraError) -> Int64 {
+        guard count > 0 else { throw KuraError(.invalidArgument, "cannot reserve \(count) row IDs", path: database.path) }
+        let h = try hotTable(table)
+        let first = h.info.nextRowID
+        guard first < Int64.max - count else {
+            throw KuraError(.tooBig, "table \"\(h.info.name)\" has used every row ID", path: database.path)
+        }
+        h.info.nextRowID = first + count
+        h.dirty = true
+        changeCount += 1
+        return first
+    }
+
     /// Inserts a row under an explicit row ID. Later inserts without one get
     /// IDs above it.
     ///

@@ -23,6 +23,11 @@
 // Usage: KuraTestChild live STORE history|plain
 //
 // Saves what the parent asks on stdin (LiveWriter.swift; cross-process merging).
+//
+// Usage: KuraTestChild hold STORE
+//
+// Opens STORE (a plain connection), prints "open", keeps it open until a line
+// arrives on stdin, closes it and exits 0 (StoreDestroyTests).
 
 import Foundation
 import Kura
@@ -42,6 +47,18 @@ if args.count == 4 && args[1] == "seed" {
         exit(0)
     } catch {
         print("seed child: \(error)")
+        exit(1)
+    }
+}
+if args.count == 3 && args[1] == "hold" {
+    do {
+        let db = try Database(path: args[2])
+        FileHandle.standardOutput.write("open\n".data(using: .utf8)!)  // unbuffered write(2)
+        _ = readLine()
+        db.close()
+        exit(0)
+    } catch {
+        print("hold child: \(error)")
         exit(1)
     }
 }

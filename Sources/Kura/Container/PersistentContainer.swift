@@ -14,28 +14,49 @@ extension KuraError.Code {
 
 /// A model and its store.
 ///
+/// Two ways to open one:
+/// - at once: ``init(url:model:options:persistentHistoryTracking:seed:migration:)``,
+///   ``init(name:model:options:persistentHistoryTracking:)`` or ``inMemory(model:persistentHistoryTracking:)``;
+/// - Core Data's way: ``init(name:managedObjectModel:)`` makes a container
+///   that opens nothing; adjust ``persistentStoreDescriptions`` (a
+///   ``StoreDescription``: URL, read-only, in memory, options), then call
+///   ``loadPersistentStores(completionHandler:)`` (or the throwing
+///   ``loadPersistentStores()``). Contexts made before the store is loaded
+///   fail every read and save with `.misuse` ("database is closed").
+///
 /// Thread rules: `Sendable`; make a context per thread or task with
 /// ``newContext()``, use ``viewContext`` on the main actor, or a
 /// ``BackgroundContext`` (``newBackgroundContext()``) on its own actor.
-/// Lifetime: the store stays open while the container lives.
+/// Load the stores before handing the container to other threads.
+/// Lifetime: the store stays open while the container lives (or until
+/// ``close()``).
 public final class PersistentContainer: Sendable {
     /// The model.
     public let model: ManagedObjectModel
-    /// The engine connection (for engine-level access; contexts use it too).
-    public let database: Database
-    /// Where the store is (nil for an in-memory store).
-    public let url: URL?
-    /// Whether saves through this container are recorded in the store's
-    /// persistent history (Core Data's persistent history tracking).
-    public let persistentHistoryTracking: Bool
-    /// Column positions of each entity's table, by entity name (made once).
-    let layouts: [String: RowLayout]
+    /// The container's name (``init(name:managedObjectModel:)``), or nil.
+    public let name: String?
+    /// The open store (ContainerStore.swift); a closed stand-in until loaded.
+    let storeSlot = StoreSlot()
     /// Delivers every context's did-save (ContextNotifications.swift).
     let saveBroadcaster = SaveBroadcaster()
-    /// Brings other processes' saves to auto-merging contexts (StoreWatcher.swift).
-    let storeWatcher: StoreWatcher
     /// Holds the view context (ContextActors.swift).
     let viewSlot = ViewContextSlot()
+
+    /// The engine connection (for engine-level access; contexts use it too).
+    /// Before ``loadPersistentStores()``: a closed connection whose calls
+    /// throw `.misuse`.
+    public var database: Database { storeSlot.current.database }
+    /// Where the store is (nil for an in-memory store, or before loading).
+    public var url: URL? { storeSlot.current.url }
+    /// Whether saves through this container are recorded in the store's
+    /// persistent history (Core Data's persistent history tracking).
+    public var persistentHistoryTracking: Bool { storeSlot.current.persistentHistoryTracking }
+    /// Whether the store was opened read-only (saves throw `.readOnly`).
+    public var isReadOnly: Bool { storeSlot.current.isReadOnly }
+    /// Column positions of each entity's table, by entity name (made once).
+    var layouts: [String: RowLayout] { storeSlot.current.layouts }
+    /// Brings other processes' saves to auto-merging contexts (StoreWatcher.swift).
+    var storeWatcher: StoreWatcher { storeSlot.current.watcher }
 
     /// Opens (or creates) the store at `url` and checks it against `model`:
     /// tables and indexes for entities the store lacks are created; an entity
@@ -64,16 +85,14 @@ public final class PersistentContainer: Sendable {
     ///   stored objects violate is `.validation` naming the values. On any
     ///   error the store is left as it was. See ``compatibility(ofStoreAt:with:options:)``
     ///   to ask first.
-    public init(url: URL, model: ManagedObjectModel, options: Database.Options = Database.Options(),
-                persistentHistoryTracking: Bool = false, seed: URL? = nil, migration: StoreMigration = .none) throws(KuraError) {
-        self.model = model
-        self.url = url
-        self.persistentHistoryTracking = persistentHistoryTracking
-        try Self.makeDirectory(url.deletingLastPathComponent())
-        if let seed { try Self.seedIfMissing(url, from: seed) }
-        database = try Database(path: url.path, options: options)
-        storeWatcher = StoreWatcher(database: database, broadcaster: saveBroadcaster, tracksHistory: persistentHistoryTracking)
-        layouts = try RowLayout.all(model, schemas: try Self.prepare(database, model, migration: migration))
+    public convenience init(url: URL, model: ManagedObjectModel, options: Database.Options = Database.Options(),
+                            persistentHistoryTracking: Bool = false, seed: URL? = nil, migration: StoreMigration = .none) throws(KuraError) {
+        var d = StoreDescription(url: url)
+        d.options = options
+        d.persistentHistoryTracking = persistentHistoryTracking
+        d.seed = seed
+        d.migration = migration
+        try self.init(model: model, name: nil, opening: d)
     }
 
     /// Opens the store named `name` at the platform's usual place: Application
@@ -81,22 +100,43 @@ public final class PersistentContainer: Sendable {
     /// (default ~/.local/share) on Linux.
     public convenience init(name: String, model: ManagedObjectModel, options: Database.Options = Database.Options(),
                             persistentHistoryTracking: Bool = false) throws(KuraError) {
-        try self.init(url: Self.defaultDirectory().appendingPathComponent(name).appendingPathComponent(name + ".kura"), model: model,
-                      options: options, persistentHistoryTracking: persistentHistoryTracking)
+        var d = StoreDescription(url: Self.defaultStoreURL(name: name))
+        d.options = options
+        d.persistentHistoryTracking = persistentHistoryTracking
+        try self.init(model: model, name: name, opening: d)
     }
 
-    private init(memory model: ManagedObjectModel, persistentHistoryTracking: Bool) throws(KuraError) {
+    /// A container that opens nothing yet (Core Data's
+    /// `NSPersistentContainer(name:managedObjectModel:)`): its
+    /// ``persistentStoreDescriptions`` hold one description for the store
+    /// named `name` at the platform's usual place (see
+    /// ``defaultStoreURL(name:)``); change it, then call
+    /// ``loadPersistentStores(completionHandler:)``.
+    public init(name: String, managedObjectModel model: ManagedObjectModel) {
         self.model = model
-        url = nil
-        self.persistentHistoryTracking = persistentHistoryTracking
-        database = try Database.inMemory()
-        storeWatcher = StoreWatcher(database: database, broadcaster: saveBroadcaster, tracksHistory: persistentHistoryTracking)
-        layouts = try RowLayout.all(model, schemas: try Self.prepare(database, model, migration: .none))
+        self.name = name
+        storeSlot.descriptions = [StoreDescription(url: Self.defaultStoreURL(name: name))]
+    }
+
+    /// Opens `description` at once.
+    init(model: ManagedObjectModel, name: String?, opening description: StoreDescription) throws(KuraError) {
+        self.model = model
+        self.name = name
+        storeSlot.descriptions = [description]
+        try load(description)
     }
 
     /// A store in memory only (for tests, MagicalRecord's in-memory stack).
     public static func inMemory(model: ManagedObjectModel, persistentHistoryTracking: Bool = false) throws(KuraError) -> PersistentContainer {
-        try PersistentContainer(memory: model, persistentHistoryTracking: persistentHistoryTracking)
+        var d = StoreDescription.inMemory()
+        d.persistentHistoryTracking = persistentHistoryTracking
+        return try PersistentContainer(model: model, name: nil, opening: d)
+    }
+
+    /// Where the store named `name` lives by default:
+    /// ``defaultDirectory()``/NAME/NAME.kura.
+    public static func defaultStoreURL(name: String) -> URL {
+        defaultDirectory().appendingPathComponent(name).appendingPathComponent(name + ".kura")
     }
 
     /// Where named stores live on this platform.
@@ -112,7 +152,7 @@ public final class PersistentContainer: Sendable {
         #endif
     }
 
-    private static func makeDirectory(_ dir: URL) throws(KuraError) {
+    static func makeDirectory(_ dir: URL) throws(KuraError) {
         do { try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true) } catch {
             throw KuraError(.io, "cannot create directory \(dir.path): \(error.localizedDescription)", path: dir.path)
         }

@@ -42,7 +42,13 @@ extension ManagedObjectContext {
         case .inverseForeignKey(_, let column, let orderColumn):
             var result: [ManagedObject] = []
             var seen = Set<ObjectIdentifier>()
-            if !o.objectID.isTemporary {
+            if let parent {
+                // A child context: the members as the parent sees them (its
+                // pending changes included), corrected below by this context's.
+                for m in try parentMembers(o, r, parent) where !m.isDeleted && m.toOne[column] == o.objectID {
+                    if seen.insert(ObjectIdentifier(m)).inserted { result.append(m) }
+                }
+            } else if !o.isNew {
                 // The target's table, narrowed to the target and its subentities.
                 let key = KuraPredicate.comparison(KuraComparison(.keyPath([column]), .equalTo, .constant(.integer(o.objectID.rowID))))
                 let rows = try read { tx throws(KuraError) in
@@ -68,7 +74,9 @@ extension ManagedObjectContext {
             return result
         case .joinTable(let table, let forward):
             var ids: [ManagedObjectID] = []
-            if !o.objectID.isTemporary {
+            if let parent {
+                ids = try parentMembers(o, r, parent).map(\.objectID)
+            } else if !o.isNew {
                 let mine = forward ? "source" : "target", theirs = forward ? "target" : "source"
                 let rows = try read { tx throws(KuraError) in
                     try tx.fetch(TableQuery(table, where: .comparison(KuraComparison(.keyPath([mine]), .equalTo, .constant(.integer(o.objectID.rowID)))),

@@ -28,12 +28,14 @@ extension ManagedObjectContext {
     ///   if reading or writing fails. On any error nothing is saved and the
     ///   context keeps its changes.
     public func save() throws(KuraError) {
+        if let parent { return try push(into: parent) }  // a child context (Context+Parent.swift)
         try throwPendingError()
         try drainInbox()
         if hasChanges { try runWillSave() }
         processPendingChanges()
         lastMergeConflicts = []
         guard hasChanges else { return }
+        try container.refuseWritesIfReadOnly("save")
         let ins = inserted.filter { !$0.isDeleted }
         let upd = updatedObjects
         let del = deletedObjects
@@ -54,6 +56,11 @@ extension ManagedObjectContext {
             try database.write { tx in
                 var next: [String: Int64] = [:]
                 for o in ins {
+                    // An ID made permanent early (obtainPermanentIDs) names its reserved row.
+                    if !o.objectID.isTemporary {
+                        assigned[ObjectIdentifier(o)] = o.objectID.rowID
+                        continue
+                    }
                     // Keyed by table: a hierarchy's entities share row IDs.
                     let n = try next[o.entity.hierarchy.table] ?? tx.table(o.entity.hierarchy.table).nextRowID
                     assigned[ObjectIdentifier(o)] = n
@@ -144,6 +151,7 @@ extension ManagedObjectContext {
         // Committed: make the context match the store.
         var renamed: [ManagedObjectID: ManagedObjectID] = [:]
         for o in ins {
+            o.isNew = false
             guard let rid = assigned[ObjectIdentifier(o)] else { continue }
             let id = ManagedObjectID(entity: o.entity.name, rowID: rid)
             renamed[o.objectID] = id
@@ -230,7 +238,7 @@ extension ManagedObjectContext {
                     guard case .joinTable(let t, let forward) = model.storage(of: r, in: e), let edits = joinEdits[t] else { continue }
                     for pair in edits.keys {
                         let id = forward ? pair.source : pair.target
-                        if !id.isTemporary { joinUpdates[id, default: []].insert(r.name) }
+                        if !id.isTemporary && registered(id)?.isNew != true { joinUpdates[id, default: []].insert(r.name) }
                     }
                 }
             }

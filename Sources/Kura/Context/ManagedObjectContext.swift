@@ -198,9 +198,28 @@ public final class ManagedObjectContext {
         }
     }
 
+    /// The context this one saves into (Core Data's `parent`); nil for a
+    /// context that saves to the store. See Context+Parent.swift.
+    public let parent: ManagedObjectContext?
+
     init(container: PersistentContainer) {
         ownedContainer = container
         borrowedContainer = container
+        parent = nil
+    }
+
+    /// A child context of `parent` (Context+Parent.swift): it keeps its
+    /// parent (and so the container) alive.
+    ///
+    /// Thread rules: use it on its parent's thread or actor, as the parent
+    /// (Kura contexts are not `Sendable`; a child reads and pushes into its
+    /// parent directly).
+    public init(parent: ManagedObjectContext) {
+        let c = parent.container
+        ownedContainer = c
+        borrowedContainer = c
+        self.parent = parent
+        mergePolicy = parent.mergePolicy
     }
 
     /// A context that does not keep `container` alive (the view context,
@@ -208,11 +227,22 @@ public final class ManagedObjectContext {
     init(borrowing container: PersistentContainer) {
         ownedContainer = nil
         borrowedContainer = container
+        parent = nil
     }
 
     deinit { finishStreams() }
 
-    var database: Database { container.database }
+    /// The container's open store, resolved once it is loaded (then kept:
+    /// no lock per access; PersistentContainer+Loading.swift).
+    private var cachedStore: LoadedStore?
+    var store: LoadedStore {
+        if let s = cachedStore { return s }
+        let s = container.storeSlot.current
+        if s.isLoaded { cachedStore = s }
+        return s
+    }
+
+    var database: Database { store.database }
     var model: ManagedObjectModel { container.model }
 
     // MARK: State
@@ -227,7 +257,7 @@ public final class ManagedObjectContext {
     /// Saved objects with unsaved changes.
     public var updatedObjects: [ManagedObject] { touchedOrder.filter { !$0.isDeleted && $0.hasChangedValues } }
     /// Objects deleted and not yet saved (inserted-then-deleted ones excluded).
-    public var deletedObjects: [ManagedObject] { deleted.filter { !$0.objectID.isTemporary } }
+    public var deletedObjects: [ManagedObject] { deleted.filter { !$0.isNew } }
 
     /// Objects this context holds now (clean ones only while something else
     /// references them).
@@ -266,6 +296,7 @@ public final class ManagedObjectContext {
         for a in o.entity.attributes {
             o.values[a.name] = a.defaultValue.map { a.type.stored($0) } ?? .null
         }
+        o.isNew = true
         inserted.append(o)
         track(o, as: o.objectID)
         noteInserted(o)
@@ -289,13 +320,24 @@ public final class ManagedObjectContext {
     /// entity (IDs the context made from rows), sparing the read.
     func object(with id: ManagedObjectID, canonical: Bool) throws(KuraError) -> ManagedObject {
         if let o = registered(id) { return o }
+        if id.isTemporary, let parent, parent.knows(id) {
+            // An object the parent (or an ancestor) inserted: this context's
+            // instance, loaded from the parent's on first access.
+            return registerFault(id)
+        }
         guard !id.isTemporary else {
             _ = try model.entity(id.entityName)
             throw KuraError(.invalidArgument, "\(id) is a temporary ID of another context; save that context first")
         }
         let id = canonical ? id : try canonicalID(id)
         if let o = registered(id) { return o }
-        let e = try model.entity(id.entityName)
+        _ = try model.entity(id.entityName)
+        return registerFault(id)
+    }
+
+    /// Registers a fault for `id`, whose entity the model has.
+    func registerFault(_ id: ManagedObjectID) -> ManagedObject {
+        guard let e = model.entitiesByName[id.entityName] else { preconditionFailure("entity \(id.entityName) is not in the model (callers check; a Kura bug)") }
         let o = e.objectClass.init(entity: e, objectID: id)
         o.managedObjectContext = self
         o.isFault = true
@@ -318,6 +360,11 @@ public final class ManagedObjectContext {
     /// (`fetchBatchSize`) loads its whole batch in one read.
     func load(_ o: ManagedObject) throws(KuraError) {
         guard o.isFault else { return }
+        if let parent {
+            batchGroups[o.objectID] = nil
+            try loadFromParent(o, parent)
+            return
+        }
         if let group = batchGroups[o.objectID] {
             try loadBatch(group)
             if !o.isFault { return }
@@ -337,6 +384,10 @@ public final class ManagedObjectContext {
     func loadBatch(_ group: BatchGroup) throws(KuraError) {
         let faults = group.ids.compactMap { registered($0) }.filter(\.isFault)
         for id in group.ids { batchGroups[id] = nil }
+        if parent != nil {
+            for o in faults { try load(o) }
+            return
+        }
         guard let first = faults.first else { return }
         let rows = try read { tx throws(KuraError) -> [[Value]?] in
             var t = try tx.table(first.entity.hierarchy.table)
@@ -399,7 +450,7 @@ public final class ManagedObjectContext {
     }
 
     func layout(of e: EntityDescription) -> RowLayout {
-        guard let l = container.layouts[e.name] else {
+        guard let l = store.layouts[e.name] else {
             preconditionFailure("entity \(e.name) is not in the container's model (a Kura bug)")
         }
         return l
@@ -427,7 +478,7 @@ public final class ManagedObjectContext {
     func willChange(_ o: ManagedObject, key: String) {
         noteUpdated(o, key)
         if undo != nil { recordUndo(o, key: key) }
-        guard !o.objectID.isTemporary, touched[ObjectIdentifier(o)] == nil else { return }
+        guard !o.isNew, touched[ObjectIdentifier(o)] == nil else { return }
         touched[ObjectIdentifier(o)] = o
         touchedOrder.append(o)
     }
@@ -495,7 +546,7 @@ public final class ManagedObjectContext {
             o.managedObjectContext = nil
             noteDeleted(o)
         }
-        for o in touchedOrder + deleted where !o.objectID.isTemporary {
+        for o in touchedOrder + deleted where !o.isNew {
             var keys = Set<String>()
             if let saved = o.savedValues {
                 keys = o.differingKeys(values: saved, toOne: o.savedToOne)
@@ -557,7 +608,7 @@ public final class ManagedObjectContext {
     /// - Throws: `.notFound` if the object was deleted in the store; engine
     ///   read errors.
     public func refresh(_ object: ManagedObject, mergeChanges: Bool = true) throws(KuraError) {
-        guard !object.objectID.isTemporary else { return }
+        guard !object.isNew else { return }
         let wasFault = object.isFault
         let before = (object.values, object.toOne)
         defer {

@@ -111,7 +111,7 @@ extension ManagedObjectContext {
         try drainInbox()
         processPendingChanges()
         let e = try model.entity(request.entityName)
-        if request.predicate == nil && request.fetchOffset == 0 && (request.fetchLimit ?? 0) == 0 && !hasPendingChanges(e, request)
+        if parent == nil && request.predicate == nil && request.fetchOffset == 0 && (request.fetchLimit ?? 0) == 0 && !hasPendingChanges(e, request)
             && model.entityFilter(e, includingSubentities: request.includesSubentities) == nil {
             return try read { tx throws(KuraError) in try tx.rowCount(try tx.table(e.hierarchy.table)) }
         }
@@ -241,6 +241,7 @@ extension ManagedObjectContext {
             throw KuraError(.invalidArgument, "fetch offset and limit must not be negative")
         }
         let limit = (request.fetchLimit ?? 0) > 0 ? request.fetchLimit : nil
+        if let parent { return try childMatching(request, e, limit: limit, parent: parent) }  // Context+Parent.swift
         let pushable = request.predicate.map { Self.onlyAttributes($0, e) } ?? true
         let sortable = request.sortDescriptors.allSatisfy { e.attributesByName[$0.column] != nil }
         var result = Matches()

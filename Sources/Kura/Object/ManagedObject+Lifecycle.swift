@@ -85,7 +85,7 @@ extension ManagedObjectContext {
         func pending() -> [ManagedObject] {
             // Objects whose to-many relationships changed are saved too (as
             // in Core Data), though only the other side's rows change.
-            let relinked = notices.toManyTouched.values.filter { $0.managedObjectContext === self && !$0.isDeleted && !$0.objectID.isTemporary && !$0.hasChangedValues }
+            let relinked = notices.toManyTouched.values.filter { $0.managedObjectContext === self && !$0.isDeleted && !$0.isNew && !$0.hasChangedValues }
             return inserted.filter { !$0.isDeleted } + updatedObjects + deletedObjects + relinked
         }
         for _ in 0..<Self.maximumWillSavePasses {
@@ -106,7 +106,7 @@ extension ManagedObjectContext {
     func hookProblems(_ objects: [ManagedObject], deleted: [ManagedObject]) -> [String] {
         var problems: [String] = []
         for o in objects {
-            let isNew = o.objectID.isTemporary
+            let isNew = o.isNew
             for a in o.entity.attributes {
                 let v = o.values[a.name] ?? .null
                 if isNew ? v.isNull : o.savedValues?[a.name] == v { continue }

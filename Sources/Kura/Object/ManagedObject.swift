@@ -64,6 +64,12 @@ open class ManagedObject: CustomStringConvertible {
     var deferredErrors: [KuraError] = []
     /// Set by `delete`.
     public internal(set) var isDeleted = false
+    /// Whether the object was inserted in its context and not yet saved (to
+    /// the store, or pushed to a parent context). Not the same as a temporary
+    /// ID: `obtainPermanentIDs` gives an inserted object its store ID early,
+    /// and a child context sees its parent's inserted objects (temporary IDs)
+    /// as objects it did not insert.
+    var isNew = false
     /// The row's version when this context last read or saved it (the store's
     /// `_version` column); `save` compares it with the stored one.
     var version: Int64 = 0
@@ -161,7 +167,7 @@ open class ManagedObject: CustomStringConvertible {
     open func validateForDelete() throws(KuraError) {}
 
     /// Whether the object was inserted and not yet saved.
-    public var isInserted: Bool { objectID.isTemporary && !isDeleted }
+    public var isInserted: Bool { isNew && !isDeleted }
     /// Whether the object has unsaved changes to saved values.
     public var isUpdated: Bool { !isInserted && !isDeleted && hasChangedValues }
     /// Whether the object has unsaved changes of any kind.

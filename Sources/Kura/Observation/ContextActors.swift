@@ -28,6 +28,15 @@
 // sees the background saves in the view context and its observers have heard
 // of them.
 //
+// Synchronous work (Core Data's performAndWait): a BackgroundContext runs its
+// jobs on a serial dispatch queue of its own (its actor executor,
+// `QueueExecutor`), so `performAndWait` can run a closure on that queue with
+// `queue.sync` and be on the actor (checkIsolated says so), blocking the
+// caller until it is done. Called from the queue itself (from inside a
+// `perform`), it runs the closure at once instead of deadlocking. A plain
+// context has no queue: its `performAndWait` runs the closure on the calling
+// thread, which must be the context's.
+//
 // No cycles: the container keeps its view context, which does not keep the
 // container (ManagedObjectContext.init(borrowing:)); push closures hold the
 // view context's slot or the BackgroundContext weakly.
@@ -137,10 +146,37 @@ public actor BackgroundContext {
     /// The container the context works on.
     public nonisolated let container: PersistentContainer
     private let context: ManagedObjectContext
+    private nonisolated let executor = QueueExecutor()
+
+    /// The actor's jobs run on its own serial queue (see the header comment).
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
     init(container: PersistentContainer) {
         self.container = container
         context = ManagedObjectContext(container: container)
+    }
+
+    /// Runs `body` with the context on this actor, blocking the calling
+    /// thread until it returns (Core Data's `performAndWait`). Called from
+    /// inside this actor's own work (a `perform` body), it runs at once.
+    ///
+    /// Thread rules: callable from any thread; do not call it from a thread
+    /// the work waits for (the main thread while `body` waits for the main
+    /// actor) — that deadlocks, as in Core Data. Unlike ``perform(_:)``, it
+    /// does not wait for the view context to merge what `body` saved.
+    ///
+    /// - Throws: what `body` throws; changes it made stay in the context.
+    public nonisolated func performAndWait<T: Sendable, E: Error>(_ body: sending (ManagedObjectContext) throws(E) -> T) throws(E) -> T {
+        // `body` runs once, on the actor's queue, while the calling thread
+        // waits in `queue.sync` (or is that queue): never two threads at once.
+        nonisolated(unsafe) let work = body
+        func run() -> Result<T, E> {
+            assumeIsolated { actor -> Result<T, E> in
+                do throws(E) { return .success(try work(actor.context)) } catch { return .failure(error) }
+            }
+        }
+        let result = executor.isCurrent ? run() : executor.queue.sync { run() }
+        return try result.get()
     }
 
     /// Runs `body` with the context on this actor and returns its result
@@ -164,4 +200,45 @@ public actor BackgroundContext {
     }
 
     private func mergePushed() { context.mergePushed() }
+}
+
+/// A serial executor on a dispatch queue (a BackgroundContext's).
+final class QueueExecutor: SerialExecutor, @unchecked Sendable {
+    // @unchecked Sendable: `queue` and `key` are immutable; DispatchQueue is thread-safe.
+    let queue: DispatchQueue
+    private let key = DispatchSpecificKey<UInt8>()
+
+    init() {
+        queue = DispatchQueue(label: "kura.background-context")
+        queue.setSpecific(key: key, value: 1)
+    }
+
+    /// Whether the calling code runs on this executor's queue.
+    var isCurrent: Bool { DispatchQueue.getSpecific(key: key) != nil }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let unowned = UnownedJob(job)
+        let executor = asUnownedSerialExecutor()
+        queue.async { unowned.runSynchronously(on: executor) }
+    }
+
+    func asUnownedSerialExecutor() -> UnownedSerialExecutor { UnownedSerialExecutor(ordinary: self) }
+
+    func checkIsolated() {
+        dispatchPrecondition(condition: .onQueue(queue))
+    }
+}
+
+extension ManagedObjectContext {
+    /// Runs `body` now, on the calling thread, and returns its result (Core
+    /// Data's `performAndWait`, for code written against Core Data). A plain
+    /// context is confined to the thread that uses it, so this is that
+    /// thread; the ``PersistentContainer/viewContext``'s is the main actor.
+    /// A ``BackgroundContext`` has its own ``BackgroundContext/performAndWait(_:)``
+    /// that runs on its queue.
+    ///
+    /// - Throws: what `body` throws; changes it made stay in the context.
+    public func performAndWait<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        try body()
+    }
 }

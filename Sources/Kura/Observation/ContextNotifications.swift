@@ -248,13 +248,16 @@ extension ManagedObjectContext {
     }
 
     /// Posts a save's result to this context's observers and the container's.
-    func postDidSave(_ note: ContextDidSave) {
+    /// Posts a did-save to this context's observers and, unless
+    /// `toContainer` is false (a child context's push, which reached no
+    /// store: Context+Parent.swift), to the container's (other contexts merge it).
+    func postDidSave(_ note: ContextDidSave, toContainer: Bool = true) {
         guard !note.isEmpty else { return }
         for (_, handler) in notices.saveObservers { handler(note) }
         for (id, c) in notices.saveStreams {
             if case .terminated = c.yield(note) { notices.saveStreams[id] = nil }
         }
-        container.saveBroadcaster.post(note)
+        if toContainer { container.saveBroadcaster.post(note) }
     }
 
     /// Ends the async sequences (the context is going away).

@@ -33,7 +33,8 @@ extension PersistentContainer {
     /// has processed. Later tokens stay valid. Returns how many were deleted.
     @discardableResult
     public func purgeHistory(through token: HistoryToken) throws(KuraError) -> Int {
-        try typed { try database.write { tx in try PersistentHistoryStore.purge(tx, through: token) } }
+        try refuseWritesIfReadOnly("purge the persistent history")
+        return try typed { try database.write { tx in try PersistentHistoryStore.purge(tx, through: token) } }
     }
 
     private func typed<T>(_ body: () throws -> T) throws(KuraError) -> T {

@@ -315,7 +315,7 @@ extension ManagedObjectContext {
         var byEntity: [String: [ManagedObject]] = [:]
         for u in registry.values {
             let o = u.takeUnretainedValue()
-            guard !o.isFault, !o.objectID.isTemporary, o.managedObjectContext === self else { continue }
+            guard !o.isFault, !o.isNew, o.managedObjectContext === self else { continue }
             byEntity[o.entity.name, default: []].append(o)
         }
         guard !byEntity.isEmpty else { return }

@@ -177,6 +177,16 @@ final class PosixFile: StorageFile, @unchecked Sendable {
         }
     }
 
+    func isLinked(at path: String) throws(KuraError) -> Bool {
+        var mine = stat(), there = stat()
+        if fstat(fd, &mine) != 0 { throw posixError(errno, "fstat", self.path) }
+        if stat(path, &there) != 0 {
+            if errno == ENOENT { return false }
+            throw posixError(errno, "stat", path)
+        }
+        return mine.st_dev == there.st_dev && mine.st_ino == there.st_ino
+    }
+
     func close() {
         stateLock.withLock {
             if fd >= 0 { _ = systemClose(fd) }

@@ -14,6 +14,9 @@
 //                         exclusive while it checkpoints (copies the WAL back and
 //                         resets it), so no other process reads the WAL then
 //     createLockByte      exclusive while a new file's first page is written
+//     openLockByte        shared by every connection from open to close;
+//                         exclusive while a store is destroyed, which is refused
+//                         when another connection holds it (Database+Destroy.swift)
 //
 // On Linux, locks belong to the handle (not the process), so two connections in
 // one process exclude each other exactly as two processes do. Darwin has only
@@ -24,6 +27,7 @@ public enum LockByte: Int64, Sendable, CaseIterable {
     case writer = 0x7FFF_0000
     case reader = 0x7FFF_0001
     case create = 0x7FFF_0002
+    case open = 0x7FFF_0003
 }
 
 /// Kind of advisory lock.
@@ -65,6 +69,15 @@ public protocol StorageFile: AnyObject, Sendable {
     func unlock(_ byte: LockByte)
     /// Closes the handle, releasing its locks. Further calls throw `.misuse`.
     func close()
+    /// Whether `path` still names the file this handle has open (false once the
+    /// file was removed or replaced at that path). The corresponding C
+    /// functions are `fstat` and `stat`, comparing device and inode.
+    func isLinked(at path: String) throws(KuraError) -> Bool
+}
+
+extension StorageFile {
+    /// Files that cannot be unlinked under an open handle (in memory): always true.
+    public func isLinked(at path: String) throws(KuraError) -> Bool { true }
 }
 
 /// Opens and removes files by path: the seam where tests put an in-memory or

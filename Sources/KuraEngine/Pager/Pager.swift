@@ -31,6 +31,8 @@
 //     writing --checkpoint--> checkpointing (reader byte exclusive) --> writing
 //     reading --endTransaction (last one)--> idle
 //
+// The open byte is held shared from init (openHoldingOpenLock) to close.
+//
 // Lock order inside a process: writerMutex -> txnLock -> fileLock -> state.
 
 #if canImport(Glibc)
@@ -113,7 +115,7 @@ final class Pager: @unchecked Sendable {
         self.durability = durability
         self.busyTimeout = busyTimeout
         self.checkpointThreshold = max(checkpointThreshold, 1)
-        let file = try fs.open(path, create: create)
+        let file = try Pager.openHoldingOpenLock(path, fs, create: create, busyTimeout: busyTimeout)
         self.file = file
         var success = false
         defer { if !success { file.close() } }
@@ -203,6 +205,27 @@ final class Pager: @unchecked Sendable {
         let size = try log.size()
         guard size > 0 else { return }
         throw KuraError(.corrupt, "the store file is empty but its log \(path)-wal holds \(size) bytes, which may be committed data of a store that was truncated or deleted; restore the store file, or move the log away to start a new store here", path: path)
+    }
+
+    /// Opens the store file and takes its open byte shared, held until the
+    /// connection closes (FORMAT.md, "Concurrency and locks"): a destroy
+    /// (Database+Destroy.swift) takes it exclusively and is refused while any
+    /// connection holds it. A connection that waited while a destroy removed
+    /// the files finds its handle's file no longer at `path` and opens the
+    /// path again (a few times, then `.busy`).
+    private static func openHoldingOpenLock(_ path: String, _ fs: FileSystem, create: Bool, busyTimeout: Double) throws(KuraError) -> StorageFile {
+        for _ in 0..<8 {
+            let file = try fs.open(path, create: create)
+            do {
+                try waitForLock(file, .open, .shared, timeout: busyTimeout, what: "open the store (it is being destroyed)")
+                if try file.isLinked(at: path) { return file }
+            } catch {
+                file.close()
+                throw error
+            }
+            file.close()
+        }
+        throw KuraError(.busy, "the store was destroyed and created again repeatedly while this connection opened it; retry", path: path)
     }
 
     static func waitForLock(_ file: StorageFile, _ byte: LockByte, _ mode: LockMode, timeout: Double, what: String) throws(KuraError) {
@@ -562,6 +585,37 @@ final class Pager: @unchecked Sendable {
             return true
         }
         return done ?? false
+    }
+
+    /// Removes the store file and its log if no other connection has the store
+    /// open, then closes this connection (Database+Destroy.swift). Decided
+    /// under the open byte: this handle's shared hold is converted to
+    /// exclusive, which fails while any other handle (connection) holds it.
+    ///
+    /// - Throws: `.busy` if another connection has the store open or this one
+    ///   is inside a transaction (nothing is removed, the connection stays
+    ///   open); `.misuse` if closed; `.io` if a file cannot be removed.
+    func destroyFiles(_ fs: FileSystem) throws(KuraError) {
+        try txnLock.withLock { () throws(KuraError) in
+            if closed { throw KuraError(.misuse, "database is closed", path: path) }
+            guard openTransactions == 0 else {
+                throw KuraError(.busy, "cannot destroy the store from inside one of its transactions", path: path)
+            }
+            guard try file.lock(.open, .exclusive) else {
+                throw KuraError(.busy, "cannot destroy the store: another connection (in this process or another) has it open; close it there first", path: path)
+            }
+            guard try file.isLinked(at: path) else {
+                _ = try file.lock(.open, .shared)
+                throw KuraError(.busy, "cannot destroy the store: the file at this path is no longer the one this connection opened", path: path)
+            }
+            // The log first: a store file without its log is never mistaken
+            // for one whose log holds commits (refuseOrphanedLog).
+            try fs.remove(path + "-wal")
+            try fs.remove(path)
+            closed = true
+        }
+        file.close()
+        walFile.close()
     }
 
     /// Closes the files. Checkpoints first when possible.
