@@ -34,6 +34,16 @@ final class TQCourse: ManagedObject {
     @ToMany("students") var students: [TQStudent]
 }
 
+class TQRegion: ManagedObject {
+    @Managed("code") var code: Int16
+}
+
+final class TQCountry: TQRegion {
+    @Managed("capital") var capital: String?
+}
+
+final class TQContinent: TQRegion {}
+
 @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
 final class TypedQueryTests: XCTestCase {
     static func model() throws -> ManagedObjectModel {
@@ -133,6 +143,8 @@ final class TypedQueryTests: XCTestCase {
         try check(#Predicate<TQStudent> { ($0.record?.grade ?? 0) > 60 }, "record.grade > 60")
         try check(#Predicate<TQStudent> { ($0.record?.grade ?? 100) > 60 }, "record.grade > 60 OR record == nil")
         try check(#Predicate<TQStudent> { $0.record!.grade < 60 }, "record.grade < 60")
+        try check(#Predicate<TQStudent> { $0.record?.grade != 54 }, "record.grade != 54")
+        try check(#Predicate<TQStudent> { ($0.nickname ?? "") == "" }, "nickname == nil OR nickname == ''")
     }
 
     func testToManyAndArithmetic() throws {
@@ -198,9 +210,47 @@ final class TypedQueryTests: XCTestCase {
     func testIndexedTypedQueryUsesTheIndex() throws {
         let p = try KuraPredicate(#Predicate<TQStudent> { $0.age == 19 }, model: model)
         let plan = try container.database.read { tx in try tx.explain(TableQuery("TQStudent", where: p)) }
-        XCTAssertTrue(plan.lowercased().contains("index"), plan)
-        XCTAssertFalse(plan.lowercased().contains("full scan"), plan)
+        XCTAssertTrue(plan.contains("search index"), plan)
+        XCTAssertFalse(plan.contains("scan table"), plan)
+        let formatPlan = try container.database.read { tx in try tx.explain(TableQuery("TQStudent", where: KuraPredicate(format: "age == 19"))) }
+        XCTAssertEqual(plan, formatPlan)
         let typed = try context.fetch(FetchRequest(TQStudent.self, in: model, where: #Predicate<TQStudent> { $0.age == 19 }))
         XCTAssertEqual(Set(typed.map(\.age)), [19])
+    }
+
+    func testTypeChecksAndCastsOverAnEntityHierarchy() throws {
+        let model = try ManagedObjectModel {
+            EntityDescription("TQRegion", abstract: true, class: TQRegion.self) {
+                AttributeDescription("code", .int16, default: 0)
+            }
+            EntityDescription("TQCountry", parent: "TQRegion", class: TQCountry.self) {
+                AttributeDescription("capital", .string)
+            }
+            EntityDescription("TQContinent", parent: "TQRegion", class: TQContinent.self) {}
+        }
+        let container = try PersistentContainer.inMemory(model: model)
+        let context = container.newContext()
+        for i in 0..<6 {
+            if i % 2 == 0 {
+                let c = try context.insert(TQCountry.self)
+                c.code = Int16(i)
+                c.capital = i == 0 ? nil : "City\(i)"
+            } else {
+                try context.insert(TQContinent.self).code = Int16(i)
+            }
+        }
+        try context.save()
+        func ids(_ p: KuraPredicate) throws -> [String] {
+            try context.fetchObjectIDs(FetchRequest<TQRegion>(entityName: "TQRegion", predicate: p)).map(\.uriRepresentation).sorted()
+        }
+        let isCountry = try ids(KuraPredicate(#Predicate<TQRegion> { $0 is TQCountry }, model: model))
+        XCTAssertEqual(isCountry, try ids(KuraPredicate(format: "entity.name == 'TQCountry'")))
+        XCTAssertEqual(isCountry.count, 3)
+        let capital = try ids(KuraPredicate(#Predicate<TQRegion> { ($0 as? TQCountry)?.capital == "City2" }, model: model))
+        XCTAssertEqual(capital, try ids(KuraPredicate(format: "entity.name == 'TQCountry' AND capital == 'City2'")))
+        XCTAssertEqual(capital.count, 1)
+        let noCapital = try ids(KuraPredicate(#Predicate<TQRegion> { ($0 as? TQCountry)?.capital == nil }, model: model))
+        XCTAssertEqual(noCapital, try ids(KuraPredicate(format: "entity.name == 'TQContinent' OR capital == nil")))
+        XCTAssertEqual(noCapital.count, 4)
     }
 }

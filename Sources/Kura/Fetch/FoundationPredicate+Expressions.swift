@@ -152,6 +152,24 @@ extension PredicateExpressions.OptionalFlatMap: KuraTranslatable {
         t.bindings[variable.key] = .alias(w)
         return try t.expression(transform)
     }
+
+    /// With a wrapped value that has alternatives (`($0 as? Country)?.name`):
+    /// the transform of each non-nil one, nil for the nil ones.
+    func kuraAlternatives(_ t: inout FoundationPredicateTranslator) throws(KuraError) -> KuraAlternatives {
+        var out: KuraAlternatives = []
+        for w in try t.alternatives(wrapped) {
+            if w.value == .constant(.null) {
+                out.append(w)
+                continue
+            }
+            t.bindings[variable.key] = .alias(w.value)
+            for r in try t.alternatives(transform) {
+                let guards = [w.guard, r.guard].compactMap { $0 }
+                out.append((guards.isEmpty ? nil : FoundationPredicateTranslator.and(guards), r.value))
+            }
+        }
+        return out
+    }
 }
 
 @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
@@ -366,5 +384,35 @@ extension PredicateExpressions.RangeExpressionContains: KuraTranslatable {
         if b.closed { return .comparison(KuraComparison(x, .between, .aggregate([b.lower, b.upper]))) }
         return .and([.comparison(KuraComparison(x, .greaterThanOrEqualTo, b.lower)),
                      .comparison(KuraComparison(x, .lessThan, b.upper))])
+    }
+}
+
+// MARK: Types (entity inheritance)
+
+@available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
+extension FoundationPredicateTranslator {
+    /// `x is D`: `x.entity.name IN {entities whose class is D or a subclass}`
+    /// (FALSEPREDICATE when no entity's class is one).
+    mutating func typeCheck<D>(_ input: Any, _ d: D.Type) throws(KuraError) -> KuraPredicate {
+        let base = try expression(input)
+        let names = model.entities.filter { $0.objectClass is D.Type }.map(\.name).sorted()
+        if names.isEmpty { return .falsePredicate }
+        return .comparison(KuraComparison(base.appending(["entity", "name"]), .in, .aggregate(names.map { .constant(.text($0)) })))
+    }
+}
+
+@available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
+extension PredicateExpressions.TypeCheck: KuraTranslatable {
+    func kuraPredicate(_ t: inout FoundationPredicateTranslator) throws(KuraError) -> KuraPredicate {
+        try t.typeCheck(input, Desired.self)
+    }
+}
+
+@available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
+extension PredicateExpressions.ConditionalCast: KuraTranslatable {
+    /// `x as? D` in a comparison: x where `x is D`, nil elsewhere.
+    func kuraAlternatives(_ t: inout FoundationPredicateTranslator) throws(KuraError) -> KuraAlternatives {
+        let check = try t.typeCheck(input, Desired.self)
+        return [(check, try t.expression(input)), (.not(check), .constant(.null))]
     }
 }

@@ -34,8 +34,10 @@
 //   $0.flag (a Bool)                    flag == TRUE
 //   c ? p : q (as a condition)          (c AND p) OR (NOT c AND q)
 //   x! (forced unwrap)                  x (a nil compares false instead of trapping)
+//   $0 is Country                       entity.name IN {"Country", <its subentities>}
+//   ($0 as? Country)?.a == x            (entity.name IN {...} AND a == x) OR (NOT ... AND nil == x)
 // Not supported (thrown `.unsupported` naming the construct): filter, regexes,
-// subscripts, min()/max(), type casts, nested predicate evaluation, String.count,
+// subscripts, min()/max(), nested predicate evaluation, String.count,
 // and whatever Foundation adds later. `localizedStandardContains` and
 // `caseInsensitiveCompare` are Darwin-only in Foundation, so they fall in this
 // group too (use `localizedLowercase.contains(...)`).
