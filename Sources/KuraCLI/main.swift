@@ -28,6 +28,10 @@ let usage = """
                                   [--offset N] [--count] [--json]
       explain STORE ENTITY [PREDICATE] ...   the plan of the same query
 
+    generate:
+      codegen MODEL [--output DIR | --stdout] [--name NAME]
+                                  Swift classes for an Xcode model or a store
+
     demo:
       demo [--keep PATH]          the Core Data-style Student/Record program, step by step
 
@@ -72,6 +76,7 @@ case "explain": status = ExplainCommand.run(arguments)
 case "import": status = ImportCommand.run(arguments)
 case "checkpoint": status = CheckpointCommand.run(arguments)
 case "compact": status = CompactCommand.run(arguments)
+case "codegen": status = CodegenCommand.run(arguments)
 case "--help", "-h", "help":
     print(usage)
     status = ExitCode.ok

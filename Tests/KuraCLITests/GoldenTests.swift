@@ -337,7 +337,7 @@ final class GoldenTests: XCTestCase {
 
     func testHelpForEveryCommand() throws {
         for c in ["info", "pages", "page", "wal", "check", "stats", "schema", "dump", "query", "explain", "import",
-                  "checkpoint", "compact", "tour"] {
+                  "checkpoint", "compact", "tour", "codegen"] {
             let r = try kura([c, "--help"])
             XCTAssertEqual(r.status, 0, c)
             XCTAssertTrue(r.stdout.contains("usage: kura \(c)"), c)

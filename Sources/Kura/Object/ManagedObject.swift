@@ -76,6 +76,9 @@ open class ManagedObject: CustomStringConvertible {
     /// The last error a non-throwing accessor of this object met (see the
     /// failure channel above); nil once the object's values load again.
     public internal(set) var readError: KuraError?
+    /// Set only on the probe objects of ModelKeyPath.swift: typed property
+    /// getters then record their key there instead of reading a value.
+    var keyPathProbe: KeyPathProbe?
 
     /// Records an error a non-throwing accessor met: on the object and, if it
     /// has a context, as the context's pending error (the first one is kept).

@@ -11,6 +11,7 @@
 // instance), so `student.name` reads and writes the same state as
 // `student["name"]`. A typed write that the attribute rejects (an Int16 out of
 // range) is not applied and is reported by the next save, like a subscript write.
+// On a key-path probe (ModelKeyPath.swift) the getters only record their key.
 
 import Foundation
 
@@ -89,7 +90,10 @@ public struct Managed<Value: AttributeValueConvertible> {
     public static subscript<Object: ManagedObject>(_enclosingInstance object: Object,
                                                     wrapped wrappedKeyPath: ReferenceWritableKeyPath<Object, Value>,
                                                     storage storageKeyPath: ReferenceWritableKeyPath<Object, Self>) -> Value {
-        get { Value.fromAttribute(object.typedAttribute(object[keyPath: storageKeyPath].key)) }
+        get {
+            if let probe = object.keyPathProbe { probe.keys.append(object[keyPath: storageKeyPath].key); return Value.fromAttribute(nil) }
+            return Value.fromAttribute(object.typedAttribute(object[keyPath: storageKeyPath].key))
+        }
         set { object[object[keyPath: storageKeyPath].key] = newValue.attributeValue }
     }
 }
@@ -110,7 +114,10 @@ public struct ToOne<Target: ManagedObject> {
     public static subscript<Object: ManagedObject>(_enclosingInstance object: Object,
                                                     wrapped wrappedKeyPath: ReferenceWritableKeyPath<Object, Target?>,
                                                     storage storageKeyPath: ReferenceWritableKeyPath<Object, Self>) -> Target? {
-        get { object[object[keyPath: storageKeyPath].key] as? Target }
+        get {
+            if let probe = object.keyPathProbe { probe.keys.append(object[keyPath: storageKeyPath].key); return probe.object(Target.self) }
+            return object[object[keyPath: storageKeyPath].key] as? Target
+        }
         set { object[object[keyPath: storageKeyPath].key] = newValue }
     }
 }
@@ -133,7 +140,10 @@ public struct ToMany<Target: ManagedObject> {
     public static subscript<Object: ManagedObject>(_enclosingInstance object: Object,
                                                     wrapped wrappedKeyPath: ReferenceWritableKeyPath<Object, [Target]>,
                                                     storage storageKeyPath: ReferenceWritableKeyPath<Object, Self>) -> [Target] {
-        get { ((object[object[keyPath: storageKeyPath].key] as? ObjectList)?.objects ?? []).compactMap { $0 as? Target } }
+        get {
+            if let probe = object.keyPathProbe { probe.keys.append(object[keyPath: storageKeyPath].key); return [] }
+            return ((object[object[keyPath: storageKeyPath].key] as? ObjectList)?.objects ?? []).compactMap { $0 as? Target }
+        }
         set { object[object[keyPath: storageKeyPath].key] = newValue as [ManagedObject] }
     }
 }
