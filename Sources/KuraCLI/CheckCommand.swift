@@ -39,12 +39,32 @@ enum CheckCommand {
                 }
             }
             defer { store.close() }
-            let r = StoreWalker(store, limit: limit).run()
+            var r = StoreWalker(store, limit: limit).run()
+            if r.problemCount == 0 { checkExternalFiles(path, limit: limit, into: &r) }
             let tables = r.objects.filter { $0.kind == "table" }
             let summary = "\(store.pageCount) pages of \(store.pageSize) bytes, \(tables.count) tables, " +
                 "\(r.objects.filter { $0.kind == "index" }.count) indexes, \(tables.reduce(0) { $0 + $1.entries }) rows, \(r.freePages) free pages"
             report(path: path, summary: summary, problems: r.problems.map { ($0.page, $0.message) }, total: r.problemCount, json: a.has("json"))
             return r.problemCount == 0 ? ExitCode.ok : ExitCode.problems
+        }
+    }
+
+    /// External values (FORMAT.md, "External values"): references to missing
+    /// or damaged files, and orphan files. Checked through the engine on a
+    /// read-only connection, only when the pages are sound.
+    static func checkExternalFiles(_ path: String, limit: Int, into r: inout Inspection) {
+        guard PosixFileSystem().exists(path + "-external") else { return }
+        var o = Database.Options()
+        o.fileSystem = ReadOnlyFileSystem()
+        o.createIfMissing = false
+        do {
+            let db = try Database(path: path, options: o)
+            let problems = try db.read { tx in try tx.checkExternalValues(limit: limit) }
+            r.problems += problems.prefix(max(limit - r.problems.count, 0))
+            r.problemCount += problems.count
+        } catch {
+            r.problems.append(IntegrityProblem(page: 0, message: "external values could not be checked: \((error as? KuraError)?.message ?? "\(error)")"))
+            r.problemCount += 1
         }
     }
 

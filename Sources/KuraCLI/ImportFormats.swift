@@ -244,7 +244,7 @@ enum ImportReader {
             case .date:
                 guard let d = parseISODate(t.trimmingCharacters(in: .whitespaces)) else { throw mismatch("'\(t)', not an ISO 8601 date") }
                 return .double(d)
-            case .blob:
+            case .blob, .external:
                 guard let bytes = parseHex(t) else { throw mismatch("'\(t)', not hex bytes") }
                 return .blob(bytes)
             }
@@ -261,7 +261,7 @@ enum ImportReader {
             case (.string(let s), .date):
                 guard let d = parseISODate(s) else { throw mismatch("\"\(s)\", not an ISO 8601 date") }
                 return .double(d)
-            case (.string(let s), .blob):
+            case (.string(let s), .blob), (.string(let s), .external):
                 guard let bytes = parseHex(s) else { throw mismatch("\"\(s)\", not hex bytes") }
                 return .blob(bytes)
             default:
@@ -277,7 +277,7 @@ enum ImportReader {
         case .text: return "strings"
         case .bool: return "booleans"
         case .date: return "dates"
-        case .blob: return "blobs"
+        case .blob, .external: return "blobs"
         }
     }
 

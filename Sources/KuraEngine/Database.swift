@@ -41,6 +41,11 @@ public final class Database: Sendable {
         public var checkpointThreshold: Int = 1000
         /// Create the file if it does not exist.
         public var createIfMissing = true
+        /// Values of `external` columns of at least this many bytes are stored
+        /// in files beside the store (FORMAT.md, "External values"); smaller
+        /// ones stay in the record. Core Data documents no threshold; Kura's
+        /// default is 128 KiB.
+        public var externalThreshold: Int = 128 << 10
         /// Where files live; `PosixFileSystem()` by default.
         public var fileSystem: any FileSystem = PosixFileSystem()
 
@@ -57,6 +62,8 @@ public final class Database: Sendable {
     let gate = TransactionGate()
     /// The commit watcher, once someone observes commits.
     let watcherSlot = CommitWatcherSlot()
+    /// Whether this connection swept orphaned external files yet.
+    let externalState = ExternalState()
 
     /// Opens the store at `path`, creating it if missing (unless
     /// `options.createIfMissing` is false). Recovers committed transactions from
@@ -122,7 +129,11 @@ public final class Database: Sendable {
         defer { pager.endWrite(snapshot, checkpointIfDue: committed) }
         let writer = try PageWriter(pager: pager, snapshot: snapshot)
         let tx = WriteTransaction(database: self, writer: writer)
-        defer { tx.invalidate() }
+        defer {
+            // Rolled back: its external files go before the writer lock does.
+            if !committed { tx.removeUncommittedExternalFiles() }
+            tx.invalidate()
+        }
         let result = try body(tx)
         try tx.commit()
         committed = true

@@ -23,6 +23,11 @@ public struct IntegrityProblem: Sendable, CustomStringConvertible, Hashable {
     /// What is wrong.
     public let message: String
     public var description: String { page == 0 ? message : "page \(page): \(message)" }
+
+    package init(page: UInt32, message: String) {
+        self.page = page
+        self.message = message
+    }
 }
 
 extension ReadTransaction {

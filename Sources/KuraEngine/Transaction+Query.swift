@@ -19,7 +19,7 @@ extension ReadTransaction {
     public func fetch(_ query: TableQuery) throws(KuraError) -> [(rowID: Int64, values: [Value])] {
         let c = try select(query)
         var out: [(rowID: Int64, values: [Value])] = []
-        while let r = try c.next() { out.append((r.rowID, try decodeRow(r.record, c.info))) }
+        while let r = try c.next() { out.append((r.rowID, try decodeRow(r.record, c.info, rowID: r.rowID))) }
         return out
     }
 
@@ -125,6 +125,12 @@ extension WriteTransaction {
             var values = try RecordCodec.decode(row.record)
             while values.count < schema.columns.count { values.append(schema.columns[values.count].defaultValue) }
             for (p, v) in positions { values[p] = v }
+            if schema.hasExternal {
+                _ = try withExternal(values, info, schema, old: row.record) { r throws(KuraError) in
+                    try updateEncoded(r, in: info, rowID: row.rowID, current: row.record)
+                }
+                continue
+            }
             _ = try updateEncoded(try encodeRow(values, info), in: info, rowID: row.rowID, current: row.record)
         }
         return rows.count

@@ -211,6 +211,9 @@ extension WriteTransaction {
         var resolved = columns
         for i in resolved.indices {
             let (pos, def) = try schema.column(resolved[i].name, table: info.name)
+            if def.type == .external {
+                throw KuraError(.invalidArgument, "column \"\(def.name)\" of table \"\(info.name)\" is external (its large values live in files); it cannot be indexed")
+            }
             if resolved[i].folded && def.type != .text {
                 throw KuraError(.invalidArgument, "column \"\(def.name)\" is \(def.type.rawValue); only text columns can be folded")
             }

@@ -82,16 +82,23 @@ public class ReadTransaction {
     ///
     /// For a table with a schema, columns the record does not store (added after
     /// it was written) read as their defaults.
+    /// External values (FORMAT.md, "External values") are read from their
+    /// files; a missing or damaged file throws `.corrupt` naming the table,
+    /// column, row and file.
     public func values(in table: TableInfo, rowID: Int64) throws(KuraError) -> [Value]? {
         guard let bytes = try record(in: table, rowID: rowID) else { return nil }
-        return try decodeRow(bytes, table)
+        return try decodeRow(bytes, table, rowID: rowID)
     }
 
-    /// Decodes a row, filling schema defaults for columns it does not store.
-    func decodeRow(_ record: [UInt8], _ table: TableInfo) throws(KuraError) -> [Value] {
+    /// Decodes a row, filling schema defaults for columns it does not store
+    /// and reading external values from their files.
+    func decodeRow(_ record: [UInt8], _ table: TableInfo, rowID: Int64?) throws(KuraError) -> [Value] {
         var values = try RecordCodec.decode(record)
-        if let schema = try schema(of: table), values.count < schema.columns.count {
-            for c in schema.columns[values.count...] { values.append(c.defaultValue) }
+        if let schema = try schema(of: table) {
+            if values.count < schema.columns.count {
+                for c in schema.columns[values.count...] { values.append(c.defaultValue) }
+            }
+            if schema.hasExternal { try resolveExternal(&values, schema, table: table.name, rowID: rowID) }
         }
         return values
     }
@@ -141,6 +148,8 @@ public final class WriteTransaction: ReadTransaction {
     var droppedTables: [TableInfo] = []
     /// Indexes per table name, cached until an index is created or dropped.
     var indexCache: [String: [IndexDefinition]] = [:]
+    /// Names of the external files this transaction wrote (ExternalValues.swift).
+    var externalWritten: [String] = []
 
     func loadCatalog() throws(KuraError) -> Catalog {
         flushHotTable()
@@ -251,6 +260,10 @@ public final class WriteTransaction: ReadTransaction {
     /// - Throws: `.notFound` if there is no such table.
     public func dropTable(_ name: String) throws(KuraError) {
         let info = try table(name)
+        if let schema = try schema(of: info), schema.hasExternal {
+            let c = try rows(in: info)
+            while let r = try c.next() { try releaseExternal(ofRecord: r.record, schema) }
+        }
         for index in try indexes(of: info.name) { try dropObject(index.name) }
         indexCache[info.name] = nil
         try dropObject(name)
@@ -286,7 +299,11 @@ public final class WriteTransaction: ReadTransaction {
     ///   exhausted.
     @discardableResult
     public func insert(_ values: [Value], into table: TableInfo) throws(KuraError) -> Int64 {
-        try insertEncoded(try encode(values, for: hotTable(table)), into: table)
+        let h = try hotTable(table)
+        if let schema = h.schema, schema.hasExternal {
+            return try withExternal(values, h.info, schema, old: nil) { r throws(KuraError) in try insertEncoded(r, into: table) }
+        }
+        return try insertEncoded(try encode(values, for: h), into: table)
     }
 
     /// Inserts an encoded record with the next row ID. A table with a schema
@@ -296,7 +313,11 @@ public final class WriteTransaction: ReadTransaction {
     ///   `.constraintViolation` as `insert(_:into:)`.
     @discardableResult
     public func insertRecord(_ record: [UInt8], into table: TableInfo) throws(KuraError) -> Int64 {
-        try insertEncoded(checkedRecord(record, try entry(table)), into: table)
+        let info = try entry(table)
+        if let schema = try schema(of: info), schema.hasExternal {
+            return try withExternal(RecordCodec.decode(record), info, schema, old: nil) { r throws(KuraError) in try insertEncoded(r, into: table) }
+        }
+        return try insertEncoded(checkedRecord(record, info), into: table)
     }
 
     /// The record itself, re-encoded with defaults and normalized values if the
@@ -366,19 +387,34 @@ public final class WriteTransaction: ReadTransaction {
         guard rowID < Int64.max else {
             throw KuraError(.invalidArgument, "row ID \(rowID) is reserved; explicit row IDs must be below Int64.max", path: database.path)
         }
-        _ = try insertEncoded(try encode(values, for: hotTable(table)), into: table, rowID: rowID)
+        let h = try hotTable(table)
+        if let schema = h.schema, schema.hasExternal {
+            _ = try withExternal(values, h.info, schema, old: nil) { r throws(KuraError) in try insertEncoded(r, into: table, rowID: rowID) }
+            return
+        }
+        _ = try insertEncoded(try encode(values, for: h), into: table, rowID: rowID)
     }
 
     /// Replaces the values of row `rowID`. Returns false if there is no such row.
     @discardableResult
     public func update(_ values: [Value], in table: TableInfo, rowID: Int64) throws(KuraError) -> Bool {
-        try updateEncoded(encodeRow(values, try entry(table)), in: table, rowID: rowID)
+        let info = try entry(table)
+        if let schema = try schema(of: info), schema.hasExternal {
+            guard let old = try record(in: info, rowID: rowID) else { return false }
+            return try withExternal(values, info, schema, old: old) { r throws(KuraError) in try updateEncoded(r, in: table, rowID: rowID, current: old) }
+        }
+        return try updateEncoded(encodeRow(values, info), in: table, rowID: rowID)
     }
 
     /// Replaces the encoded record of row `rowID`. Returns false if there is none.
     @discardableResult
     public func updateRecord(_ record: [UInt8], in table: TableInfo, rowID: Int64) throws(KuraError) -> Bool {
-        try updateEncoded(checkedRecord(record, try entry(table)), in: table, rowID: rowID)
+        let info = try entry(table)
+        if let schema = try schema(of: info), schema.hasExternal {
+            guard let old = try self.record(in: info, rowID: rowID) else { return false }
+            return try withExternal(RecordCodec.decode(record), info, schema, old: old) { r throws(KuraError) in try updateEncoded(r, in: table, rowID: rowID, current: old) }
+        }
+        return try updateEncoded(checkedRecord(record, info), in: table, rowID: rowID)
     }
 
     /// `current`, when given, is the row's record as this transaction has it now
@@ -420,6 +456,13 @@ public final class WriteTransaction: ReadTransaction {
     func delete(from table: TableInfo, rowID: Int64, current: [UInt8]?) throws(KuraError) -> Bool {
         var info = try entry(table)
         let tree = BTree(root: info.rootPage, kind: .table)
+        if let schema = try schema(of: info), schema.hasExternal {
+            let stored: [UInt8]?
+            if let current { stored = current } else { stored = try tree.get(RowIDKey.encode(rowID), writer!) }
+            guard let old = stored else { return false }
+            try releaseExternal(ofRecord: old, schema)
+            info = try entry(table)
+        }
         let indexes = try self.indexes(of: info.name)
         if !indexes.isEmpty {
             let stored: [UInt8]?
@@ -440,6 +483,7 @@ public final class WriteTransaction: ReadTransaction {
     /// Writes changed catalog entries and commits. Called by `Database.write`.
     func commit() throws(KuraError) {
         try checkActive()
+        try collectExternalGarbage()
         if catalog != nil { flushHotTable() }
         let w = writer!
         let root = w.header.headerCatalogRoot

@@ -341,9 +341,10 @@ enum QueryPlannerConjuncts {
 }
 
 extension ReadTransaction {
-    /// A row's values (an entity table always stores every column).
+    /// A row's values (an entity table always stores every column), external
+    /// values read from their files while this snapshot keeps them.
     func valuesOf(_ row: Row, in table: String) throws(KuraError) -> [Value] {
-        try row.values()
+        try resolvedValues(of: row, in: try self.table(table))
     }
 }
 

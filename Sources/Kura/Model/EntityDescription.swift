@@ -47,6 +47,14 @@ public struct AttributeDescription: Sendable {
     /// Minimum, maximum and regular-expression rules checked at save
     /// (AttributeValidation.swift); nil for none.
     public let validation: AttributeValidation?
+    /// For `.data` and `.transformable`: values of at least
+    /// `Database.Options.externalThreshold` bytes (128 KiB by default) are kept
+    /// in files beside the store instead of in its pages (Core Data's "Allows
+    /// External Storage"; ExternalStorage.swift). Reads and writes look the
+    /// same; the attribute cannot be indexed, and predicates compare only its
+    /// nil-ness reliably. Changing it for a stored attribute changes its column
+    /// type (`blob` ↔ `external`), a `modelMismatch`.
+    public let allowsExternalBinaryDataStorage: Bool
 
     /// - Parameters:
     ///   - optional: false makes a nil value a validation error at save.
@@ -57,10 +65,13 @@ public struct AttributeDescription: Sendable {
     ///   - transformer, valueTransformerName, customClassName: for `.transformable`
     ///     only (AttributeTransformer.swift says which transformer is used).
     ///   - validation: value rules checked at save (see ``validation``).
+    ///   - allowsExternalBinaryDataStorage: see ``allowsExternalBinaryDataStorage``.
     public init(_ name: String, _ type: AttributeType, optional: Bool = true, default defaultValue: (any Sendable)? = nil, indexed: Bool = false,
                 userInfo: [String: String] = [:], renamingIdentifier: String? = nil, versionHashModifier: String? = nil,
                 transient: Bool = false, transformer: (any AttributeTransformer)? = nil, valueTransformerName: String? = nil,
-                customClassName: String? = nil, validation: AttributeValidation? = nil) {
+                customClassName: String? = nil, validation: AttributeValidation? = nil,
+                allowsExternalBinaryDataStorage: Bool = false) {
+        self.allowsExternalBinaryDataStorage = allowsExternalBinaryDataStorage
         self.validation = validation
         self.isTransient = transient
         self.transformer = transformer

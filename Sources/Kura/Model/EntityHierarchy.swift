@@ -255,7 +255,7 @@ extension ManagedObjectModel {
         }
         for e in members {
             for a in e.declaredAttributes where !a.isTransient {
-                try add(ColumnDefinition(a.name, a.type.columnType, nullable: true, default: a.defaultValue.map { a.type.engineValue(a.type.stored($0)) } ?? .null), by: e.name)
+                try add(ColumnDefinition(a.name, a.storedColumnType, nullable: true, default: a.defaultValue.map { a.type.engineValue(a.type.stored($0)) } ?? .null), by: e.name)
             }
         }
         for e in members {

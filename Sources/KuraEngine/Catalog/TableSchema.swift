@@ -8,7 +8,7 @@ import Foundation
 //     0  integer 1                       schema format version
 //     1  integer n                       number of columns
 //     then per column, four values:
-//        name text, type text (integer|double|text|blob|bool|date),
+//        name text, type text (integer|double|text|blob|bool|date|external),
 //        nullable bool, default value (null for none)
 //
 // Rows store values in column order. Adding a column appends it to the schema
@@ -17,8 +17,13 @@ import Foundation
 // since 2001-01-01 00:00:00 UTC (Foundation's reference date).
 
 /// The type of a column.
+///
+/// `external` is a blob column whose large values live in files beside the
+/// store (FORMAT.md, "External values"): callers write and read `.blob`
+/// values; the record holds a reference for a value of at least
+/// `Database.Options.externalThreshold` bytes. Such a column cannot be indexed.
 public enum ColumnType: String, Sendable, CaseIterable, Hashable {
-    case integer, double, text, blob, bool, date
+    case integer, double, text, blob, bool, date, external
 
     /// Whether `value` may be stored in a column of this type (null aside).
     /// Integers are accepted into double and date columns and stored as doubles.
@@ -26,7 +31,7 @@ public enum ColumnType: String, Sendable, CaseIterable, Hashable {
         switch (self, value) {
         case (_, .null): return true
         case (.integer, .integer), (.double, .double), (.double, .integer), (.text, .text),
-             (.blob, .blob), (.bool, .bool), (.date, .double), (.date, .integer):
+             (.blob, .blob), (.external, .blob), (.bool, .bool), (.date, .double), (.date, .integer):
             return true
         default: return false
         }
@@ -98,6 +103,11 @@ public struct TableSchema: Sendable, Hashable {
         positions[old] = nil
         positions[new] = p
     }
+
+    /// Positions of the `external` columns (ExternalValues.swift).
+    var externalColumns: [Int] { columns.indices.filter { columns[$0].type == .external } }
+    /// Whether any column is `external`.
+    var hasExternal: Bool { columns.contains { $0.type == .external } }
 
     /// Position of the column named `name`, or nil.
     public func position(of name: String) -> Int? { positions[name] }

@@ -196,6 +196,15 @@ public final class FaultInjectingFileSystem: FileSystem, @unchecked Sendable {
         }
     }
 
+    public func directoryContents(_ path: String) throws(KuraError) -> [String] { try base.directoryContents(path) }
+
+    public func createDirectory(_ path: String) throws(KuraError) { try base.createDirectory(path) }
+
+    public func syncDirectory(_ path: String) throws(KuraError) {
+        try check(.sync, path)
+        try base.syncDirectory(path)
+    }
+
     public func rename(_ source: String, to destination: String) throws(KuraError) {
         try base.rename(source, to: destination)
         lock.withLock {

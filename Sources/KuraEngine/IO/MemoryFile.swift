@@ -28,7 +28,10 @@ public final class MemoryFileSystem: FileSystem, @unchecked Sendable {
         }
     }
 
-    public func exists(_ path: String) -> Bool { lock.withLock { files[path] != nil } }
+    /// Whether `path` is a file, or a directory (a prefix of a file's path).
+    public func exists(_ path: String) -> Bool {
+        lock.withLock { files[path] != nil || files.keys.contains { $0.hasPrefix(path + "/") } }
+    }
 
     public func remove(_ path: String) throws(KuraError) { lock.withLock { files[path] = nil } }
 
@@ -39,6 +42,19 @@ public final class MemoryFileSystem: FileSystem, @unchecked Sendable {
             files[source] = nil
         }
     }
+
+    /// Directories are implicit: the entries of `path` are the files whose
+    /// paths are `path/name` with no further "/".
+    public func directoryContents(_ path: String) throws(KuraError) -> [String] {
+        let prefix = path + "/"
+        return lock.withLock {
+            files.keys.filter { $0.hasPrefix(prefix) && !$0.dropFirst(prefix.count).contains("/") }.map { String($0.dropFirst(prefix.count)) }
+        }
+    }
+
+    public func createDirectory(_ path: String) throws(KuraError) {}
+
+    public func syncDirectory(_ path: String) throws(KuraError) {}
 
     /// A copy of a file's bytes (tests use it to corrupt or inspect a store).
     public func contents(of path: String) -> [UInt8]? { lock.withLock { files[path]?.bytes } }

@@ -53,6 +53,33 @@ public struct PosixFileSystem: FileSystem {
     public func rename(_ source: String, to destination: String) throws(KuraError) {
         if systemRename(source, destination) != 0 { throw posixError(errno, "rename", source) }
     }
+
+    public func directoryContents(_ path: String) throws(KuraError) -> [String] {
+        guard let dir = opendir(path) else {
+            if errno == ENOENT { return [] }
+            throw posixError(errno, "opendir", path)
+        }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    public func createDirectory(_ path: String) throws(KuraError) {
+        if mkdir(path, 0o777) != 0 && errno != EEXIST { throw posixError(errno, "mkdir", path) }
+    }
+
+    public func syncDirectory(_ path: String) throws(KuraError) {
+        let fd = systemOpen(path, O_RDONLY | O_CLOEXEC | O_DIRECTORY, 0)
+        if fd < 0 { throw posixError(errno, "open", path) }
+        defer { _ = systemClose(fd) }
+        if fsync(fd) != 0 { throw posixError(errno, "fsync", path) }
+    }
 }
 
 @inline(__always)

@@ -97,9 +97,31 @@ public protocol FileSystem: Sendable {
     func remove(_ path: String) throws(KuraError)
     /// Atomically replaces `destination` with `source` (rename(2)).
     func rename(_ source: String, to destination: String) throws(KuraError)
+    /// Names of the entries of directory `path` (without "." and ".."), in no
+    /// particular order; empty if the directory does not exist. The
+    /// corresponding C functions are `opendir` and `readdir`.
+    func directoryContents(_ path: String) throws(KuraError) -> [String]
+    /// Creates directory `path` if it does not exist (`mkdir`, mode 0777 &
+    /// ~umask); the parent must exist.
+    func createDirectory(_ path: String) throws(KuraError)
+    /// Makes the creation and removal of entries in directory `path` durable
+    /// (`fsync` on the directory).
+    func syncDirectory(_ path: String) throws(KuraError)
 }
 
 extension FileSystem {
+    /// File systems without directories (the default): external values
+    /// (FORMAT.md, "External values") cannot be stored on them.
+    public func directoryContents(_ path: String) throws(KuraError) -> [String] {
+        throw KuraError(.misuse, "this file system has no directories", path: path)
+    }
+    public func createDirectory(_ path: String) throws(KuraError) {
+        throw KuraError(.misuse, "this file system has no directories", path: path)
+    }
+    public func syncDirectory(_ path: String) throws(KuraError) {
+        throw KuraError(.misuse, "this file system has no directories", path: path)
+    }
+
     /// Opens `path`, creating it (0666 & ~umask) if `create` is true and it does
     /// not exist. See ``open(_:create:permissionsOf:)``.
     public func open(_ path: String, create: Bool) throws(KuraError) -> StorageFile {

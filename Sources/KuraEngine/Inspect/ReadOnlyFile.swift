@@ -38,6 +38,11 @@ package struct ReadOnlyFileSystem: FileSystem {
 
     package func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
 
+    /// Listing a directory writes nothing (external values: `kura check`).
+    package func directoryContents(_ path: String) throws(KuraError) -> [String] {
+        try PosixFileSystem().directoryContents(path)
+    }
+
     package func remove(_ path: String) throws(KuraError) {
         throw KuraError(.misuse, "the store was opened read-only; cannot remove files", path: path)
     }

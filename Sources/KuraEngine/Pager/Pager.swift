@@ -527,6 +527,18 @@ final class Pager: @unchecked Sendable {
         state.withLock { readerLockLost = true }
     }
 
+    /// Whether `snapshot` (the caller's write transaction's) is the only one in
+    /// use anywhere: no other in-process snapshot is active, and no other
+    /// connection is inside a transaction (the reader byte can be taken
+    /// exclusively, without waiting, then goes back to shared). A reader that
+    /// starts after this returns sees a snapshot no older than `snapshot`.
+    /// Caller holds the writer lock (ExternalValues.swift, invariant 3).
+    func isOnlySnapshot(_ snapshot: Snapshot) throws(KuraError) -> Bool {
+        let alone = state.withLock { active.values.allSatisfy { $0 === snapshot } }
+        guard alone else { return false }
+        return try withReaderExclusive { true } ?? false
+    }
+
     /// Set when this connection could not keep the reader lock while transactions
     /// were open; cleared when the last of them ends. Guarded by `state`.
     private var readerLockLost = false
