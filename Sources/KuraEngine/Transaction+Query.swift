@@ -1,8 +1,12 @@
 // Transaction+Query: reading and changing rows by predicate.
 //
-// Queries address columns by name, so the table needs a schema. Every path
-// (index or scan, read or write transaction) evaluates the same predicate with
-// the same evaluator; see QueryPlanner for how candidates are chosen.
+// Queries address columns by name, so the table needs a schema. A query is
+// resolved (table, schema, column ordinals, indexes: ResolvedQuery), planned by
+// cost (QueryPlanner) and its predicate compiled to column ordinals
+// (CompiledPredicate) before it runs; PreparedQuery keeps the resolution across
+// runs. Every path (index or scan, read or write transaction) tests each
+// candidate against the whole predicate, so the access path never changes an
+// answer.
 
 extension ReadTransaction {
     /// Rows of `query.table` matching the query, as a streaming cursor.
