@@ -1,71 +1,145 @@
 // Transaction+Query: reading and changing rows by predicate.
 //
-// Queries address columns by name, so the table needs a schema. Every path
-// (index or scan, read or write transaction) evaluates the same predicate with
-// the same evaluator; see QueryPlanner for how candidates are chosen.
+// Queries address columns by name, so the table needs a schema. A query is
+// resolved (table, schema, column ordinals, indexes: ResolvedQuery), planned by
+// cost (QueryPlanner) and its predicate compiled to column ordinals
+// (CompiledPredicate) before it runs; PreparedQuery keeps the resolution across
+// runs. Every path (index or scan, read or write transaction) tests each
+// candidate against the whole predicate, so the access path never changes an
+// answer.
 
 extension ReadTransaction {
     /// Rows of `query.table` matching the query, as a streaming cursor.
+    ///
+    /// The query is resolved, planned by cost (QueryPlanner) and its predicate
+    /// compiled to column ordinals (CompiledPredicate) for this call; to do the
+    /// resolution once for many runs, use ``prepare(_:)``.
     ///
     /// - Throws: `.notFound` for an unknown table or column (named);
     ///   `.invalidArgument` for a negative offset or limit, or a key path that
     ///   crosses a relationship (tables have none; the object layer resolves them).
     public func select(_ query: TableQuery) throws(KuraError) -> QueryCursor {
-        let (info, schema, plan) = try prepare(query)
-        return QueryCursor(transaction: self, query: query, info: info, schema: schema, plan: plan)
+        try select(query, resolved: try resolve(query))
     }
 
     /// All rows matching `query`, decoded.
     public func fetch(_ query: TableQuery) throws(KuraError) -> [(rowID: Int64, values: [Value])] {
-        let c = try select(query)
+        try fetchAll(try select(query))
+    }
+
+    /// Number of rows matching `query` (after offset and limit).
+    public func count(_ query: TableQuery) throws(KuraError) -> Int {
+        try count(query, resolved: try resolve(query))
+    }
+
+    /// A readable description of how `query` would run: the access path chosen and
+    /// the estimated cost of each one considered, key ranges, the filter every
+    /// candidate row is checked against, and the sort.
+    public func explain(_ query: TableQuery) throws(KuraError) -> String {
+        try explain(query, resolved: try resolve(query))
+    }
+
+    // MARK: Running resolved queries
+
+    func select(_ query: TableQuery, resolved r: ResolvedQuery) throws(KuraError) -> QueryCursor {
+        try Self.validate(query, r)
+        let plan = try self.plan(query, r, explaining: false)
+        return QueryCursor(transaction: self, query: query, resolved: r, plan: plan)
+    }
+
+    func fetchAll(_ c: QueryCursor) throws(KuraError) -> [(rowID: Int64, values: [Value])] {
         var out: [(rowID: Int64, values: [Value])] = []
         while let r = try c.next() { out.append((r.rowID, try decodeRow(r.record, c.info, rowID: r.rowID))) }
         return out
     }
 
-    /// Number of rows matching `query` (after offset and limit).
-    public func count(_ query: TableQuery) throws(KuraError) -> Int {
+    func count(_ query: TableQuery, resolved r: ResolvedQuery) throws(KuraError) -> Int {
+        try Self.validate(query, r)
         if query.predicate == nil && query.offset == 0 && query.limit == nil {
-            return try rowCount(try table(query.table))
+            return try rowCount(r.info)
         }
         var q = query
         q.sort = []
-        let c = try select(q)
+        let c = try select(q, resolved: r)
         var n = 0
         while try c.next() != nil { n += 1 }
         return n
     }
 
-    /// A readable description of how `query` would run: access path, key ranges,
-    /// the filter every candidate row is checked against, and the sort.
-    public func explain(_ query: TableQuery) throws(KuraError) -> String {
-        let (info, _, plan) = try prepare(query, explaining: true)
-        var lines = ["query on table \"\(info.name)\" (\(info.rowCount) rows)"]
+    func explain(_ query: TableQuery, resolved r: ResolvedQuery) throws(KuraError) -> String {
+        try Self.validate(query, r)
+        let plan = try self.plan(query, r, explaining: true)
+        var lines = ["query on table \"\(r.info.name)\" (\(try rowCount(r.info)) rows)"]
         lines += plan.notes.map { "  " + $0 }
         if let p = query.predicate { lines.append("  filter each candidate row: " + p.predicateFormat) }
         if !query.sort.isEmpty && !plan.ordered {
-            lines.append("  sort by " + query.sort.map(\.description).joined(separator: ", ") + (query.limit != nil ? ", keeping the first \(query.offset + query.limit!)" : ""))
+            lines.append("  sort by " + query.sort.map(\.description).joined(separator: ", ") + (query.limit.map { ", keeping the first \(query.offset + $0)" } ?? ""))
         } else if query.sort.isEmpty && !plan.ordered {
-            lines.append("  sort the matches by row ID")
+            lines.append("  read the candidates in row-ID order")
         }
         if query.offset > 0 { lines.append("  skip \(query.offset)") }
         if let l = query.limit { lines.append("  stop after \(l)") }
         return lines.joined(separator: "\n")
     }
 
-    func prepare(_ query: TableQuery, explaining: Bool = false) throws(KuraError) -> (TableInfo, TableSchema?, QueryPlan) {
+    /// Resolves `query`'s table, schema, columns and indexes, and validates it.
+    func resolve(_ query: TableQuery) throws(KuraError) -> ResolvedQuery {
         try checkActive()
+        let info = try table(query.table)
+        let schema = try self.schema(of: info)
+        let r = ResolvedQuery(info: info, schema: schema, indexes: try indexes(of: info.name),
+                              columns: ColumnMap(table: info.name, schema: schema),
+                              fingerprint: try schemaFingerprint(of: info.name))
+        try Self.validate(query, r)
+        return r
+    }
+
+    /// Offset, limit, key paths and sort columns of `query` against `r`.
+    static func validate(_ query: TableQuery, _ r: ResolvedQuery) throws(KuraError) {
         guard query.offset >= 0, (query.limit ?? 0) >= 0 else {
             throw KuraError(.invalidArgument, "offset and limit must not be negative (got \(query.offset), \(query.limit ?? 0))")
         }
-        let info = try table(query.table)
-        let schema = try self.schema(of: info)
-        if let p = query.predicate { try Self.checkKeyPaths(p, schema: schema, table: info.name) }
-        for k in query.sort where schema?.position(of: k.column) == nil {
-            throw KuraError(.notFound, "cannot sort by \"\(k.column)\": table \"\(info.name)\" has no such column")
+        if let p = query.predicate { try checkKeyPaths(p, schema: r.schema, table: r.info.name) }
+        for k in query.sort where r.columns.positions[k.column] == nil {
+            throw KuraError(.notFound, "cannot sort by \"\(k.column)\": table \"\(r.info.name)\" has no such column")
         }
-        let plan = QueryPlanner.plan(query, schema: schema, indexes: try indexes(of: info.name), explaining: explaining)
-        return (info, schema, plan)
+    }
+
+    /// The cheapest access path for `query`, from the table's row count and
+    /// estimates read from the index trees (BTree.position).
+    func plan(_ query: TableQuery, _ r: ResolvedQuery, explaining: Bool) throws(KuraError) -> QueryPlan {
+        let rows = try rowCount(r.info)
+        return try QueryPlanner.plan(query, schema: r.schema, indexes: r.indexes, rowCount: rows, explaining: explaining) { index, ranges throws(KuraError) in
+            try self.estimateEntries(index, ranges, total: rows)
+        }
+    }
+
+    /// Estimated number of entries of `index` inside `ranges` (at most 8 ranges
+    /// are measured; the rest are assumed alike).
+    func estimateEntries(_ index: IndexDefinition, _ ranges: [KeyRange], total: Int) throws(KuraError) -> Double {
+        if let w = writer { return try Self.estimate(index, ranges, total: total, w) }
+        return try Self.estimate(index, ranges, total: total, snapshotPages!)
+    }
+
+    private static func estimate<S: PageSource>(_ index: IndexDefinition, _ ranges: [KeyRange], total: Int, _ s: S) throws(KuraError) -> Double {
+        guard !ranges.isEmpty, total > 0 else { return 0 }
+        let tree = index.tree
+        var sum = 0.0
+        let measured = ranges.prefix(8)
+        for r in measured {
+            let lo = try r.lower.withBytes { b throws(KuraError) in try tree.position(of: b, s) }
+            var past = r.upper
+            let hi: Double
+            if past.isEmpty || !KeyRange.incrementPrefix(&past) {
+                hi = 1
+            } else {
+                hi = try past.withBytes { b throws(KuraError) in try tree.position(of: b, s) }
+            }
+            // A range inside one leaf gap still holds at most a few entries: count
+            // it as one, so an equality on a missing value is not free.
+            sum += max(hi - lo, 0) * Double(total) + 1
+        }
+        return min(Double(total), sum * Double(ranges.count) / Double(measured.count))
     }
 
     /// Every key path read from the row must name a column.

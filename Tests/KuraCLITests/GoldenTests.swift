@@ -214,6 +214,9 @@ final class GoldenTests: XCTestCase {
               search index "people_age" (age) using age >= 30
               key ranges: 1 [10811e ... start*]
               rows come out in sort order (backward index walk)
+              estimated costs (1 = one row scanned):
+                  table scan: 4.0 rows, about 4.0 matching: cost 16
+                * index "people_age": about 4.0 entries in 1 key range: cost 13
               filter each candidate row: age >= 30
 
             """)

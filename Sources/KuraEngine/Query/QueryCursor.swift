@@ -1,9 +1,15 @@
 // QueryCursor: runs a `QueryPlan`, streaming matching rows.
 //
+// Rows are tested by the query's CompiledPredicate on the record bytes where they
+// lie (a leaf page, for a scan); only matching rows are copied out as `Row`s.
+//
 // Memory: a query whose order comes from its access path (no sort, or a sort an
 // index provides) holds one page path and one row at a time, however many rows
-// match. A query that must sort keeps (sort values, row ID) per match — only the
-// best `offset + limit` of them when there is a limit — then reads those rows.
+// match. An index search whose candidates must come back in row-ID order keeps
+// one row ID per candidate (read from the index alone), sorts them, then reads
+// and tests each row once. A query that must sort keeps (sort values, row ID) per
+// match — only the best `offset + limit` of them when there is a limit — then
+// reads those rows.
 
 /// Iterates the rows a `TableQuery` selects.
 ///
@@ -16,20 +22,24 @@ public final class QueryCursor {
     let schema: TableSchema?
     let columns: ColumnMap
     let plan: QueryPlan
+    let compiled: CompiledPredicate?
     private var skipped = 0
     private var returned = 0
     private var source: CandidateSource
     private var sorted: [Int64]?
     private var sortedPosition = 0
+    /// True when `sorted` holds candidates (not yet tested) rather than matches.
+    private var testOnRead = false
 
-    init(transaction: ReadTransaction, query: TableQuery, info: TableInfo, schema: TableSchema?, plan: QueryPlan) {
+    init(transaction: ReadTransaction, query: TableQuery, resolved: ResolvedQuery, plan: QueryPlan) {
         self.transaction = transaction
         self.query = query
-        self.info = info
-        self.schema = schema
-        self.columns = ColumnMap(table: info.name, schema: schema)
+        self.info = resolved.info
+        self.schema = resolved.schema
+        self.columns = resolved.columns
         self.plan = plan
-        source = CandidateSource(plan: plan, table: info)
+        compiled = query.predicate.map { CompiledPredicate($0, columns: resolved.columns) }
+        source = CandidateSource(plan: plan, table: resolved.info)
     }
 
     /// The next matching row, or nil at the end.
@@ -45,11 +55,29 @@ public final class QueryCursor {
 
     private func step<S: PageSource>(_ s: S) throws(KuraError) -> Row? {
         if !plan.ordered {
-            if sorted == nil { sorted = try sortMatches(s) }
+            if sorted == nil {
+                if query.sort.isEmpty, case .index = plan.access {
+                    sorted = try candidateRowIDs(s)
+                    testOnRead = true
+                } else {
+                    sorted = try sortMatches(s)
+                }
+            }
             while sortedPosition < sorted!.count {
                 let id = sorted![sortedPosition]
                 sortedPosition += 1
+                // A row deleted since the IDs were gathered (in this write
+                // transaction) is skipped, as a scan past it would.
                 guard let record = try BTree(root: info.rootPage, kind: .table).get(RowIDKey.encode(id), s) else { continue }
+                if testOnRead {
+                    let matched: Bool
+                    do throws(KuraError) {
+                        matched = try record.withBytes { b throws(KuraError) in try matches(b) }
+                    } catch {
+                        throw CandidateSource.locating(error, rowID: id, page: nil)
+                    }
+                    if !matched { continue }
+                }
                 if skipped < query.offset { skipped += 1; continue }
                 returned += 1
                 return Row(rowID: id, record: record)
@@ -66,8 +94,17 @@ public final class QueryCursor {
 
     /// Whether the record satisfies the predicate.
     func matches(_ record: UnsafeRawBufferPointer) throws(KuraError) -> Bool {
-        guard let p = query.predicate else { return true }
-        return try p.evaluate(with: RowContext(record: record, columns: columns))
+        guard let compiled else { return true }
+        return try compiled.matches(record)
+    }
+
+    /// Row IDs of every index candidate, in row-ID order (no row is read).
+    private func candidateRowIDs<S: PageSource>(_ s: S) throws(KuraError) -> [Int64] {
+        var source = CandidateSource(plan: plan, table: info)
+        var ids: [Int64] = []
+        while let id = try source.nextIndexRowID(s) { ids.append(id) }
+        ids.sort()
+        return ids
     }
 
     /// Row IDs of every match in sort order (only the first offset+limit when limited).
@@ -180,6 +217,14 @@ struct CandidateSource {
         }
     }
 
+    /// The row ID of the next index entry inside the plan's ranges (index plans only).
+    mutating func nextIndexRowID<S: PageSource>(_ s: S) throws(KuraError) -> Int64? {
+        guard case .index(let index, let ranges, let reverse) = plan.access else {
+            preconditionFailure("nextIndexRowID on a table scan")
+        }
+        return try nextIndexEntry(s, index, ranges, reverse)?.1
+    }
+
     private mutating func stepBack<S: PageSource>(_ s: S, _ reverse: Bool) throws(KuraError) {
         if reverse { try cursor!.next(s) } else { try cursor!.previous(s) }
     }
@@ -268,15 +313,7 @@ struct CandidateSource {
         upper.isEmpty || key.starts(with: upper) || !bytesPrecede(upper, key)
     }
 
-    /// The smallest byte string greater than every string starting with `p`;
-    /// false if there is none (p is empty or all 0xFF).
-    private func incrementPrefix(_ p: inout [UInt8]) -> Bool {
-        while let last = p.last {
-            if last < 0xFF { p[p.count - 1] = last + 1; return true }
-            p.removeLast()
-        }
-        return false
-    }
+    private func incrementPrefix(_ p: inout [UInt8]) -> Bool { KeyRange.incrementPrefix(&p) }
 }
 
 /// Splits index keys into their column segments and row ID.

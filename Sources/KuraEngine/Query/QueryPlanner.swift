@@ -1,5 +1,13 @@
 // QueryPlanner: chooses how to read a table for a `TableQuery`.
 //
+// Choice: by estimated cost (QueryCost units: one row scanned), from the table's
+// row count and the number of index entries inside each candidate's key ranges,
+// which BTree.position estimates from the index tree itself (nothing is stored).
+// A scan reads every row once; an index path pays per entry plus a row lookup per
+// candidate, so at high selectivity (most rows match) the scan wins, and at low
+// selectivity the index does. An index that yields the sort order is walked and
+// stops at the limit; otherwise the matches are sorted after reading.
+//
 // Access paths:
 //   - table scan in row-ID order;
 //   - index scan over key ranges: an equality prefix on the leading index columns
@@ -19,11 +27,23 @@
 // the column's order). Only conjuncts at the top level of the predicate (joined
 // by AND) are used.
 
+import Foundation
+
 /// An inclusive key range: keys k with lower <= k and (k <= upper or k starts
 /// with upper). `upper` works as a prefix bound.
 struct KeyRange: Hashable {
     var lower: [UInt8]
     var upper: [UInt8]
+
+    /// The smallest byte string greater than every string starting with `p`;
+    /// false if there is none (p is empty or all 0xFF).
+    static func incrementPrefix(_ p: inout [UInt8]) -> Bool {
+        while let last = p.last {
+            if last < 0xFF { p[p.count - 1] = last + 1; return true }
+            p.removeLast()
+        }
+        return false
+    }
 }
 
 struct QueryPlan {
@@ -39,6 +59,8 @@ struct QueryPlan {
     var orderColumns: Int = 0
     /// Lines for `explain`.
     var notes: [String] = []
+    /// The planner's estimate, in `QueryCost` units.
+    var estimatedCost = 0.0
 }
 
 /// A comparison of one column with constants, taken from the predicate.
@@ -55,28 +77,100 @@ struct ColumnConstraint {
     let text: String
 }
 
+/// The planner's cost units: one unit is reading one row during a table scan.
+enum QueryCost {
+    /// Reading the next entry of an index walk.
+    static let indexEntry = 0.2
+    /// Reading a row by row ID (a descent of the table tree).
+    static let rowLookup = 3.0
+    /// Sorting, per candidate and per level of the sort (n log n).
+    static let sortStep = 0.05
+    /// Share of rows assumed to pass a conjunct the planner cannot estimate.
+    static let unknownSelectivity = 0.25
+}
+
 enum QueryPlanner {
-    /// Chooses the access path. `explaining` also fills `notes` (formatting them
-    /// costs more than planning, so queries that are only run skip it).
-    static func plan(_ q: TableQuery, schema: TableSchema?, indexes: [IndexDefinition], explaining: Bool = false) -> QueryPlan {
+    /// Chooses the cheapest access path: a table scan, an index search over key
+    /// ranges, or an index walk in sort order that stops at the limit. Costs come
+    /// from `rowCount` and `estimate` (entries of an index inside key ranges, read
+    /// from the index tree). `explaining` also fills `notes` with every candidate
+    /// and its estimate.
+    static func plan(_ q: TableQuery, schema: TableSchema?, indexes: [IndexDefinition], rowCount: Int, explaining: Bool = false,
+                     estimate: (IndexDefinition, [KeyRange]) throws(KuraError) -> Double) throws(KuraError) -> QueryPlan {
         let constraints = q.predicate.map { conjuncts($0).compactMap { constraint($0, explaining: explaining) } } ?? []
-        var best: (score: Int, plan: QueryPlan)?
-        for index in indexes {
-            guard let schema, let candidate = indexPlan(index, constraints, schema: schema, sort: q.sort, explaining: explaining) else { continue }
-            if best == nil || candidate.score > best!.score { best = candidate }
-        }
-        if let best { return best.plan }
-        // No index narrows the rows: use one for the order if there is a limit.
-        if q.limit != nil && !q.sort.isEmpty {
-            for index in indexes {
-                if let (reverse, n) = sortMatch(index, from: 0, q.sort, schema: schema) {
-                    var plan = QueryPlan(access: .index(index, ranges: [KeyRange(lower: [], upper: [])], reverse: reverse), ordered: true, orderColumns: n)
-                    plan.notes = ["walk index \"\(index.name)\" \(reverse ? "backward" : "forward") in sort order, stopping at the limit"]
-                    return plan
+        let n = Double(max(rowCount, 1))
+        let keep = q.limit.map { Double(q.offset + $0) }
+        // Share of rows the whole predicate keeps: per top-level conjunct, from an
+        // index whose first column it constrains, else a fixed guess.
+        var selectivity = 1.0
+        if let p = q.predicate {
+            for c in conjuncts(p) {
+                var s = QueryCost.unknownSelectivity
+                if case .truePredicate = c { s = 1 }
+                if let schema, let cc = constraint(c, explaining: false) {
+                    for index in indexes where index.columns.first?.name == cc.column {
+                        if let (_, p) = indexPlan(index, [cc], schema: schema, sort: [], explaining: false),
+                           case .index(_, let ranges, _) = p.access {
+                            s = min(1, try estimate(index, ranges) / n)
+                            break
+                        }
+                    }
                 }
+                selectivity *= s
             }
         }
-        return QueryPlan(access: .tableScan, ordered: q.sort.isEmpty, notes: ["scan table \"\(q.table)\" in row-ID order"])
+        let matches = max(1, n * selectivity)
+        func sortCost(_ m: Double) -> Double {
+            let kept = min(m, keep ?? m)
+            return m * log2(max(kept, 2)) * QueryCost.sortStep + kept * QueryCost.rowLookup
+        }
+        func fmt(_ x: Double) -> String { x < 10 ? String((x * 10).rounded() / 10) : String(Int(x.rounded())) }
+
+        var candidates: [(cost: Double, plan: QueryPlan, note: String)] = []
+        let scanCost = n + (q.sort.isEmpty ? 0 : sortCost(matches))
+        var scan = QueryPlan(access: .tableScan, ordered: q.sort.isEmpty)
+        if explaining { scan.notes = ["scan table \"\(q.table)\" in row-ID order"] }
+        candidates.append((scanCost, scan, "table scan: \(fmt(n)) rows, about \(fmt(matches)) matching"))
+
+        for index in indexes {
+            guard let schema, let (_, plan) = indexPlan(index, constraints, schema: schema, sort: q.sort, explaining: explaining),
+                  case .index(_, let ranges, _) = plan.access else { continue }
+            let entries = max(1, try estimate(index, ranges))
+            let found = min(entries, matches)
+            var cost: Double
+            if plan.ordered {
+                // Rows come in the order asked for: a limit stops the walk early.
+                let visited = keep.map { min(entries, $0 * entries / found) } ?? entries
+                cost = visited * (QueryCost.indexEntry + QueryCost.rowLookup)
+            } else if q.sort.isEmpty {
+                // Row IDs from the index, sorted, then each row read once.
+                cost = entries * (QueryCost.indexEntry + QueryCost.rowLookup) + entries * log2(max(entries, 2)) * QueryCost.sortStep
+            } else {
+                cost = entries * (QueryCost.indexEntry + QueryCost.rowLookup) + sortCost(found)
+            }
+            candidates.append((cost, plan, "index \"\(index.name)\": about \(fmt(entries)) entries in \(ranges.count) key range\(ranges.count == 1 ? "" : "s")"))
+        }
+        // An index that gives the sort, walked until the limit is reached.
+        if let keep, !q.sort.isEmpty {
+            for index in indexes {
+                guard let (reverse, k) = sortMatch(index, from: 0, q.sort, schema: schema) else { continue }
+                let visited = min(n, keep / max(selectivity, 1 / n))
+                var plan = QueryPlan(access: .index(index, ranges: [KeyRange(lower: [], upper: [])], reverse: reverse), ordered: true, orderColumns: k)
+                if explaining { plan.notes = ["walk index \"\(index.name)\" \(reverse ? "backward" : "forward") in sort order, stopping at the limit"] }
+                candidates.append((visited * (QueryCost.indexEntry + QueryCost.rowLookup), plan, "walk of index \"\(index.name)\" in sort order: about \(fmt(visited)) entries until the limit"))
+            }
+        }
+        var best = 0
+        for (i, c) in candidates.enumerated() where c.cost < candidates[best].cost { best = i }
+        var chosen = candidates[best].plan
+        chosen.estimatedCost = candidates[best].cost
+        if explaining {
+            chosen.notes.append("estimated costs (1 = one row scanned):")
+            for (i, c) in candidates.enumerated() {
+                chosen.notes.append("  \(i == best ? "*" : " ") \(c.note): cost \(fmt(c.cost))")
+            }
+        }
+        return chosen
     }
 
     /// Top-level AND operands.

@@ -1,0 +1,257 @@
+// CompiledFieldTest: one `column <op> constant` comparison of a compiled
+// predicate, with everything that does not depend on the row made once.
+//
+// The column is an ordinal into the record; the constant side was evaluated once
+// (variables bound, arithmetic folded); LIKE patterns and regular expressions were
+// compiled once (inside `generic`, the interpreter's own comparison test), and for
+// the fast paths the constant is kept in the form the row's bytes compare with.
+//
+// Exactness rule: every fast path gives exactly the interpreter's answer, and
+// falls back to `generic` (the interpreter's PredicateComparisonTest on the
+// decoded value) whenever that cannot be shown cheaply:
+//   - numbers (integer, double, boolean columns; constants that are numbers,
+//     booleans or dates): `ValueOrdering.compareNumbers` on the decoded value is
+//     what the interpreter's `equal`/`order` do for two numbers; a date column's
+//     double compares with a number or a date exactly as a plain double does.
+//   - text, when the stored bytes are ASCII (so they are valid UTF-8 and every
+//     Character is one byte, except CR LF): `==`/`!=` are byte equality (String
+//     equality is canonical equivalence, which for ASCII is identity), ordering is
+//     byte order (ValueOrdering.compareText is UTF-8 byte order), BEGINSWITH /
+//     ENDSWITH / CONTAINS are byte searches when the needle is ASCII without CR or
+//     LF (then no match can split a CR LF), LIKE is a byte matcher when the row
+//     has no CR and every pattern character is one ASCII byte. `[c]` on ASCII text
+//     is ASCII lower-casing (TextFolding: lower, upper, lower) and `[d]` changes
+//     nothing, so folded forms need the folded constant to be ASCII too.
+//   Anything else (non-ASCII rows, null, a value of another kind, MATCHES, IN
+//   on text, `[n]`/`[l]`-only differences are ignored as the interpreter does)
+//   goes through `generic`.
+
+/// A precompiled comparison of one record column with a constant.
+struct CompiledFieldTest {
+    enum NumberOp {
+        case equal, notEqual, less, lessOrEqual, greater, greaterOrEqual
+        case between(Value, Value)
+        case oneOf([Value])
+    }
+
+    enum TextOp {
+        case equal, notEqual, less, lessOrEqual, greater, greaterOrEqual
+        case beginsWith, endsWith, contains
+        /// Pattern bytes; -1 is `?`, -2 is `*`.
+        case like([Int16])
+    }
+
+    enum Fast {
+        case none
+        case number(NumberOp, Value)
+        /// `lower`: ASCII-lower-case the row's bytes first (`[c]`).
+        case text(TextOp, needle: [UInt8], lower: Bool)
+    }
+
+    let ordinal: Int
+    let isDate: Bool
+    let defaultValue: Value
+    let generic: PredicateComparisonTest
+    let fast: Fast
+
+    /// Whether the test holds for the row whose columns `f` located.
+    @inline(__always)
+    func holds(_ f: RecordFields) throws(KuraError) -> Bool {
+        guard ordinal < f.loaded else { return try generic.holds(for: wrap(defaultValue)) }
+        switch fast {
+        case .none:
+            break
+        case .number(let op, let c):
+            let t = f.type(ordinal)
+            guard t >= 1 && t <= 9 else { break }
+            let v = try f.value(ordinal)
+            switch op {
+            case .equal: return ValueOrdering.compareNumbers(v, c) == 0
+            case .notEqual: return ValueOrdering.compareNumbers(v, c) != 0
+            case .less: return ValueOrdering.compareNumbers(v, c).map { $0 < 0 } ?? false
+            case .lessOrEqual: return ValueOrdering.compareNumbers(v, c).map { $0 <= 0 } ?? false
+            case .greater: return ValueOrdering.compareNumbers(v, c).map { $0 > 0 } ?? false
+            case .greaterOrEqual: return ValueOrdering.compareNumbers(v, c).map { $0 >= 0 } ?? false
+            case .between(let lo, let hi):
+                guard let a = ValueOrdering.compareNumbers(v, lo), let b = ValueOrdering.compareNumbers(v, hi) else { return false }
+                return a >= 0 && b <= 0
+            case .oneOf(let xs):
+                for x in xs where ValueOrdering.compareNumbers(v, x) == 0 { return true }
+                return false
+            }
+        case .text(let op, let needle, let lower):
+            guard let b = f.textBytes(ordinal) else { break }
+            if let r = Self.asciiTest(op, b, needle, lower) { return r }
+        }
+        return try generic.holds(for: wrap(try f.value(ordinal)))
+    }
+
+    @inline(__always)
+    private func wrap(_ v: Value) -> EvaluatedValue {
+        if isDate, case .double(let d) = v { return .date(d) }
+        return .scalar(v)
+    }
+
+    // MARK: ASCII text
+
+    /// The answer for ASCII row bytes, or nil when the row is not ASCII (or has a
+    /// CR where that matters) and the interpreter must decide.
+    static func asciiTest(_ op: TextOp, _ h: UnsafeRawBufferPointer, _ n: [UInt8], _ lower: Bool) -> Bool? {
+        var hasCR = false
+        for x in h {
+            if x >= 0x80 { return nil }
+            if x == 0x0D { hasCR = true }
+        }
+        @inline(__always) func at(_ i: Int) -> UInt8 {
+            let x = h[i]
+            return lower && x >= 0x41 && x <= 0x5A ? x | 0x20 : x
+        }
+        func compare() -> Int {
+            let m = min(h.count, n.count)
+            var i = 0
+            while i < m {
+                let x = at(i)
+                if x != n[i] { return x < n[i] ? -1 : 1 }
+                i += 1
+            }
+            return h.count == n.count ? 0 : h.count < n.count ? -1 : 1
+        }
+        func matchesAt(_ start: Int) -> Bool {
+            var k = 0
+            while k < n.count {
+                if at(start + k) != n[k] { return false }
+                k += 1
+            }
+            return true
+        }
+        switch op {
+        case .equal: return h.count == n.count && matchesAt(0)
+        case .notEqual: return !(h.count == n.count && matchesAt(0))
+        case .less: return compare() < 0
+        case .lessOrEqual: return compare() <= 0
+        case .greater: return compare() > 0
+        case .greaterOrEqual: return compare() >= 0
+        case .beginsWith: return !n.isEmpty && n.count <= h.count && matchesAt(0)
+        case .endsWith: return !n.isEmpty && n.count <= h.count && matchesAt(h.count - n.count)
+        case .contains:
+            guard !n.isEmpty, n.count <= h.count else { return false }
+            let first = n[0]
+            var i = 0
+            let last = h.count - n.count
+            while i <= last {
+                if at(i) == first && matchesAt(i) { return true }
+                i += 1
+            }
+            return false
+        case .like(let pattern):
+            if hasCR { return nil }
+            return like(pattern, count: h.count, at)
+        }
+    }
+
+    /// LikePattern's two-pointer wildcard match, on bytes.
+    private static func like(_ p: [Int16], count: Int, _ at: (Int) -> UInt8) -> Bool {
+        var s = 0, i = 0
+        var starP = -1, starS = 0
+        while s < count {
+            if i < p.count {
+                let e = p[i]
+                if e == -2 { starP = i; starS = s; i += 1; continue }
+                if e == -1 || e == Int16(at(s)) { s += 1; i += 1; continue }
+            }
+            guard starP >= 0 else { return false }
+            i = starP + 1
+            starS += 1
+            s = starS
+        }
+        while i < p.count, p[i] == -2 { i += 1 }
+        return i == p.count
+    }
+}
+
+extension CompiledFieldTest {
+    /// The test for `column <op> right`, or nil when it cannot be compiled (the
+    /// interpreter then evaluates the comparison).
+    static func make(ordinal: Int, isDate: Bool, defaultValue: Value, op: KuraComparisonOperator,
+                     right: EvaluatedValue, options: KuraComparisonOptions) -> CompiledFieldTest? {
+        let generic: PredicateComparisonTest
+        do {
+            generic = try PredicateComparisonTest(op, right: right, options: options)
+        } catch {
+            // A bad MATCHES pattern: the interpreter throws it for each row it tests.
+            return nil
+        }
+        return CompiledFieldTest(ordinal: ordinal, isDate: isDate, defaultValue: defaultValue, generic: generic,
+                                 fast: fastPath(op, right, options))
+    }
+
+    static func number(_ v: EvaluatedValue) -> Value? {
+        switch v {
+        case .scalar(.integer), .scalar(.double), .scalar(.bool): if case .scalar(let x) = v { return x }; return nil
+        case .date(let d): return .double(d)
+        default: return nil
+        }
+    }
+
+    private static func fastPath(_ op: KuraComparisonOperator, _ right: EvaluatedValue, _ options: KuraComparisonOptions) -> Fast {
+        if let c = number(right) {
+            switch op {
+            case .equalTo: return .number(.equal, c)
+            case .notEqualTo: return .number(.notEqual, c)
+            case .lessThan: return .number(.less, c)
+            case .lessThanOrEqualTo: return .number(.lessOrEqual, c)
+            case .greaterThan: return .number(.greater, c)
+            case .greaterThanOrEqualTo: return .number(.greaterOrEqual, c)
+            default: return .none
+            }
+        }
+        if case .collection(let xs) = right {
+            var values: [Value] = []
+            for x in xs {
+                // Null, text and blob members never equal a number; anything else
+                // (a nested collection, an object) is left to the interpreter.
+                if let v = number(x) { values.append(v); continue }
+                switch x {
+                case .scalar(.null), .scalar(.text), .scalar(.blob): continue
+                default: return .none
+                }
+            }
+            if op == .in { return .number(.oneOf(values), .null) }
+            if op == .between, xs.count == 2, let lo = number(xs[0]), let hi = number(xs[1]) {
+                return .number(.between(lo, hi), .null)
+            }
+            return .none
+        }
+        guard case .scalar(.text(let constant)) = right else { return .none }
+        let folds = !options.isDisjoint(with: [.caseInsensitive, .diacriticInsensitive])
+        let lower = options.contains(.caseInsensitive)
+        if op == .like {
+            var pattern: [Int16] = []
+            for e in LikePattern(constant, options: options).elements {
+                switch e {
+                case .anyOne: pattern.append(-1)
+                case .anyRun: pattern.append(-2)
+                case .character(let ch):
+                    guard let a = ch.asciiValue, ch.utf8.count == 1 else { return .none }
+                    pattern.append(Int16(a))
+                }
+            }
+            return .text(.like(pattern), needle: [], lower: lower)
+        }
+        let needle = Array((folds ? TextFolding.fold(constant, options: options) : constant).utf8)
+        guard needle.allSatisfy({ $0 < 0x80 }) else { return .none }
+        let noLineBreak = !needle.contains(0x0A) && !needle.contains(0x0D)
+        switch op {
+        case .equalTo: return .text(.equal, needle: needle, lower: lower)
+        case .notEqualTo: return .text(.notEqual, needle: needle, lower: lower)
+        case .lessThan: return .text(.less, needle: needle, lower: lower)
+        case .lessThanOrEqualTo: return .text(.lessOrEqual, needle: needle, lower: lower)
+        case .greaterThan: return .text(.greater, needle: needle, lower: lower)
+        case .greaterThanOrEqualTo: return .text(.greaterOrEqual, needle: needle, lower: lower)
+        case .beginsWith: return noLineBreak ? .text(.beginsWith, needle: needle, lower: lower) : .none
+        case .endsWith: return noLineBreak ? .text(.endsWith, needle: needle, lower: lower) : .none
+        case .contains: return noLineBreak ? .text(.contains, needle: needle, lower: lower) : .none
+        default: return .none
+        }
+    }
+}

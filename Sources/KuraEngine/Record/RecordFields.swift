@@ -1,0 +1,91 @@
+// RecordFields: the first columns of one record, located without copying or
+// allocating (FORMAT.md, "Records").
+//
+// A compiled predicate reads a few columns of every row a scan visits. Instead of
+// a `RecordView` (two arrays per row) or `RecordCodec.value(at:in:)` (a header walk
+// per column), it keeps one `RecordFields` for the whole scan and calls `load` per
+// row: one walk over the header, up to the highest column the predicate needs,
+// filling reused buffers with each column's serial type and body offset. Columns
+// are then decoded on demand, and text can be read as borrowed UTF-8 bytes.
+//
+// Invariants after `load(_:)` returned: `loaded` columns are located, each body
+// lies inside the record; a column at or past `loaded` is missing from the record
+// (the caller reads the column's default, as for a record written before the column
+// was added). Bytes are borrowed: valid only while the buffer passed to `load` is.
+//
+// Hostile bytes: the header size, every serial type and every body length are
+// bounds-checked, exactly as `RecordView` does; a malformed record throws
+// `.corrupt`, never traps.
+
+/// Reused, allocation-free access to the leading columns of successive records.
+///
+/// Lifetime: the bytes of the last `load` call. Not thread-safe (one per scan).
+struct RecordFields {
+    /// How many leading columns `load` locates.
+    let wanted: Int
+    private(set) var base: UnsafeRawPointer?
+    private(set) var loaded = 0
+    private var types: [UInt64]
+    private var offsets: [Int]
+
+    init(columns wanted: Int) {
+        precondition(wanted >= 0)
+        self.wanted = wanted
+        types = Array(repeating: 0, count: wanted)
+        offsets = Array(repeating: 0, count: wanted)
+    }
+
+    /// Locates the first `wanted` columns of the record in `buf`.
+    ///
+    /// - Throws: `.corrupt` for a malformed header or a body past the record.
+    mutating func load(_ buf: UnsafeRawBufferPointer) throws(KuraError) {
+        loaded = 0
+        base = buf.baseAddress
+        guard let p = buf.baseAddress, buf.count > 0,
+              let (hsize, hlen) = Varint.read(p, 0, buf.count), hsize <= UInt64(buf.count - hlen) else {
+            throw KuraError(.corrupt, "record header size runs past the record (\(buf.count) bytes)")
+        }
+        let headerEnd = hlen + Int(hsize)
+        var pos = hlen
+        var body = headerEnd
+        var i = 0
+        // Each serial type takes at least one byte, so the loop is bounded by hsize.
+        while pos < headerEnd && i < wanted {
+            guard let (t, n) = Varint.read(p, pos, headerEnd), let blen = RecordCodec.bodyLength(t) else {
+                throw KuraError(.corrupt, "record header has a malformed or reserved serial type at byte \(pos)")
+            }
+            guard body + blen <= buf.count else {
+                throw KuraError(.corrupt, "record body is shorter than its header promises (\(body + blen) > \(buf.count) bytes)")
+            }
+            types[i] = t
+            offsets[i] = body
+            pos += n
+            body += blen
+            i += 1
+        }
+        loaded = i
+    }
+
+    /// Serial type of column `i` (which must be below `loaded`).
+    @inline(__always)
+    func type(_ i: Int) -> UInt64 { types[i] }
+
+    /// Decodes column `i` (below `loaded`).
+    ///
+    /// - Throws: `.corrupt` for text that is not valid UTF-8.
+    @inline(__always)
+    func value(_ i: Int) throws(KuraError) -> Value {
+        precondition(i < loaded, "column \(i) was not loaded")
+        // `base` is non-nil whenever `loaded > 0` (load checked it).
+        return try RecordCodec.decodeBody(types[i], base.unsafelyUnwrapped + offsets[i], column: i)
+    }
+
+    /// The UTF-8 bytes of column `i` if it holds text (unvalidated), else nil.
+    @inline(__always)
+    func textBytes(_ i: Int) -> UnsafeRawBufferPointer? {
+        guard i < loaded else { return nil }
+        let t = types[i]
+        guard t >= 13, t & 1 == 1 else { return nil }
+        return UnsafeRawBufferPointer(start: base.unsafelyUnwrapped + offsets[i], count: Int((t - 13) / 2))
+    }
+}
