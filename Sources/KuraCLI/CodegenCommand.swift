@@ -202,7 +202,7 @@ enum CodegenCommand {
                     case .text: swiftType = "String"
                     case .bool: swiftType = "Bool"
                     case .date: swiftType = "Date"
-                    case .blob: swiftType = "Data"
+                    case .blob, .external: swiftType = "Data"
                     }
                     e.properties.append(.init(name: c.name, kind: .attribute(swiftType: swiftType), isOptional: c.isNullable, note: nil))
                 }

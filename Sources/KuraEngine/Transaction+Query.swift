@@ -103,6 +103,11 @@ extension ReadTransaction {
         for k in query.sort where r.columns.positions[k.column] == nil {
             throw KuraError(.notFound, "cannot sort by \"\(k.column)\": table \"\(r.info.name)\" has no such column")
         }
+        for k in query.sort {
+            if let schema = r.schema, let i = schema.position(of: k.column), schema.columns[i].type == .external {
+                throw KuraError(.unsupported, "cannot sort by \"\(k.column)\": its values are stored externally (large binary values in files)")
+            }
+        }
     }
 
     /// The cheapest access path for `query`, from the table's row count and
@@ -151,6 +156,33 @@ extension ReadTransaction {
         case .comparison(let c):
             try checkKeyPaths(c.left, schema: schema, table: table)
             try checkKeyPaths(c.right, schema: schema, table: table)
+            // An external column holds a reference to its file (ExternalValues.swift):
+            // only whether it is nil can be asked; comparing the reference's
+            // text would be a silently wrong answer about the value.
+            let nilTest: Bool = {
+                guard c.quantifier == .direct, c.operator == .equalTo || c.operator == .notEqualTo else { return false }
+                switch (c.left, c.right) {
+                case (.keyPath, .constant(.null)), (.constant(.null), .keyPath): return true
+                default: return false
+                }
+            }()
+            if !nilTest, let name = externalColumn(in: c.left, schema) ?? externalColumn(in: c.right, schema) {
+                throw KuraError(.unsupported, "column \"\(name)\" of table \"\(table)\" is stored externally (large binary values in files): a predicate can only test it against nil, not in \"\(KuraPredicate.comparison(c).predicateFormat)\"")
+            }
+        }
+    }
+
+    /// The first external column `e` reads, if any.
+    static func externalColumn(in e: KuraExpression, _ schema: TableSchema?) -> String? {
+        guard let schema else { return nil }
+        switch e {
+        case .keyPath(let keys):
+            guard let first = keys.first, let i = schema.position(of: first), schema.columns[i].type == .external else { return nil }
+            return first
+        case .member(let b, _), .index(let b, _), .unary(_, let b), .cast(let b, _): return externalColumn(in: b, schema)
+        case .aggregate(let xs), .function(_, let xs): return xs.lazy.compactMap { externalColumn(in: $0, schema) }.first
+        case .binary(_, let a, let b): return externalColumn(in: a, schema) ?? externalColumn(in: b, schema)
+        default: return nil
         }
     }
 

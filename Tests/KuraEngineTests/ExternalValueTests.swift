@@ -25,6 +25,31 @@ final class ExternalValueTests: XCTestCase {
         }
     }
 
+    // Regression: a predicate on an external column compared the stored
+    // reference text ("kura-external:..."), not the value: a silently wrong
+    // answer. Only nil tests are allowed; the rest is refused by name.
+    func testPredicatesOnExternalColumnsAreNilTestsOrRefused() throws {
+        let db = try Database(path: Self.path, options: Self.options(MemoryFileSystem()))
+        try Self.makeTable(db)
+        try db.write { tx in
+            try tx.insert([.integer(1), .blob(Self.bytes(5000, 1))], into: try tx.table("photos"))
+            try tx.insert([.integer(2), .null], into: try tx.table("photos"))
+        }
+        try db.read { tx in
+            XCTAssertEqual(try tx.count(TableQuery("photos", where: KuraPredicate(format: "data != nil"))), 1)
+            XCTAssertEqual(try tx.count(TableQuery("photos", where: KuraPredicate(format: "data == nil"))), 1)
+            for bad in ["data == %@", "data BEGINSWITH %@", "uppercase(data) != %@"] {
+                XCTAssertThrowsError(try tx.count(TableQuery("photos", where: KuraPredicate(format: bad, .blob([1]))))) { e in
+                    XCTAssertEqual((e as? KuraError)?.code, .unsupported, "\(bad): \(e)")
+                    XCTAssertTrue("\(e)".contains("\"data\"") && "\(e)".contains("externally"), "\(e)")
+                }
+            }
+            XCTAssertThrowsError(try tx.fetch(TableQuery("photos", sort: [SortKey("data")]))) { e in
+                XCTAssertEqual((e as? KuraError)?.code, .unsupported, "\(e)")
+            }
+        }
+    }
+
     func testSmallValuesStayInlineLargeOnesGoToFilesAndSurviveReopen() throws {
         let fs = MemoryFileSystem()
         do {

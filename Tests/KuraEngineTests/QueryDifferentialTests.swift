@@ -101,7 +101,8 @@ final class QueryDifferentialTests: XCTestCase {
                     let viaIndex = try indexed.read { tx in try tx.fetch(c.query).map(\.rowID) }
                     let viaScan = try plain.read { tx in try tx.fetch(c.query).map(\.rowID) }
                     let plan = try indexed.read { tx in try tx.explain(c.query) }
-                    if plan.contains("index") { used.mutate { $0 += 1 } }
+                    // The chosen plan's first line, not the list of costed candidates.
+                    if plan.contains("search index") || plan.contains("walk index") { used.mutate { $0 += 1 } }
                     if viaScan != c.expected { failures.mutate { $0.append("scan differs: \(c.label): \(viaScan) != \(c.expected)") } }
                     if viaIndex != c.expected { failures.mutate { $0.append("index differs: \(c.label): \(viaIndex) != \(c.expected)\n\(plan)") } }
                     if let n = c.expectedCount {
@@ -115,7 +116,10 @@ final class QueryDifferentialTests: XCTestCase {
         }
         XCTAssertEqual(failures.value.prefix(5), [], "\(failures.value.count) queries disagree")
         let usedIndex = used.value
-        XCTAssertGreaterThan(usedIndex, queryCount / 2, "the planner used indexes for too few queries to test them")
+        print("QueryDifferentialTests: \(usedIndex) of \(queryCount) queries read through an index")
+        // The costed planner scans when an index would not pay; enough
+        // queries must still take index paths for them to be tested.
+        XCTAssertGreaterThan(usedIndex, queryCount / 5, "the planner used indexes for too few queries to test them")
         try indexed.read { tx in XCTAssertEqual(try tx.checkIntegrity(), []) }
     }
 
