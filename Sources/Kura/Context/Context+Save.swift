@@ -96,22 +96,7 @@ extension ManagedObjectContext {
                         }
                     }
                 }
-                for (table, edits) in self.joinEdits {
-                    let t = try tx.table(table)
-                    for (pair, present) in edits.sorted(by: { Self.idOrder($0.key.source, $1.key.source) }) {
-                        guard let s = rowID(pair.source), let d = rowID(pair.target) else { continue }
-                        let match = KuraPredicate.and([
-                            .comparison(KuraComparison(.keyPath(["source"]), .equalTo, .constant(.integer(s)))),
-                            .comparison(KuraComparison(.keyPath(["target"]), .equalTo, .constant(.integer(d)))),
-                        ])
-                        let exists = try tx.count(TableQuery(table, where: match)) > 0
-                        if present && !exists {
-                            try tx.insert([.integer(s), .integer(d), .double(0)], into: t)
-                        } else if !present && exists {
-                            try tx.delete(from: table, where: match)
-                        }
-                    }
-                }
+                try self.writeJoinEdits(tx, rowID)
                 record = self.savedChanges(inserted: ins.compactMap { o in
                     assigned[ObjectIdentifier(o)].map { ManagedObjectID(entity: o.entity.name, rowID: $0) }
                 }, updated: upd.filter { o in
@@ -188,6 +173,7 @@ extension ManagedObjectContext {
         touchedOrder = []
         deleted = []
         joinEdits = [:]
+        joinPositions = [:]
         notices.toManyTouched = [:]
         undo?.removeAllActions()
 

@@ -58,7 +58,7 @@ struct RowLayout: Sendable {
             var exact: [Int?] = []
             for a in e.attributes { exact.append(a.type == .decimal && !a.isTransient ? try position(AttributeType.exactColumn(a.name)) : nil) }
             var slots: [Slot] = []
-            for r in e.relationships where !r.isToMany {
+            for r in e.relationships where !r.isToMany && !r.isTransient {
                 slots.append(Slot(name: r.name, destination: r.destination, column: try position(r.name),
                                   orderColumn: schema.position(of: r.name + "_order"),
                                   entityColumn: model.needsEntityCompanion(r.destination) ? try position(r.name + ManagedObjectModel.companionSuffix) : nil))

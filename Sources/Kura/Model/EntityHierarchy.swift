@@ -259,9 +259,9 @@ extension ManagedObjectModel {
             }
         }
         for e in members {
-            for r in e.declaredRelationships where !r.isToMany {
+            for r in e.declaredRelationships where !r.isToMany && !r.isTransient {
                 try add(ColumnDefinition(r.name, .integer), by: e.name)
-                let inverse = r.inverse.flatMap { entitiesByName[r.destination]?.relationshipsByName[$0] }
+                let inverse = reciprocalInverse(of: r)
                 if inverse?.isOrdered == true { try add(ColumnDefinition(r.name + "_order", .double), by: e.name) }
                 if needsEntityCompanion(r.destination) { try add(ColumnDefinition(r.name + Self.companionSuffix, .text), by: e.name) }
             }

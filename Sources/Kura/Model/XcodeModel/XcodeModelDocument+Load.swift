@@ -94,19 +94,24 @@ extension XcodeModelDocument {
             /// No longer reported: Transformable attributes load (kept for source compatibility).
             case transformableAttribute = "Transformable attribute"
             case objectIDAttribute = "ObjectID attribute"
+            /// Reported for a stored Undefined attribute only (a transient one loads).
             case undefinedAttribute = "Undefined-type attribute"
             case compositeAttribute = "Composite attribute"
             case derivedAttribute = "derived attribute"
-            /// Reported for transient relationships only (transient attributes load).
+            /// No longer reported: transient relationships and attributes load (kept for source compatibility).
             case transientProperty = "transient property"
             /// No longer reported: value rules load as `AttributeValidation` (kept for source compatibility).
             case valueValidation = "value validation (minimum, maximum or regular expression)"
+            /// No longer reported: Spotlight indexing hints load (kept, no effect) (kept for source compatibility).
             case spotlightIndexing = "Spotlight indexing"
+            /// No longer reported: preserveAfterDeletion loads (history tombstones) (kept for source compatibility).
             case preserveAfterDeletion = "preserveAfterDeletion (history tombstone)"
             case defaultValue = "default value of this type"
+            /// No longer reported: ordered many-to-many relationships load (kept for source compatibility).
             case orderedManyToMany = "ordered many-to-many relationship"
+            /// No longer reported: ordered relationships without inverse load (kept for source compatibility).
             case orderedWithoutInverse = "ordered to-many relationship without a to-one inverse"
-            /// A names B as inverse but B names another relationship (Xcode warns, Core Data loads it).
+            /// No longer reported: non-reciprocal inverses load (kept from their own side) (kept for source compatibility).
             case nonReciprocalInverse = "inverse relationship that does not name this one back"
             /// No longer reported: fetched properties load (kept for source compatibility).
             case fetchedProperty = "fetched property"
@@ -147,33 +152,17 @@ extension XcodeModelDocument {
                 func here(_ kind: UnsupportedFeature.Kind, _ detail: String) { add(kind, a.line, e.name, a.name, detail) }
                 switch a.kind {
                 case .objectID: here(.objectIDAttribute, "attributeType=\"ObjectID\"")
-                case .undefined: here(.undefinedAttribute, "no attributeType")
+                case .undefined where !a.isTransient: here(.undefinedAttribute, "no attributeType on a stored attribute (Core Data allows Undefined only on transient ones)")
                 case .composite: here(.compositeAttribute, "attributeType=\"Composite\"" + (a.composite.map { " composite=\"\($0)\"" } ?? ""))
                 default: break
                 }
                 if a.isDerived { here(.derivedAttribute, "derivationExpression=\"\(a.derivationExpression ?? "")\"") }
-                if a.spotlightIndexingEnabled { here(.spotlightIndexing, "spotlightIndexingEnabled=\"YES\"") }
-                if a.preserveAfterDeletion { here(.preserveAfterDeletion, "preserveAfterDeletion=\"YES\"") }
                 if let d = a.defaultValueString, [.binary, .date, .transformable].contains(a.kind) {
                     here(.defaultValue, "\(a.kind.rawValue) attribute with defaultValueString=\"\(d)\"")
                 }
             }
             for r in e.relationships {
                 func here(_ kind: UnsupportedFeature.Kind, _ detail: String) { add(kind, r.line, e.name, r.name, detail) }
-                if r.isTransient { here(.transientProperty, "transient=\"YES\"") }
-                if r.spotlightIndexingEnabled { here(.spotlightIndexing, "spotlightIndexingEnabled=\"YES\"") }
-                if let inv = r.inverseName, let back = entity(named: r.destinationEntity)?.relationships.first(where: { $0.name == inv }),
-                   back.destinationEntity == e.name, let backInverse = back.inverseName, backInverse != r.name {
-                    here(.nonReciprocalInverse, "inverseName=\"\(inv)\", whose own inverseName (line \(back.line)) is \"\(backInverse)\"")
-                }
-                if r.isToMany && r.isOrdered {
-                    let inverse = r.inverseName.flatMap { n in entity(named: r.destinationEntity)?.relationships.first { $0.name == n } }
-                    if let inverse {
-                        if inverse.isToMany { here(.orderedManyToMany, "ordered=\"YES\" with to-many inverse \"\(inverse.name)\"") }
-                    } else {
-                        here(.orderedWithoutInverse, "ordered=\"YES\" without inverseName")
-                    }
-                }
             }
             for ix in e.fetchIndexes {
                 for el in ix.elements {
@@ -247,14 +236,18 @@ extension XcodeModelDocument {
                                                   renamingIdentifier: a.elementID, versionHashModifier: a.versionHashModifier,
                                                   transient: a.isTransient,
                                                   valueTransformerName: a.kind == .transformable ? a.valueTransformerName : nil,
-                                                  customClassName: a.kind == .transformable ? a.customClassName : nil, validation: try validation(a, in: e)))
+                                                  customClassName: a.kind == .transformable ? a.customClassName : nil, validation: try validation(a, in: e),
+                                                  allowsExternalBinaryDataStorage: a.allowsExternalBinaryDataStorage,
+                                                  preservesValueInHistoryOnDeletion: a.preserveAfterDeletion,
+                                                  indexedBySpotlight: a.spotlightIndexingEnabled))
             }
             let rels = e.relationships.map { r in
                 RelationshipDescription(r.name, to: r.destinationEntity, inverse: r.inverseName, toMany: r.isToMany, ordered: r.isOrdered,
                                         deleteRule: Self.deleteRule(r.deletionRule), optional: r.isOptional,
                                         minCount: r.isToMany ? r.minCount.flatMap { $0 == 0 ? nil : $0 } : nil,
                                         maxCount: r.isToMany ? r.maxCount.flatMap { $0 == 0 ? nil : $0 } : nil,
-                                        userInfo: r.userInfo, renamingIdentifier: r.elementID, versionHashModifier: r.versionHashModifier)
+                                        userInfo: r.userInfo, renamingIdentifier: r.elementID, versionHashModifier: r.versionHashModifier,
+                                        transient: r.isTransient, indexedBySpotlight: r.spotlightIndexingEnabled)
             }
             built.append(EntityDescription(e.name, parent: e.parentEntity, abstract: e.isAbstract, class: objectClass, attributes: attrs, relationships: rels,
                                            uniquenessConstraints: e.uniquenessConstraints.map(\.properties),
@@ -450,6 +443,11 @@ extension XcodeModelDocument {
         case .uuid: return .uuid
         case .uri: return .url
         case .transformable: return .transformable
+        case .undefined where a.isTransient:
+            // Core Data's Undefined transient holds any object; Kura holds any
+            // value its transformer (property-list, or one registered under the
+            // attribute's valueTransformerName) can encode, in memory only.
+            return .transformable
         case .objectID, .composite, .undefined:
             // unsupportedFeatures() reports these before makeModel gets here.
             throw KuraError(.unsupported, "\(path) line \(a.line): attribute \"\(e.name).\(a.name)\" is \(a.kind.rawValue)", path: path)
