@@ -235,7 +235,14 @@ extension ManagedObjectContext {
         for (id, names) in ordered {
             changes.append(PersistentHistoryChange(kind: .update, objectID: id, updatedProperties: names.sorted()))
         }
-        changes += deleted.map { PersistentHistoryChange(kind: .delete, objectID: $0.objectID) }
+        changes += deleted.map { o in
+            // Core Data's tombstone: the preserved attributes' last saved values.
+            var tombstone: [String: Value] = [:]
+            for a in o.entity.attributes where a.preservesValueInHistoryOnDeletion {
+                tombstone[a.name] = a.type.engineValue((o.savedValues ?? o.values)[a.name] ?? .null)
+            }
+            return PersistentHistoryChange(kind: .delete, objectID: o.objectID, tombstone: tombstone)
+        }
         return changes
     }
 
