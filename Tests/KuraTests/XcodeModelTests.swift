@@ -595,7 +595,7 @@ final class XcodeModelTests: XCTestCase {
         <attribute name="blob" optional="YES" attributeType="Binary" defaultValueString="00"/>
         </entity>
         <entity name="Sub" parentEntity="Base">
-        <attribute name="n" attributeType="Integer 16" derived="YES" derivationExpression="x"/>
+        <attribute name="n" attributeType="Integer 16" derived="YES" derivationExpression="sum:(x)"/>
         <fetchedProperty name="f"><fetchRequest name="r" entity="Sub" predicateString="n > 1"/></fetchedProperty>
         </entity>
         <fetchRequest name="all" entity="Sub"/>
@@ -614,7 +614,7 @@ final class XcodeModelTests: XCTestCase {
         <entity name="E">
         <attribute name="oid" optional="YES" attributeType="ObjectID"/>
         <attribute name="home" optional="YES" attributeType="Composite" composite="Address"/>
-        <attribute name="full" optional="YES" attributeType="String" derived="YES" derivationExpression="a.b"/>
+        <attribute name="full" optional="YES" attributeType="String" derived="YES" derivationExpression="a.@avg.b"/>
         <attribute name="text" optional="YES" attributeType="String" spotlightIndexingEnabled="YES"/>
         <attribute name="blob" optional="YES" attributeType="Binary" defaultValueString="00"/>
         <attribute name="when" optional="YES" attributeType="Date" defaultValueString="now"/>

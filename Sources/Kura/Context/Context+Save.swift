@@ -30,7 +30,10 @@ extension ManagedObjectContext {
     public func save() throws(KuraError) {
         try throwPendingError()
         try drainInbox()
-        if hasChanges { try runWillSave() }
+        if hasChanges {
+            try runWillSave()
+            try computeDerivedAttributes()
+        }
         processPendingChanges()
         lastMergeConflicts = []
         guard hasChanges else { return }

@@ -177,6 +177,7 @@ public final class ManagedObjectModel: Sendable {
                 }
             }
             try validateFetchIndexes(e)
+            try validateDerivedAttributes(e)
             for group in e.uniquenessConstraints {
                 guard !group.isEmpty else { throw ModelError(message: "entity \"\(e.name)\" has an empty uniqueness constraint") }
                 for name in group where e.attributesByName[name] == nil {

@@ -156,7 +156,9 @@ extension XcodeModelDocument {
                 case .composite: here(.compositeAttribute, "attributeType=\"Composite\"" + (a.composite.map { " composite=\"\($0)\"" } ?? ""))
                 default: break
                 }
-                if a.isDerived { here(.derivedAttribute, "derivationExpression=\"\(a.derivationExpression ?? "")\"") }
+                if a.isDerived, DerivedExpression.parse(a.derivationExpression ?? "") == nil {
+                    here(.derivedAttribute, "derivationExpression=\"\(a.derivationExpression ?? "")\", which Kura does not evaluate")
+                }
                 if let d = a.defaultValueString, [.binary, .date, .transformable].contains(a.kind) {
                     here(.defaultValue, "\(a.kind.rawValue) attribute with defaultValueString=\"\(d)\"")
                 }
@@ -239,7 +241,8 @@ extension XcodeModelDocument {
                                                   customClassName: a.kind == .transformable ? a.customClassName : nil, validation: try validation(a, in: e),
                                                   allowsExternalBinaryDataStorage: a.allowsExternalBinaryDataStorage,
                                                   preservesValueInHistoryOnDeletion: a.preserveAfterDeletion,
-                                                  indexedBySpotlight: a.spotlightIndexingEnabled))
+                                                  indexedBySpotlight: a.spotlightIndexingEnabled,
+                                                  derivationExpression: a.isDerived ? a.derivationExpression : nil))
             }
             let rels = e.relationships.map { r in
                 RelationshipDescription(r.name, to: r.destinationEntity, inverse: r.inverseName, toMany: r.isToMany, ordered: r.isOrdered,
