@@ -370,6 +370,10 @@ public final class ManagedObjectContext {
         // Transient relationships start over when a fault fires (RelationshipDescription.isTransient).
         if o.isFault { o.transientRelated = [:] }
         for (k, a) in o.entity.attributes.enumerated() {
+            if let cols = layout.compositeColumns[k] {
+                values[a.name] = RowLayout.compositeValue(cols.map { $0 < row.count ? row[$0] : layout.defaults[$0] })
+                continue
+            }
             // A transient attribute starts over from its default (AttributeDescription.isTransient).
             guard let i = layout.attributeColumns[k] else { values[a.name] = a.defaultValue.map { a.type.stored($0) } ?? .null; continue }
             let v = i < row.count ? row[i] : layout.defaults[i]

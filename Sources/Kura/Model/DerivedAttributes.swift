@@ -100,7 +100,7 @@ extension ManagedObjectModel {
             func attribute(_ path: [String]) throws(ModelError) -> AttributeDescription {
                 let owner = try through(Array(path.dropLast()))
                 // `path` is never empty: DerivedExpression.parse makes none.
-                guard let last = path.last, let source = owner.attributesByName[last], !source.isTransient else {
+                guard let last = path.last, let source = owner.attributesByName[last], !source.isTransient, source.compositeElements == nil else {
                     throw fail("\"\(path.joined(separator: "."))\" does not name a stored attribute")
                 }
                 return source
@@ -124,7 +124,7 @@ extension ManagedObjectModel {
                 guard integers.contains(a.type) else { throw fail("@count needs an integer attribute, not \(a.type)") }
             case .sum(let path, let name):
                 let target = try toMany(path)
-                guard let source = target.attributesByName[name], !source.isTransient, (integers + [.double, .float, .decimal]).contains(source.type) else {
+                guard let source = target.attributesByName[name], !source.isTransient, source.compositeElements == nil, (integers + [.double, .float, .decimal]).contains(source.type) else {
                     throw fail("\"\(name)\" is not a stored numeric attribute of entity \"\(target.name)\"")
                 }
                 guard integers.contains(a.type) || [.double, .float].contains(a.type) else { throw fail("@sum needs a number attribute, not \(a.type)") }

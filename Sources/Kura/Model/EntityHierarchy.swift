@@ -255,6 +255,13 @@ extension ManagedObjectModel {
         }
         for e in members {
             for a in e.declaredAttributes where !a.isTransient {
+                if let elements = a.compositeElements {
+                    for el in elements {
+                        try add(ColumnDefinition(AttributeDescription.compositeColumn(a.name, el.name), el.type.columnType, nullable: true,
+                                                 default: el.defaultValue.map { el.type.engineValue(el.type.stored($0)) } ?? .null), by: e.name)
+                    }
+                    continue
+                }
                 try add(ColumnDefinition(a.name, a.type.columnType, nullable: true, default: a.defaultValue.map { a.type.engineValue(a.type.stored($0)) } ?? .null), by: e.name)
             }
         }

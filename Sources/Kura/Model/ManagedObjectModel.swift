@@ -139,6 +139,7 @@ public final class ManagedObjectModel: Sendable {
                     throw ModelError(message: "entity \"\(e.name)\": transient attribute \"\(a.name)\" cannot be indexed (it has no column)")
                 }
                 if let problem = a.validationModelProblem(entity: e.name) { throw ModelError(message: problem) }
+                if let problem = a.compositeModelProblem(entity: e.name) { throw ModelError(message: problem) }
                 if a.type == .transformable, a.defaultValue != nil {
                     throw ModelError(message: "entity \"\(e.name)\": transformable attribute \"\(a.name)\" cannot have a default (set it in awakeFromInsert)")
                 }
@@ -182,6 +183,9 @@ public final class ManagedObjectModel: Sendable {
                 guard !group.isEmpty else { throw ModelError(message: "entity \"\(e.name)\" has an empty uniqueness constraint") }
                 for name in group where e.attributesByName[name] == nil {
                     throw ModelError(message: "entity \"\(e.name)\": uniqueness constraint names \"\(name)\", which is not an attribute")
+                }
+                for name in group where e.attributesByName[name]?.compositeElements != nil {
+                    throw ModelError(message: "entity \"\(e.name)\": uniqueness constraint names composite attribute \"\(name)\", which has no column of its own")
                 }
                 for name in group where e.attributesByName[name]?.isTransient == true {
                     throw ModelError(message: "entity \"\(e.name)\": uniqueness constraint names transient attribute \"\(name)\", which is not stored")
@@ -294,6 +298,9 @@ public final class ManagedObjectModel: Sendable {
             guard !ix.elements.isEmpty else { throw ModelError(message: "entity \"\(e.name)\": fetch index \"\(ix.name)\" has no elements") }
             for el in ix.elements {
                 if let a = e.attributesByName[el.property] {
+                    if a.compositeElements != nil {
+                        throw ModelError(message: "entity \"\(e.name)\": fetch index \"\(ix.name)\" names composite attribute \"\(el.property)\", which has no column of its own")
+                    }
                     if a.isTransient {
                         throw ModelError(message: "entity \"\(e.name)\": fetch index \"\(ix.name)\" names transient attribute \"\(el.property)\", which has no column")
                     }

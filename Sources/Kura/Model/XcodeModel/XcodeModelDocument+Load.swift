@@ -153,7 +153,8 @@ extension XcodeModelDocument {
                 switch a.kind {
                 case .objectID: here(.objectIDAttribute, "attributeType=\"ObjectID\"")
                 case .undefined where !a.isTransient: here(.undefinedAttribute, "no attributeType on a stored attribute (Core Data allows Undefined only on transient ones)")
-                case .composite: here(.compositeAttribute, "attributeType=\"Composite\"" + (a.composite.map { " composite=\"\($0)\"" } ?? ""))
+                case .composite:
+                    if let problem = compositeProblem(a) { here(.compositeAttribute, "attributeType=\"Composite\"" + (a.composite.map { " composite=\"\($0)\"" } ?? "") + ": " + problem) }
                 default: break
                 }
                 if a.isDerived, DerivedExpression.parse(a.derivationExpression ?? "") == nil {
@@ -176,10 +177,18 @@ extension XcodeModelDocument {
                 }
             }
         }
-        for c in compositeAttributes {
-            add(.compositeType, c.line, nil, nil, "compositeAttribute \"\(c.name)\"")
-        }
         return out
+    }
+
+    /// Why composite attribute `a` cannot load (nil: it can): its composite
+    /// type must exist and hold plain elements of one-column types.
+    private func compositeProblem(_ a: Attribute) -> String? {
+        guard let name = a.composite else { return "no composite type named" }
+        guard let c = compositeAttributes.first(where: { $0.name == name }) else { return "the model has no compositeAttribute \"\(name)\"" }
+        for el in c.attributes where [.composite, .objectID, .undefined, .transformable, .decimal].contains(el.kind) || el.isTransient || el.isDerived {
+            return "element \"\(el.name)\" (line \(el.line)) is \(el.isTransient ? "transient" : el.isDerived ? "derived" : el.kind.rawValue); Kura composites hold plain one-column elements"
+        }
+        return nil
     }
 
     /// Builds the Kura model the file describes.
@@ -233,6 +242,10 @@ extension XcodeModelDocument {
             let indexed = indexedBy[e.name] ?? []
             var attrs: [AttributeDescription] = []
             for a in e.attributes {
+                if a.kind == .composite {
+                    attrs.append(try compositeAttribute(a, in: e))
+                    continue
+                }
                 attrs.append(AttributeDescription(a.name, try kuraType(a, in: e), optional: a.isOptional, default: try defaultValue(a, in: e),
                                                   indexed: indexed.contains(a.name), userInfo: a.userInfo,
                                                   renamingIdentifier: a.elementID, versionHashModifier: a.versionHashModifier,
@@ -455,6 +468,23 @@ extension XcodeModelDocument {
             // unsupportedFeatures() reports these before makeModel gets here.
             throw KuraError(.unsupported, "\(path) line \(a.line): attribute \"\(e.name).\(a.name)\" is \(a.kind.rawValue)", path: path)
         }
+    }
+
+    /// A Composite attribute with the elements of its model-level
+    /// `<compositeAttribute>` (unsupportedFeatures() refused any other shape).
+    private func compositeAttribute(_ a: Attribute, in e: Entity) throws(KuraError) -> AttributeDescription {
+        guard let c = compositeAttributes.first(where: { $0.name == a.composite }) else {
+            throw KuraError(.unsupported, "\(path) line \(a.line): composite attribute \"\(e.name).\(a.name)\" names no composite type of the model", path: path)
+        }
+        var elements: [AttributeDescription] = []
+        for el in c.attributes {
+            elements.append(AttributeDescription(el.name, try kuraType(el, in: e), optional: el.isOptional, default: try defaultValue(el, in: e),
+                                                 userInfo: el.userInfo, renamingIdentifier: el.elementID, versionHashModifier: el.versionHashModifier,
+                                                 validation: try validation(el, in: e)))
+        }
+        return AttributeDescription(a.name, .data, optional: a.isOptional, userInfo: a.userInfo, renamingIdentifier: a.elementID,
+                                    versionHashModifier: a.versionHashModifier, indexedBySpotlight: a.spotlightIndexingEnabled,
+                                    compositeElements: elements)
     }
 
     /// The value rules of an attribute (nil when it has none): min/max from
