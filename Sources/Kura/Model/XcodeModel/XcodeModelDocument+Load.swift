@@ -28,6 +28,16 @@
 //     | Decimal, String, Boolean, Date,      | string, bool, date, data, uuid, url          |
 //     | Binary, UUID, URI                    | (Decimal stored exactly: DecimalStorage)     |
 //     | transient attribute                  | isTransient (no column; in memory only)      |
+//     | Undefined transient attribute (no    | transient transformable (property-list       |
+//     | attributeType)                       | values, in memory only)                      |
+//     | transient relationship               | isTransient (in memory, both sides in step)  |
+//     | derived, derivationExpression        | derivationExpression (DerivedAttributes.swift|
+//     |                                      | computes it at save)                         |
+//     | Composite + <compositeAttribute>     | compositeElements (CompositeAttributes.swift)|
+//     | preserveAfterDeletion                | preservesValueInHistoryOnDeletion (history   |
+//     |                                      | tombstone of a delete)                       |
+//     | allowsExternalBinaryDataStorage      | allowsExternalBinaryDataStorage (carried)    |
+//     | spotlightIndexingEnabled             | isIndexedBySpotlight (kept, no effect)       |
 //     | minValueString, maxValueString,      | validation (AttributeValidation, checked at  |
 //     | min/maxDateTimeInterval, regular-    | save); a bound that is not a number is       |
 //     | ExpressionString                     | `.syntax` with the line                      |
@@ -43,7 +53,11 @@
 //     | uniquenessConstraint                 | uniquenessConstraints                        |
 //     | relationship                         | RelationshipDescription (inverse, toMany,    |
 //     |                                      | ordered, deletionRule, optional, counts,     |
-//     |                                      | userInfo, elementID, versionHashModifier)    |
+//     |                                      | userInfo, elementID, versionHashModifier);   |
+//     |                                      | ordered many-to-many and ordered without     |
+//     |                                      | inverse use join-table positions; an inverse |
+//     |                                      | that names another one back is kept from its |
+//     |                                      | own side (ManagedObjectModel "Inverses")     |
 //     | configuration                        | ManagedObjectModel.configurations            |
 //     | fetchedProperty                      | FetchedPropertyDescription (its request as a |
 //     |                                      | FetchTemplate; $FETCH_SOURCE substituted)    |
@@ -59,9 +73,6 @@
 //     |                                      | retired Sync Services; Core Data ignores it  |
 //     | usesScalarValueType,                 | code generation only (property types of      |
 //     | codeGenerationType                   | generated classes)                           |
-//     | allowsExternalBinaryDataStorage      | a storage hint (side files for big blobs);   |
-//     |                                      | Kura keeps blobs in overflow pages, values   |
-//     |                                      | read back the same                           |
 //     | storedInTruthFile                    | Spotlight external-record storage hint       |
 //     | valueTransformerName/customClassName | left behind by Xcode when a Transformable    |
 //     | on a non-Transformable attribute     | changed type; Core Data ignores them         |
@@ -77,13 +88,14 @@
 //     | model attributes (type, versions,    | file metadata; kept in XcodeModelDocument    |
 //     | tools, language)                     |                                              |
 //
-// Not representable yet (each is an `UnsupportedFeature.Kind`): ObjectID /
-// Undefined / Composite attributes, derived attributes, transient relationships,
-// Spotlight indexing, non-reciprocal inverses (A.x names B.y as inverse while
-// B.y names another one), preserveAfterDeletion, defaults Kura cannot parse for
-// a type (Binary, Transformable, a Date given as a string), ordered
-// many-to-many and ordered without inverse, expression / R-Tree indexes,
-// indexes on to-many relationships, model-level composite types.
+// Not representable yet (each is an `UnsupportedFeature.Kind`): ObjectID
+// attributes, stored Undefined attributes (Core Data refuses them too), a
+// Composite naming no composite type or holding elements that are not plain
+// one-column attributes (nested composites, decimals, transformables), derived
+// attributes whose expression Kura does not evaluate (DerivedAttributes.swift
+// lists what it does), defaults Kura cannot parse for a type (Binary,
+// Transformable, a Date given as a string), expression / R-Tree indexes,
+// indexes on to-many relationships.
 
 import Foundation
 
@@ -394,7 +406,7 @@ extension XcodeModelDocument {
                     guard let back = target.relationships.first(where: { $0.name == inv }) else {
                         throw invalid(r.line, "relationship \"\(e.name).\(r.name)\" names inverse \"\(inv)\", which entity \"\(target.name)\" does not have")
                     }
-                    // A non-reciprocal inverse is reported by unsupportedFeatures().
+                    // A non-reciprocal inverse loads (kept from its own side).
                     guard back.destinationEntity == e.name else {
                         throw invalid(r.line, "relationship \"\(e.name).\(r.name)\" names inverse \"\(target.name).\(inv)\" (line \(back.line)), which points to \"\(back.destinationEntity)\", not back to \"\(e.name)\"")
                     }
