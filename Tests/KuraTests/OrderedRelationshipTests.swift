@@ -30,7 +30,7 @@ final class OrderedRelationshipTests: XCTestCase {
     }
 
     private func titles(_ o: ManagedObject, _ key: String) throws -> [String] {
-        try XCTUnwrap(o.value(forKey: key) as? ObjectList).map { $0[$0.entity.name == "Song" ? "title" : "name"] as? String ?? "?" }
+        try XCTUnwrap(o.value(forKey: key) as? ObjectList).map { $0[$0.entity.attributesByName["title"] != nil ? "title" : "name"] as? String ?? "?" }
     }
 
     private func fetch(_ context: ManagedObjectContext, _ entity: String, _ key: String, _ value: String) throws -> ManagedObject {
@@ -189,5 +189,64 @@ final class OrderedRelationshipTests: XCTestCase {
         container = try PersistentContainer(url: url, model: try Self.model())
         c = container.newContext()
         try check(-1)
+    }
+
+    /// A join table written before `inverse_position` existed (three columns)
+    /// opens: the column is appended, old rows keep their membership and
+    /// position, read 0 on the new side, and take new positions when reordered.
+    func testAJoinTableWithoutInversePositionOpensAndGainsTheColumn() throws {
+        let model = try ManagedObjectModel {
+            EntityDescription("Post") {
+                AttributeDescription("title", .string)
+                RelationshipDescription("tags", to: "Tag", inverse: "posts", toMany: true, ordered: true)
+            }
+            EntityDescription("Tag") {
+                AttributeDescription("name", .string)
+                RelationshipDescription("posts", to: "Post", inverse: "tags", toMany: true, ordered: true)
+            }
+        }
+        let tmp = try TempDir()
+        let url = tmp.url.appendingPathComponent("old.kura")
+        do {
+            let db = try Database(path: url.path)
+            try db.write { tx in
+                let post = try tx.createTable("Post", schema: try TableSchema([ColumnDefinition("title", .text),
+                                                                               ColumnDefinition("_version", .integer, nullable: false, default: .integer(0))]))
+                let tag = try tx.createTable("Tag", schema: try TableSchema([ColumnDefinition("name", .text),
+                                                                             ColumnDefinition("_version", .integer, nullable: false, default: .integer(0))]))
+                let join = try tx.createTable("_Post_tags", schema: try TableSchema([
+                    ColumnDefinition("source", .integer, nullable: false), ColumnDefinition("target", .integer, nullable: false),
+                    ColumnDefinition("position", .double, nullable: false, default: .double(0)),
+                ]))
+                try tx.createIndex("_Post_tags_source", on: join, columns: [IndexColumn("source"), IndexColumn("target")])
+                try tx.createIndex("_Post_tags_target", on: join, columns: [IndexColumn("target"), IndexColumn("source")])
+                let p = try tx.insert([.text("p"), .integer(1)], into: post)
+                let a = try tx.insert([.text("a"), .integer(1)], into: tag), b = try tx.insert([.text("b"), .integer(1)], into: tag)
+                _ = try tx.insert([.integer(p), .integer(b), .double(0)], into: join)
+                _ = try tx.insert([.integer(p), .integer(a), .double(1)], into: join)
+            }
+        }
+        let container = try PersistentContainer(url: url, model: model, persistentHistoryTracking: true)
+        try container.database.read { tx in
+            XCTAssertEqual(try XCTUnwrap(try tx.schema(of: try tx.table("_Post_tags"))).columns.map(\.name), ["source", "target", "position", "inverse_position"])
+        }
+        let c = container.newContext()
+        let p = try fetch(c, "Post", "title", "p")
+        XCTAssertEqual(try titles(p, "tags"), ["b", "a"])
+        let a = try fetch(c, "Tag", "name", "a")
+        XCTAssertEqual(try titles(a, "posts"), ["p"])
+        let q = try c.insert("Post")
+        try q.setValue("q", forKey: "title")
+        try a.insert(q, at: 0, into: "posts")
+        try c.save()
+        // A reorder alone is a saved change of that side, in the history too.
+        try a.moveObject(at: 1, to: 0, in: "posts")
+        XCTAssertTrue(c.hasChanges)
+        try c.save()
+        let last = try XCTUnwrap(container.history().last).changes
+        XCTAssertEqual(last, [PersistentHistoryChange(kind: .update, objectID: a.objectID, updatedProperties: ["posts"])])
+        let again = try PersistentContainer(url: url, model: model).newContext()
+        XCTAssertEqual(try titles(try fetch(again, "Tag", "name", "a"), "posts"), ["p", "q"])
+        XCTAssertEqual(try titles(try fetch(again, "Post", "title", "p"), "tags"), ["b", "a"])
     }
 }

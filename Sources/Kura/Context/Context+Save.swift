@@ -212,13 +212,18 @@ extension ManagedObjectContext {
     func savedChanges(inserted: [ManagedObjectID], updated: [ManagedObject], deleted: [ManagedObject]) -> [PersistentHistoryChange] {
         // Join-table edits: the saved objects whose to-many relationship changed.
         var joinUpdates: [ManagedObjectID: Set<String>] = [:]
-        if !joinEdits.isEmpty {
+        if !joinEdits.isEmpty || !joinPositions.isEmpty {
             for e in model.entities {
                 for r in e.relationships {
-                    guard case .joinTable(let t, let forward) = model.storage(of: r, in: e), let edits = joinEdits[t] else { continue }
-                    for pair in edits.keys {
+                    guard case .joinTable(let t, let forward) = model.storage(of: r, in: e) else { continue }
+                    for pair in (joinEdits[t] ?? [:]).keys {
                         let id = forward ? pair.source : pair.target
                         if !id.isTemporary { joinUpdates[id, default: []].insert(r.name) }
+                    }
+                    // A reorder changes the side whose position moved (Context+Relationships.swift, "Ordering").
+                    for (pair, p) in joinPositions[t] ?? [:] where (forward ? p.position : p.inversePosition) != nil {
+                        let id = forward ? pair.source : pair.target
+                        if !id.isTemporary && joinEdits[t]?[pair] != false { joinUpdates[id, default: []].insert(r.name) }
                     }
                 }
             }
