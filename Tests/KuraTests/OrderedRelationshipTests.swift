@@ -249,4 +249,38 @@ final class OrderedRelationshipTests: XCTestCase {
         XCTAssertEqual(try titles(try fetch(again, "Tag", "name", "a"), "posts"), ["p", "q"])
         XCTAssertEqual(try titles(try fetch(again, "Post", "title", "p"), "tags"), ["b", "a"])
     }
+
+    func testUndoAndRedoRestoreTheOrderOfAnOrderedManyToMany() throws {
+        let container = try PersistentContainer.inMemory(model: try Self.model())
+        let c = container.newContext()
+        let p = try c.insert("Playlist")
+        try p.setValue("p", forKey: "name")
+        for t in ["a", "b", "c"] { try p.add(try c.insert("Song").setting("title", t), to: "songs") }
+        try c.save()
+        c.undoManager = ContextUndoManager()
+        try p.moveObject(at: 0, to: 2, in: "songs")
+        c.processPendingChanges()
+        XCTAssertEqual(try titles(p, "songs"), ["b", "c", "a"])
+        let d = try c.insert("Song").setting("title", "d")
+        try p.insert(d, at: 1, into: "songs")
+        c.processPendingChanges()
+        XCTAssertEqual(try titles(p, "songs"), ["b", "d", "c", "a"])
+        c.undoLastChange()
+        XCTAssertEqual(try titles(p, "songs"), ["b", "c", "a"])
+        c.undoLastChange()
+        XCTAssertEqual(try titles(p, "songs"), ["a", "b", "c"])
+        c.redoLastChange()
+        XCTAssertEqual(try titles(p, "songs"), ["b", "c", "a"])
+        try c.save()
+        let fresh = container.newContext()
+        XCTAssertEqual(try titles(try fetch(fresh, "Playlist", "name", "p"), "songs"), ["b", "c", "a"])
+    }
+}
+
+private extension ManagedObject {
+    /// Sets `key` and returns the object (for building test data inline).
+    func setting(_ key: String, _ value: Any) throws -> ManagedObject {
+        try setValue(value, forKey: key)
+        return self
+    }
 }

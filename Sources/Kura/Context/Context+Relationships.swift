@@ -19,7 +19,7 @@
 // member of that list gets a pending position 0, 1, 2, ... (one renumbering
 // per change, written at save); reading sorts by pending position, else stored
 // position, members without either last in the order they joined. Undo
-// restores membership but not the order (a limitation).
+// restores pending positions with the membership (ContextUndoManager).
 
 extension ManagedObjectContext {
     /// Runs an engine read, keeping typed errors.
@@ -288,7 +288,7 @@ extension ManagedObjectContext {
         case .joinTable(let table, let forward):
             let pair = forward ? JoinPair(source: o.objectID, target: t.objectID) : JoinPair(source: t.objectID, target: o.objectID)
             setJoinEdit(table, pair, false)
-            joinPositions[table]?[pair] = nil
+            setJoinPositions(table, pair, nil)
             noteUpdated(o, r.name)
             if let inv = r.inverse { noteUpdated(t, inv) }
         case .foreignKey:
@@ -305,7 +305,7 @@ extension ManagedObjectContext {
             let pair = forward ? JoinPair(source: o.objectID, target: m.objectID) : JoinPair(source: m.objectID, target: o.objectID)
             var p = joinPositions[table]?[pair] ?? JoinPositions()
             if forward { p.position = Double(i) } else { p.inversePosition = Double(i) }
-            joinPositions[table, default: [:]][pair] = p
+            if p != joinPositions[table]?[pair] { setJoinPositions(table, pair, p) }
         }
     }
 }
