@@ -210,12 +210,11 @@ extension ManagedObjectContext {
     }
 
     /// Replaces a to-many relationship's objects (in this order, if ordered).
-    func setRelated(_ o: ManagedObject, _ r: RelationshipDescription, _ list: [ManagedObject]) throws(KuraError) {
-        for t in list { try checkTarget(o, r, t) }
+    /// An object listed twice counts once, at its first place (a to-many is a set, or an ordered set).
+    func setRelated(_ o: ManagedObject, _ r: RelationshipDescription, _ given: [ManagedObject]) throws(KuraError) {
+        for t in given { try checkTarget(o, r, t) }
         var seen = Set<ObjectIdentifier>()
-        guard list.allSatisfy({ seen.insert(ObjectIdentifier($0)).inserted }) else {
-            throw KuraError(.invalidArgument, "relationship \"\(r.name)\" of entity \"\(o.entity.name)\": the list holds an object twice")
-        }
+        let list = given.filter { seen.insert(ObjectIdentifier($0)).inserted }
         let current = try relatedObjects(o, r)
         let wanted = Set(list.map(ObjectIdentifier.init))
         switch model.storage(of: r, in: o.entity) {
@@ -263,12 +262,13 @@ extension ManagedObjectContext {
             let inv = inverse(of: r)
             var theirs: [ManagedObject] = []
             if let inv, inv.isOrdered { theirs = try relatedObjects(t, inv) }
-            if mine.contains(where: { $0 === t }) { return }
+            // Already a member: nothing moves on either side.
+            if mine.contains(where: { $0 === t }) || theirs.contains(where: { $0 === o }) { return }
             setJoinEdit(table, pair, true)
             noteUpdated(o, r.name)
             if let inv = r.inverse { noteUpdated(t, inv) }
             if r.isOrdered { renumber(o, r, mine + [t], table: table, forward: forward) }
-            if let inv, inv.isOrdered { renumber(t, inv, theirs.filter { $0 !== o } + [o], table: table, forward: !forward) }
+            if let inv, inv.isOrdered { renumber(t, inv, theirs + [o], table: table, forward: !forward) }
         case .foreignKey:
             try setRelated(o, r, t)
         }
