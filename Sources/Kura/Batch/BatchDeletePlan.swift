@@ -6,9 +6,9 @@
 //    transaction, so every storage form is read the way a context reads it):
 //    cascade adds the related objects; deny is noted; nullify and no action
 //    note that each related object's to-one back to the deleted one must be
-//    cleared. References without an inverse (a to-one or a to-many of another
-//    entity naming the deleted entity, which no rule of the deleted side
-//    covers) are found by querying their columns and join tables.
+//    cleared. References without a reciprocal inverse (a to-one or a to-many
+//    of another entity naming the deleted entity, which no rule of the
+//    deleted side covers; ManagedObjectModel.reciprocalInverse) are found by querying their columns and join tables.
 // 2. Checks: a deny rule whose related objects are not all deleted, or a
 //    required to-one that would be cleared on an object that stays, refuses
 //    the batch, naming both objects.
@@ -55,10 +55,10 @@ struct BatchDeletePlan {
             let e = try model.entity(id.entityName)
             if !e.relationships.isEmpty {
                 let o = try scratch.existingObject(with: id)
-                for r in e.relationships {
+                for r in e.relationships where !r.isTransient {
                     let related = try r.isToMany ? scratch.relatedObjects(o, r) : (scratch.relatedObject(o, r).map { [$0] } ?? [])
                     if related.isEmpty { continue }
-                    let inverse = r.inverse.flatMap { model.entitiesByName[r.destination]?.relationshipsByName[$0] }
+                    let inverse = model.reciprocalInverse(of: r)
                     switch r.deleteRule {
                     case .cascade:
                         for y in related where doomedSet.insert(y.objectID).inserted {
@@ -86,7 +86,7 @@ struct BatchDeletePlan {
     /// References to `id` from relationships that have no inverse.
     mutating func inboundWithoutInverse(to id: ManagedObjectID, of e: EntityDescription) throws(KuraError) {
         for source in model.entities {
-            for r in source.relationships where r.inverse == nil {
+            for r in source.relationships where !r.isTransient && model.reciprocalInverse(of: r) == nil {
                 guard let dest = model.entitiesByName[r.destination], dest.hierarchy.table == e.hierarchy.table,
                       dest === e || dest.hierarchy.kinds.contains(e.name) else { continue }
                 // Declared once, on the entity that owns it (not per subentity).
@@ -106,8 +106,8 @@ struct BatchDeletePlan {
                         }
                         for y in try scratch.canonicalIDs(of: source, rowIDs: [other]) { joinUpdates[y, default: []].insert(r.name) }
                     }
-                case .inverseForeignKey:
-                    break  // needs an inverse; not reached
+                case .inverseForeignKey, .transient:
+                    break  // needs an inverse / not stored; not reached
                 }
             }
         }
@@ -177,11 +177,11 @@ struct BatchDeletePlan {
     func joinTables(naming e: EntityDescription) -> [(name: String, forward: Bool)] {
         var out: [(name: String, forward: Bool)] = []
         var seen: Set<String> = []
-        for r in e.relationships {
+        for r in e.relationships where !r.isTransient {
             if case .joinTable(let t, let forward) = model.storage(of: r, in: e), seen.insert(t + "\(forward)").inserted { out.append((t, forward)) }
         }
         for source in model.entities {
-            for r in source.relationships where r.inverse == nil && r.isToMany {
+            for r in source.relationships where r.isToMany && !r.isTransient && model.reciprocalInverse(of: r) == nil {
                 guard let dest = model.entitiesByName[r.destination], dest.hierarchy.table == e.hierarchy.table,
                       dest === e || dest.hierarchy.kinds.contains(e.name),
                       case .joinTable(let t, _) = model.storage(of: r, in: source), seen.insert(t + "false").inserted else { continue }

@@ -31,7 +31,11 @@ extension PersistentContainer {
     public func execute(_ request: BatchInsertRequest, author: String? = nil, contextName: String? = nil) throws(KuraError) -> BatchResult {
         let e = try model.entity(request.entityName)
         try model.checkInsertable(e)
-        if let r = e.relationships.first(where: { !$0.isOptional || ($0.minCount ?? 0) > 0 }) {
+        try Self.refuseDerived(e, "batch insert into")
+        if let c = e.attributes.first(where: { $0.compositeElements != nil }) {
+            throw KuraError(.invalidArgument, "batch insert into \"\(e.name)\": composite attribute \"\(c.name)\" cannot be set by a batch insert; insert these objects through a context")
+        }
+        if let r = e.relationships.first(where: { !$0.isTransient && (!$0.isOptional || ($0.minCount ?? 0) > 0) }) {
             throw KuraError(.invalidArgument, "batch insert into \"\(e.name)\": relationship \"\(r.name)\" is required, and a batch insert cannot set relationships; insert these objects through a context")
         }
         return try runBatch(resultType: request.resultType, author: author, contextName: contextName) { tx, scratch throws(KuraError) in
@@ -195,7 +199,19 @@ extension PersistentContainer {
             throw KuraError(.notFound, "\(what) \"\(e.name)\": the entity has no attribute \"\(key)\"")
         }
         if a.isTransient { throw KuraError(.invalidArgument, "\(what) \"\(e.name)\": attribute \"\(key)\" is transient (not stored)") }
+        if a.compositeElements != nil {
+            throw KuraError(.invalidArgument, "\(what) \"\(e.name)\": attribute \"\(key)\" is composite; set it through a context")
+        }
+        try refuseDerived(e, what)
         return a
+    }
+
+    /// Derived attributes are computed at a context's save; a batch cannot
+    /// keep them right, so it refuses their entity (DerivedAttributes.swift).
+    static func refuseDerived(_ e: EntityDescription, _ what: String) throws(KuraError) {
+        if let d = e.attributes.first(where: { $0.derivationExpression != nil }) {
+            throw KuraError(.invalidArgument, "\(what) \"\(e.name)\": derived attribute \"\(d.name)\" is computed when a context saves; a batch request cannot keep it right: use a context")
+        }
     }
 
     /// `v` with any Optional wrapping removed, NSNull as nil (a `String?` nil put in an

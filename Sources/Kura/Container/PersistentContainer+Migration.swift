@@ -146,7 +146,11 @@ struct SchemaPlan {
         for name in model.joinTables {
             if storedTables.contains(name) {
                 let stored = try tx.schema(of: try tx.table(name))
-                if stored?.columns.map(\.name) != ManagedObjectModel.joinSchema.columns.map(\.name) {
+                let want = ManagedObjectModel.joinSchema.columns
+                if stored?.columns.map(\.name) == want.dropLast().map(\.name), let added = want.last {
+                    // A join table from before ordered many-to-many: its inverse_position column is appended.
+                    plan.always.append(.addColumn(table: name, added))
+                } else if stored?.columns.map(\.name) != want.map(\.name) {
                     plan.unsupported.append("table \"\(name)\" is not a join table (columns \(stored?.columns.map(\.name).joined(separator: ", ") ?? "none"))")
                 }
             } else {
@@ -164,7 +168,7 @@ struct SchemaPlan {
         var toManys: [String: String] = [:]
         for e in members {
             for a in e.declaredAttributes where !a.isTransient { attributes[a.name] = (a, e.name) }
-            for r in e.declaredRelationships { if r.isToMany { toManys[r.name] = e.name } else { toOnes[r.name] = (r, e.name) } }
+            for r in e.declaredRelationships where !r.isTransient { if r.isToMany { toManys[r.name] = e.name } else { toOnes[r.name] = (r, e.name) } }
         }
         var renamedFrom = Set<String>()
         for c in expected.columns {

@@ -4,8 +4,22 @@
 // is to-one is the set of objects whose foreign key names this object: read
 // from the store (indexed) and corrected by the context's pending changes, so
 // both sides always agree without caching. A many-to-many (or a to-many without
-// inverse) is a join table, corrected by pending join edits. Ordered to-manys
-// keep a position (`<inverse>_order`) in each member.
+// a reciprocal inverse) is a join table, corrected by pending join edits.
+// "Reciprocal" is ManagedObjectModel.reciprocalInverse: a relationship whose
+// inverse names another one back is kept from its own side only. Transient
+// relationships live in memory (Context+TransientRelationships.swift).
+//
+// Ordering. An ordered one-to-many keeps a position (`<inverse>_order`) in
+// each member's row. An ordered join-table relationship (ordered many-to-many,
+// ordered without inverse) keeps each member's position in the join row:
+// `position` orders the source side's relationship, `inverse_position` the
+// target side's, so the two sides of an ordered many-to-many have independent
+// orders. Ordered join tables: pending positions live in `joinPositions`
+// (table -> pair -> positions); whenever an owner's ordered list changes, every
+// member of that list gets a pending position 0, 1, 2, ... (one renumbering
+// per change, written at save); reading sorts by pending position, else stored
+// position, members without either last in the order they joined. Undo
+// restores pending positions with the membership (ContextUndoManager).
 
 extension ManagedObjectContext {
     /// Runs an engine read, keeping typed errors.
@@ -23,6 +37,7 @@ extension ManagedObjectContext {
     /// The object a to-one relationship points to (nil if none, deleted, or gone).
     func relatedObject(_ o: ManagedObject, _ r: RelationshipDescription) throws(KuraError) -> ManagedObject? {
         try o.loadIfFault()
+        if r.isTransient { return try transientTargets(o, r).first }
         guard let id = o.toOne[r.name] else { return nil }
         let t = try object(with: id, canonical: true)
         if t.isDeleted { return nil }
@@ -37,6 +52,8 @@ extension ManagedObjectContext {
     func relatedObjects(_ o: ManagedObject, _ r: RelationshipDescription) throws(KuraError) -> [ManagedObject] {
         let target = try model.entity(r.destination)
         switch model.storage(of: r, in: o.entity) {
+        case .transient:
+            return try transientTargets(o, r)
         case .foreignKey:
             return try relatedObject(o, r).map { [$0] } ?? []
         case .inverseForeignKey(_, let column, let orderColumn):
@@ -74,24 +91,31 @@ extension ManagedObjectContext {
             return result
         case .joinTable(let table, let forward):
             var ids: [ManagedObjectID] = []
+            var storedPosition: [ManagedObjectID: Double] = [:]
+            let positionColumn = forward ? "position" : ManagedObjectModel.inversePositionColumn
             if let parent {
+                // A child reads the members (in order) through its parent.
                 ids = try parentMembers(o, r, parent).map(\.objectID)
             } else if !o.isNew {
                 let mine = forward ? "source" : "target", theirs = forward ? "target" : "source"
                 let rows = try read { tx throws(KuraError) in
                     try tx.fetch(TableQuery(table, where: .comparison(KuraComparison(.keyPath([mine]), .equalTo, .constant(.integer(o.objectID.rowID)))),
-                                            sort: [SortKey("position"), SortKey(theirs)]))
+                                            sort: [SortKey(positionColumn), SortKey(theirs)]))
                 }
-                let col = forward ? 1 : 0
+                let col = forward ? 1 : 0, pcol = forward ? 2 : 3
                 var rids: [Int64] = []
+                var positions: [Double] = []
                 for (rowID, row) in rows {
                     guard col < row.count, case .integer(let rid) = row[col] else {
                         throw KuraError(.corrupt, "join table \"\(table)\" row \(rowID) has no integer \(forward ? "target" : "source") column; run `kura check` on the store", path: database.path)
                     }
                     rids.append(rid)
+                    // A row written before inverse_position existed is shorter: its default is 0.
+                    positions.append(pcol < row.count ? row[pcol].doubleValue ?? 0 : 0)
                 }
                 // Each ID names its row's own entity (the target may have subentities).
                 ids = try canonicalIDs(of: target, rowIDs: rids)
+                for (id, p) in zip(ids, positions) { storedPosition[id] = p }
             }
             var present = Set(ids)
             for (pair, isPresent) in joinEdits[table] ?? [:] {
@@ -99,6 +123,15 @@ extension ManagedObjectContext {
                 if forward && pair.source == o.objectID { other = pair.target } else if !forward && pair.target == o.objectID { other = pair.source } else { continue }
                 if isPresent && present.insert(other).inserted { ids.append(other) }
                 if !isPresent { present.remove(other) }
+            }
+            if r.isOrdered, let pending = joinPositions[table], !pending.isEmpty {
+                // Pending positions first, then stored ones; new members last, in the order they joined.
+                func position(_ id: ManagedObjectID) -> Double {
+                    let pair = forward ? JoinPair(source: o.objectID, target: id) : JoinPair(source: id, target: o.objectID)
+                    return (forward ? pending[pair]?.position : pending[pair]?.inversePosition) ?? storedPosition[id] ?? .infinity
+                }
+                ids = ids.enumerated().map { ($0.offset, $0.element, position($0.element)) }
+                    .sorted { $0.2 != $1.2 ? $0.2 < $1.2 : $0.0 < $1.0 }.map(\.1)
             }
             var result: [ManagedObject] = []
             for id in ids where present.contains(id) {
@@ -127,14 +160,17 @@ extension ManagedObjectContext {
         }
     }
 
+    /// The inverse kept in step with `r` (nil without a reciprocal one; see
+    /// ManagedObjectModel.reciprocalInverse).
     func inverse(of r: RelationshipDescription) -> RelationshipDescription? {
-        r.inverse.flatMap { model.entitiesByName[r.destination]?.relationshipsByName[$0] }
+        model.reciprocalInverse(of: r)
     }
 
     /// Sets a to-one relationship, keeping the inverse in step.
     func setRelated(_ o: ManagedObject, _ r: RelationshipDescription, _ t: ManagedObject?) throws(KuraError) {
         if let t { try checkTarget(o, r, t) }
         try o.loadIfFault()
+        if r.isTransient { return try setTransientTargets(o, r, t.map { [$0] } ?? []) }
         let old = o.toOne[r.name]
         if old == t?.objectID { return }
         willChange(o, key: r.name)
@@ -183,12 +219,18 @@ extension ManagedObjectContext {
         return p
     }
 
-    /// Replaces a to-many relationship's objects.
-    func setRelated(_ o: ManagedObject, _ r: RelationshipDescription, _ list: [ManagedObject]) throws(KuraError) {
-        for t in list { try checkTarget(o, r, t) }
+    /// Replaces a to-many relationship's objects (in this order, if ordered).
+    /// An object listed twice counts once, at its first place (a to-many is a set, or an ordered set).
+    func setRelated(_ o: ManagedObject, _ r: RelationshipDescription, _ given: [ManagedObject]) throws(KuraError) {
+        for t in given { try checkTarget(o, r, t) }
+        var seen = Set<ObjectIdentifier>()
+        let list = given.filter { seen.insert(ObjectIdentifier($0)).inserted }
         let current = try relatedObjects(o, r)
         let wanted = Set(list.map(ObjectIdentifier.init))
         switch model.storage(of: r, in: o.entity) {
+        case .transient:
+            try o.loadIfFault()
+            try setTransientTargets(o, r, list)
         case .inverseForeignKey(_, let column, _):
             guard let inv = inverse(of: r) else { return }
             for c in current where !wanted.contains(ObjectIdentifier(c)) { try setRelated(c, inv, nil) }
@@ -200,27 +242,43 @@ extension ManagedObjectContext {
                     c.order[column + "_order"] = Double(i)
                 }
             }
-        case .joinTable:
+        case .joinTable(let table, let forward):
             for c in current where !wanted.contains(ObjectIdentifier(c)) { try removeRelated(o, r, c) }
             let have = Set(current.map(ObjectIdentifier.init))
             for c in list where !have.contains(ObjectIdentifier(c)) { try addRelated(o, r, c) }
+            if r.isOrdered && current.map(ObjectIdentifier.init) != list.map(ObjectIdentifier.init) {
+                renumber(o, r, list, table: table, forward: forward)
+            }
         case .foreignKey:
             try setRelated(o, r, list.first)
         }
     }
 
-    /// Adds one object to a to-many relationship.
+    /// Adds one object to a to-many relationship (at the end, if ordered).
     func addRelated(_ o: ManagedObject, _ r: RelationshipDescription, _ t: ManagedObject) throws(KuraError) {
         try checkTarget(o, r, t)
         switch model.storage(of: r, in: o.entity) {
+        case .transient:
+            try o.loadIfFault()
+            let list = try transientTargets(o, r)
+            if !list.contains(where: { $0 === t }) { try setTransientTargets(o, r, list + [t]) }
         case .inverseForeignKey:
             guard let inv = inverse(of: r) else { return }
             try setRelated(t, inv, o)
         case .joinTable(let table, let forward):
             let pair = forward ? JoinPair(source: o.objectID, target: t.objectID) : JoinPair(source: t.objectID, target: o.objectID)
+            // Each ordered side gets the new member at its end.
+            let mine = r.isOrdered ? try relatedObjects(o, r) : []
+            let inv = inverse(of: r)
+            var theirs: [ManagedObject] = []
+            if let inv, inv.isOrdered { theirs = try relatedObjects(t, inv) }
+            // Already a member: nothing moves on either side.
+            if mine.contains(where: { $0 === t }) || theirs.contains(where: { $0 === o }) { return }
             setJoinEdit(table, pair, true)
             noteUpdated(o, r.name)
             if let inv = r.inverse { noteUpdated(t, inv) }
+            if r.isOrdered { renumber(o, r, mine + [t], table: table, forward: forward) }
+            if let inv, inv.isOrdered { renumber(t, inv, theirs + [o], table: table, forward: !forward) }
         case .foreignKey:
             try setRelated(o, r, t)
         }
@@ -229,6 +287,10 @@ extension ManagedObjectContext {
     /// Removes one object from a to-many relationship.
     func removeRelated(_ o: ManagedObject, _ r: RelationshipDescription, _ t: ManagedObject) throws(KuraError) {
         switch model.storage(of: r, in: o.entity) {
+        case .transient:
+            try o.loadIfFault()
+            let list = try transientTargets(o, r)
+            if list.contains(where: { $0 === t }) { try setTransientTargets(o, r, list.filter { $0 !== t }) }
         case .inverseForeignKey(_, let column, _):
             guard let inv = inverse(of: r) else { return }
             try t.loadIfFault()
@@ -236,10 +298,73 @@ extension ManagedObjectContext {
         case .joinTable(let table, let forward):
             let pair = forward ? JoinPair(source: o.objectID, target: t.objectID) : JoinPair(source: t.objectID, target: o.objectID)
             setJoinEdit(table, pair, false)
+            setJoinPositions(table, pair, nil)
             noteUpdated(o, r.name)
             if let inv = r.inverse { noteUpdated(t, inv) }
         case .foreignKey:
             if o.toOne[r.name] == t.objectID { try setRelated(o, r, nil) }
+        }
+    }
+
+    /// Gives every member of `o`'s ordered join-table relationship `r` its
+    /// pending position: its index in `list` (see "Ordering" in the header).
+    /// `forward`: `o` is the join table's source side.
+    func renumber(_ o: ManagedObject, _ r: RelationshipDescription, _ list: [ManagedObject], table: String, forward: Bool) {
+        noteUpdated(o, r.name)
+        for (i, m) in list.enumerated() {
+            let pair = forward ? JoinPair(source: o.objectID, target: m.objectID) : JoinPair(source: m.objectID, target: o.objectID)
+            var p = joinPositions[table]?[pair] ?? JoinPositions()
+            if forward { p.position = Double(i) } else { p.inversePosition = Double(i) }
+            if p != joinPositions[table]?[pair] { setJoinPositions(table, pair, p) }
+        }
+    }
+}
+
+extension ManagedObjectContext {
+    /// Pending positions of one join row (nil: unchanged): `position` in the
+    /// source's ordered relationship, `inversePosition` in the target's.
+    struct JoinPositions: Equatable {
+        var position: Double?
+        var inversePosition: Double?
+    }
+}
+
+extension ManagedObjectContext {
+    /// Writes the pending join-table edits and positions inside a save's
+    /// transaction: a removed pair's row goes, an added pair gets a row with
+    /// its pending positions (0 where none), a kept pair whose position
+    /// changed is rewritten. `rowID` maps temporary IDs to assigned row IDs
+    /// (nil: the object is not saved, so neither is the pair).
+    func writeJoinEdits(_ tx: WriteTransaction, _ rowID: (ManagedObjectID) -> Int64?) throws(KuraError) {
+        for table in Set(joinEdits.keys).union(joinPositions.keys).sorted() {
+            let t = try tx.table(table)
+            let edits = joinEdits[table] ?? [:], positions = joinPositions[table] ?? [:]
+            let pairs = Set(edits.keys).union(positions.keys).sorted { a, b in
+                a.source != b.source ? Self.idOrder(a.source, b.source) : Self.idOrder(a.target, b.target)
+            }
+            for pair in pairs {
+                guard let s = rowID(pair.source), let d = rowID(pair.target) else { continue }
+                let match = KuraPredicate.and([
+                    .comparison(KuraComparison(.keyPath(["source"]), .equalTo, .constant(.integer(s)))),
+                    .comparison(KuraComparison(.keyPath(["target"]), .equalTo, .constant(.integer(d)))),
+                ])
+                let rows = try tx.fetch(TableQuery(table, where: match))
+                let p = positions[pair]
+                switch edits[pair] {
+                case false?:
+                    if !rows.isEmpty { _ = try tx.delete(from: table, where: match) }
+                default:
+                    if let (rid, row) = rows.first {
+                        guard let p else { continue }
+                        var updated = row + [Value](repeating: .double(0), count: max(0, 4 - row.count))
+                        if let x = p.position { updated[2] = .double(x) }
+                        if let x = p.inversePosition { updated[3] = .double(x) }
+                        if updated != row { _ = try tx.update(updated, in: t, rowID: rid) }
+                    } else if edits[pair] == true {
+                        try tx.insert([.integer(s), .integer(d), .double(p?.position ?? 0), .double(p?.inversePosition ?? 0)], into: t)
+                    }
+                }
+            }
         }
     }
 }

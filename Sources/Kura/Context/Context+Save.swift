@@ -31,7 +31,10 @@ extension ManagedObjectContext {
         if let parent { return try push(into: parent) }  // a child context (Context+Parent.swift)
         try throwPendingError()
         try drainInbox()
-        if hasChanges { try runWillSave() }
+        if hasChanges {
+            try runWillSave()
+            try computeDerivedAttributes()
+        }
         processPendingChanges()
         lastMergeConflicts = []
         guard hasChanges else { return }
@@ -103,22 +106,7 @@ extension ManagedObjectContext {
                         }
                     }
                 }
-                for (table, edits) in self.joinEdits {
-                    let t = try tx.table(table)
-                    for (pair, present) in edits.sorted(by: { Self.idOrder($0.key.source, $1.key.source) }) {
-                        guard let s = rowID(pair.source), let d = rowID(pair.target) else { continue }
-                        let match = KuraPredicate.and([
-                            .comparison(KuraComparison(.keyPath(["source"]), .equalTo, .constant(.integer(s)))),
-                            .comparison(KuraComparison(.keyPath(["target"]), .equalTo, .constant(.integer(d)))),
-                        ])
-                        let exists = try tx.count(TableQuery(table, where: match)) > 0
-                        if present && !exists {
-                            try tx.insert([.integer(s), .integer(d), .double(0)], into: t)
-                        } else if !present && exists {
-                            try tx.delete(from: table, where: match)
-                        }
-                    }
-                }
+                try self.writeJoinEdits(tx, rowID)
                 record = self.savedChanges(inserted: ins.compactMap { o in
                     assigned[ObjectIdentifier(o)].map { ManagedObjectID(entity: o.entity.name, rowID: $0) }
                 }, updated: upd.filter { o in
@@ -197,6 +185,7 @@ extension ManagedObjectContext {
         touchedOrder = []
         deleted = []
         joinEdits = [:]
+        joinPositions = [:]
         notices.toManyTouched = [:]
         undo?.removeAllActions()
 
@@ -232,13 +221,18 @@ extension ManagedObjectContext {
     func savedChanges(inserted: [ManagedObjectID], updated: [ManagedObject], deleted: [ManagedObject]) -> [PersistentHistoryChange] {
         // Join-table edits: the saved objects whose to-many relationship changed.
         var joinUpdates: [ManagedObjectID: Set<String>] = [:]
-        if !joinEdits.isEmpty {
+        if !joinEdits.isEmpty || !joinPositions.isEmpty {
             for e in model.entities {
                 for r in e.relationships {
-                    guard case .joinTable(let t, let forward) = model.storage(of: r, in: e), let edits = joinEdits[t] else { continue }
-                    for pair in edits.keys {
+                    guard case .joinTable(let t, let forward) = model.storage(of: r, in: e) else { continue }
+                    for pair in (joinEdits[t] ?? [:]).keys {
                         let id = forward ? pair.source : pair.target
                         if !id.isTemporary && registered(id)?.isNew != true { joinUpdates[id, default: []].insert(r.name) }
+                    }
+                    // A reorder changes the side whose position moved (Context+Relationships.swift, "Ordering").
+                    for (pair, p) in joinPositions[t] ?? [:] where (forward ? p.position : p.inversePosition) != nil {
+                        let id = forward ? pair.source : pair.target
+                        if !id.isTemporary && joinEdits[t]?[pair] != false { joinUpdates[id, default: []].insert(r.name) }
                     }
                 }
             }
@@ -258,7 +252,14 @@ extension ManagedObjectContext {
         for (id, names) in ordered {
             changes.append(PersistentHistoryChange(kind: .update, objectID: id, updatedProperties: names.sorted()))
         }
-        changes += deleted.map { PersistentHistoryChange(kind: .delete, objectID: $0.objectID) }
+        changes += deleted.map { o in
+            // Core Data's tombstone: the preserved attributes' last saved values.
+            var tombstone: [String: Value] = [:]
+            for a in o.entity.attributes where a.preservesValueInHistoryOnDeletion {
+                tombstone[a.name] = a.type.engineValue((o.savedValues ?? o.values)[a.name] ?? .null)
+            }
+            return PersistentHistoryChange(kind: .delete, objectID: o.objectID, tombstone: tombstone)
+        }
         return changes
     }
 

@@ -127,6 +127,8 @@ struct UndoGroup {
     var orders: [ObjectIdentifier: (ManagedObject, [String: Double?])] = [:]
     /// Old join-table edit states (nil = no pending edit).
     var joins: [String: [ManagedObjectContext.JoinPair: Bool?]] = [:]
+    /// Old pending join positions (nil = none), for ordered join tables.
+    var positions: [String: [ManagedObjectContext.JoinPair: ManagedObjectContext.JoinPositions?]] = [:]
     /// Presence changes, in order.
     var presence: [(Presence, ManagedObject)] = []
 
@@ -139,7 +141,7 @@ struct UndoGroup {
 
     init(name: String) { self.name = name }
 
-    var isEmpty: Bool { values.isEmpty && toOnes.isEmpty && orders.isEmpty && joins.isEmpty && presence.isEmpty }
+    var isEmpty: Bool { values.isEmpty && toOnes.isEmpty && orders.isEmpty && joins.isEmpty && positions.isEmpty && presence.isEmpty }
 }
 
 extension ManagedObjectContext {
@@ -209,6 +211,17 @@ extension ManagedObjectContext {
             }
         }
         joinEdits[table, default: [:]][pair] = present
+    }
+
+    /// Sets (or clears) a pending join position, recording the old one for undo.
+    func setJoinPositions(_ table: String, _ pair: JoinPair, _ p: JoinPositions?) {
+        if let m = undo, m.recording {
+            let old = joinPositions[table]?[pair]
+            m.change { g in
+                if g.positions[table]?.keys.contains(pair) != true { g.positions[table, default: [:]][pair] = .some(old) }
+            }
+        }
+        if let p { joinPositions[table, default: [:]][pair] = p } else { joinPositions[table]?[pair] = nil }
     }
 
     func recordPresence(_ kind: UndoGroup.Presence, _ o: ManagedObject) {
@@ -289,6 +302,12 @@ extension ManagedObjectContext {
                         for r in o.entity.relationships where r.isToMany { noteUpdated(o, r.name) }
                     }
                 }
+            }
+        }
+        for (table, pairs) in g.positions {
+            for (pair, old) in pairs {
+                back.positions[table, default: [:]][pair] = .some(joinPositions[table]?[pair])
+                if let old { joinPositions[table, default: [:]][pair] = old } else { joinPositions[table]?[pair] = nil }
             }
         }
         return back

@@ -78,6 +78,9 @@ public final class ManagedObjectContext {
     var deleted: [ManagedObject] = []
     /// Pending join-table changes: table -> (source, target) -> present.
     var joinEdits: [String: [JoinPair: Bool]] = [:]
+    /// Pending positions in ordered join-table relationships: table -> pair ->
+    /// positions (Context+Relationships.swift, "Ordered join tables").
+    var joinPositions: [String: [JoinPair: JoinPositions]] = [:]
     /// Faults made by a batched fetch, by ID: firing one loads its batch.
     var batchGroups: [ManagedObjectID: BatchGroup] = [:]
     /// The transaction every read of this context goes through instead of
@@ -249,7 +252,7 @@ public final class ManagedObjectContext {
 
     /// Whether the context has unsaved changes.
     public var hasChanges: Bool {
-        !inserted.isEmpty || !deleted.isEmpty || !joinEdits.isEmpty || touchedOrder.contains { $0.hasChangedValues }
+        !inserted.isEmpty || !deleted.isEmpty || !joinEdits.isEmpty || !joinPositions.isEmpty || touchedOrder.contains { $0.hasChangedValues }
     }
 
     /// Objects inserted and not yet saved.
@@ -422,7 +425,13 @@ public final class ManagedObjectContext {
         var values: [String: Value] = [:]
         var toOne: [String: ManagedObjectID] = [:]
         var order: [String: Double] = [:]
+        // Transient relationships start over when a fault fires (RelationshipDescription.isTransient).
+        if o.isFault { o.transientRelated = [:] }
         for (k, a) in o.entity.attributes.enumerated() {
+            if let cols = layout.compositeColumns[k] {
+                values[a.name] = RowLayout.compositeValue(cols.map { $0 < row.count ? row[$0] : layout.defaults[$0] })
+                continue
+            }
             // A transient attribute starts over from its default (AttributeDescription.isTransient).
             guard let i = layout.attributeColumns[k] else { values[a.name] = a.defaultValue.map { a.type.stored($0) } ?? .null; continue }
             let v = i < row.count ? row[i] : layout.defaults[i]
@@ -574,6 +583,7 @@ public final class ManagedObjectContext {
         touchedOrder = []
         deleted = []
         joinEdits = [:]
+        joinPositions = [:]
         notices.toManyTouched = [:]
         undo?.removeAllActions()
     }
@@ -585,7 +595,11 @@ public final class ManagedObjectContext {
     /// was invalidated (``ContextObjectsDidChange/invalidatedAll``).
     public func reset() {
         noteInvalidatedAll()
-        for u in registry.values { u.takeUnretainedValue().managedObjectContext = nil }
+        for u in registry.values {
+            let o = u.takeUnretainedValue()
+            o.managedObjectContext = nil
+            o.transientRelated = [:]  // transient relationships retain their targets
+        }
         registry = [:]
         batchGroups = [:]
         inserted = []
@@ -594,6 +608,7 @@ public final class ManagedObjectContext {
         touchedOrder = []
         deleted = []
         joinEdits = [:]
+        joinPositions = [:]
         notices.toManyTouched = [:]
         undo?.removeAllActions()
     }
@@ -624,7 +639,7 @@ public final class ManagedObjectContext {
             }
             return
         }
-        let values = object.values, toOne = object.toOne, order = object.order
+        let values = object.values, toOne = object.toOne, order = object.order, links = object.transientRelated
         let changedValues = values.filter { object.savedValues?[$0.key] != $0.value }
         let changedToOne = object.entity.relationships.filter { !$0.isToMany && object.savedToOne[$0.name] != toOne[$0.name] }.map(\.name)
         let changedOrder = order.filter { object.savedOrder[$0.key] != $0.value }
@@ -640,5 +655,6 @@ public final class ManagedObjectContext {
         for k in changedToOne { object.toOne[k] = toOne[k] }
         for (k, v) in changedOrder { object.order[k] = v }
         for k in droppedOrder { object.order[k] = nil }
+        object.transientRelated = links
     }
 }

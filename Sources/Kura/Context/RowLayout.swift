@@ -3,7 +3,8 @@
 // EntityHierarchy.swift): attributes first, then each to-one key (and its
 // order and entity columns), `_entity` in a shared table, the version
 // column, then decimal companions (after a migration, in the stored order,
-// beside unused columns). Computed once per container, so reading a row
+// beside unused columns); a composite attribute's elements sit in columns
+// `<attribute>.<element>` (CompositeAttributes.swift). Computed once per container, so reading a row
 // needs no lookups that could fail. In a shared table an entity's attributes
 // are not contiguous: `attributeColumns` says where each one is.
 
@@ -22,6 +23,9 @@ struct RowLayout: Sendable {
     /// The column of each attribute, parallel to the entity's `attributes`
     /// (nil for a transient attribute: it has none).
     let attributeColumns: [Int?]
+    /// The element columns of each composite attribute (nil for others),
+    /// parallel to the entity's `attributes` (CompositeAttributes.swift).
+    let compositeColumns: [[Int]?]
     /// The exact companion column of each decimal attribute (nil for others),
     /// parallel to the entity's `attributes` (DecimalStorage.swift).
     let exactColumns: [Int?]
@@ -54,18 +58,29 @@ struct RowLayout: Sendable {
                 return p
             }
             var attributes: [Int?] = []
-            for a in e.attributes { attributes.append(a.isTransient ? nil : try position(a.name)) }
+            var composites: [[Int]?] = []
+            for a in e.attributes {
+                if let elements = a.compositeElements {
+                    var cols: [Int] = []
+                    for el in elements { cols.append(try position(AttributeDescription.compositeColumn(a.name, el.name))) }
+                    composites.append(cols)
+                    attributes.append(nil)
+                } else {
+                    composites.append(nil)
+                    attributes.append(a.isTransient ? nil : try position(a.name))
+                }
+            }
             var exact: [Int?] = []
             for a in e.attributes { exact.append(a.type == .decimal && !a.isTransient ? try position(AttributeType.exactColumn(a.name)) : nil) }
             var slots: [Slot] = []
-            for r in e.relationships where !r.isToMany {
+            for r in e.relationships where !r.isToMany && !r.isTransient {
                 slots.append(Slot(name: r.name, destination: r.destination, column: try position(r.name),
                                   orderColumn: schema.position(of: r.name + "_order"),
                                   entityColumn: model.needsEntityCompanion(r.destination) ? try position(r.name + ManagedObjectModel.companionSuffix) : nil))
             }
             let version = try position(ManagedObjectModel.versionColumn)
             let entityColumn = e.hierarchy.isShared ? try position(ManagedObjectModel.entityColumn) : nil
-            out[e.name] = RowLayout(table: e.hierarchy.table, attributeColumns: attributes, exactColumns: exact, relationships: slots, version: version,
+            out[e.name] = RowLayout(table: e.hierarchy.table, attributeColumns: attributes, compositeColumns: composites, exactColumns: exact, relationships: slots, version: version,
                                     entityColumn: entityColumn, columns: schema.columns.map(\.name),
                                     defaults: schema.columns.map(\.defaultValue))
         }
@@ -81,6 +96,13 @@ struct RowLayout: Sendable {
         let toOne = saved ? o.savedToOne : o.toOne
         let order = saved ? o.savedOrder : o.order
         for (i, a) in o.entity.attributes.enumerated() {
+            if let cols = compositeColumns[i], let elements = a.compositeElements {
+                // Cannot fail: values[a.name] is only ever set by compositeStoredValue or
+                // compositeValue, which write null or a record of exactly one value per element.
+                let parts = (try? a.compositeElementValues(values[a.name] ?? .null, elements, of: o.objectID)) ?? []
+                for (c, v) in zip(cols, parts) { out[c] = v }
+                continue
+            }
             guard let c = attributeColumns[i] else { continue }
             let v = values[a.name] ?? .null
             out[c] = a.type.engineValue(v)
@@ -104,4 +126,12 @@ struct RowLayout: Sendable {
 final class BatchGroup {
     let ids: [ManagedObjectID]
     init(_ ids: [ManagedObjectID]) { self.ids = ids }
+}
+
+extension RowLayout {
+    /// The in-memory value of a composite attribute from its element columns'
+    /// values (CompositeAttributes.swift): null when all are null.
+    static func compositeValue(_ values: [Value]) -> Value {
+        values.allSatisfy(\.isNull) ? .null : .blob(RecordCodec.encode(values))
+    }
 }

@@ -216,7 +216,8 @@ extension ManagedObjectContext {
     static func onlyAttributes(_ x: KuraExpression, _ e: EntityDescription) -> Bool {
         switch x {
         case .keyPath(let k):
-            return (k.count == 1 && e.attributesByName[k[0]] != nil) || (e.hierarchy.isShared && EntityPredicate.isEntityName(k, e))
+            return (k.count == 1 && e.attributesByName[k[0]].map { $0.compositeElements == nil } == true)
+                || (e.hierarchy.isShared && EntityPredicate.isEntityName(k, e)) || e.compositeColumn(k) != nil
         case .constant, .date: return true
         case .aggregate(let xs): return xs.allSatisfy { onlyAttributes($0, e) }
         case .function(let f, let xs): return !f.isNondeterministic && xs.allSatisfy { onlyAttributes($0, e) }

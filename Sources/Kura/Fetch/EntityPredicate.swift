@@ -19,7 +19,7 @@ enum EntityPredicate {
     /// What the engine runs for a fetch of `e`: the predicate with
     /// `entity.name` read from `_entity`, and the entity filter `kinds`.
     static func stored(_ p: KuraPredicate?, _ kinds: KuraPredicate?, _ e: EntityDescription) -> KuraPredicate? {
-        let q = p.map { e.hierarchy.isShared ? rewrite($0, e) : $0 }
+        let q = p.map { rewrite($0, e) }
         switch (q, kinds) {
         case (nil, nil): return nil
         case (let x?, nil): return x
@@ -45,7 +45,10 @@ enum EntityPredicate {
     /// (`ManagedObjectContext.onlyAttributes`); others stay as they are.
     static func rewrite(_ x: KuraExpression, _ e: EntityDescription) -> KuraExpression {
         switch x {
-        case .keyPath(let k): return isEntityName(k, e) ? .keyPath([ManagedObjectModel.entityColumn]) : x
+        case .keyPath(let k):
+            // A composite's element is its own column (CompositeAttributes.swift).
+            if let column = e.compositeColumn(k) { return .keyPath([column]) }
+            return e.hierarchy.isShared && isEntityName(k, e) ? .keyPath([ManagedObjectModel.entityColumn]) : x
         case .aggregate(let xs): return .aggregate(xs.map { rewrite($0, e) })
         case .function(let f, let xs): return .function(f, xs.map { rewrite($0, e) })
         case .binary(let op, let a, let b): return .binary(op, rewrite(a, e), rewrite(b, e))

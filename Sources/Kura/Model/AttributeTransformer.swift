@@ -137,6 +137,7 @@ extension AttributeDescription {
     ///   an unregistered transformer.
     func storedValue(_ v: Any?, entity: String) throws(KuraError) -> Value {
         guard let v else { return .null }
+        if let elements = compositeElements { return try compositeStoredValue(v, elements, entity: entity) }
         guard type == .transformable else { return try type.storedValue(v, attribute: name, entity: entity) }
         if let raw = v as? Value, raw.isNull { return .null }
         let t = try resolvedTransformer(entity: entity)
@@ -154,6 +155,7 @@ extension AttributeDescription {
     ///   it; `.notFound` for an unregistered transformer.
     func swiftValue(_ v: Value, of object: ManagedObjectID) throws(KuraError) -> Any? {
         if v.isNull { return nil }
+        if let elements = compositeElements { return try compositeSwiftValue(v, elements, of: object) }
         if type == .transformable {
             guard case .blob(let bytes) = v else {
                 throw KuraError(.corrupt, "transformable attribute \"\(name)\" of \(object) holds \(v.typeName), not the bytes of a transformed value")

@@ -55,6 +55,27 @@ public struct AttributeDescription: Sendable {
     /// nil-ness reliably. Changing it for a stored attribute changes its column
     /// type (`blob` ↔ `external`), a `modelMismatch`.
     public let allowsExternalBinaryDataStorage: Bool
+    /// Core Data's `preservesValueInHistoryOnDeletion` (Xcode's
+    /// `preserveAfterDeletion`): when persistent history tracking is on, the
+    /// delete record of an object carries this attribute's last saved value in
+    /// ``PersistentHistoryChange/tombstone``, so a history reader can tell which
+    /// object went after its row is gone. Not allowed on a transient attribute.
+    public let preservesValueInHistoryOnDeletion: Bool
+    /// Core Data's Spotlight indexing hint (Xcode's `spotlightIndexingEnabled`).
+    /// Kura has no Spotlight integration: the flag is kept in the model for
+    /// callers and code generation and changes nothing.
+    public let isIndexedBySpotlight: Bool
+    /// For a derived attribute (Core Data's `NSDerivedAttributeDescription`):
+    /// the expression its value is computed from at each save
+    /// (DerivedAttributes.swift lists what Kura evaluates); nil for an ordinary
+    /// attribute. A derived attribute is stored (its column holds the computed
+    /// value, so fetches filter and sort by it) but cannot be set by the app.
+    public let derivationExpression: String?
+    /// For a composite attribute (Core Data's `NSCompositeAttributeDescription`,
+    /// iOS 17): its elements, each stored in a column `<name>.<element>`; nil
+    /// for an ordinary attribute (CompositeAttributes.swift). The attribute's
+    /// value reads and writes as a `[String: Any]` keyed by element name.
+    public let compositeElements: [AttributeDescription]?
 
     /// - Parameters:
     ///   - optional: false makes a nil value a validation error at save.
@@ -65,14 +86,23 @@ public struct AttributeDescription: Sendable {
     ///   - transformer, valueTransformerName, customClassName: for `.transformable`
     ///     only (AttributeTransformer.swift says which transformer is used).
     ///   - validation: value rules checked at save (see ``validation``).
-    ///   - allowsExternalBinaryDataStorage: see ``allowsExternalBinaryDataStorage``.
+    ///   - allowsExternalBinaryDataStorage, preservesValueInHistoryOnDeletion,
+    ///     indexedBySpotlight, derivationExpression: see the properties.
+    ///   - compositeElements: makes a composite attribute (see ``compositeElements``);
+    ///     `type` is then ignored (a composite's value is a dictionary).
     public init(_ name: String, _ type: AttributeType, optional: Bool = true, default defaultValue: (any Sendable)? = nil, indexed: Bool = false,
                 userInfo: [String: String] = [:], renamingIdentifier: String? = nil, versionHashModifier: String? = nil,
                 transient: Bool = false, transformer: (any AttributeTransformer)? = nil, valueTransformerName: String? = nil,
                 customClassName: String? = nil, validation: AttributeValidation? = nil,
-                allowsExternalBinaryDataStorage: Bool = false) {
-        self.allowsExternalBinaryDataStorage = allowsExternalBinaryDataStorage
+                allowsExternalBinaryDataStorage: Bool = false, preservesValueInHistoryOnDeletion: Bool = false,
+                indexedBySpotlight: Bool = false, derivationExpression: String? = nil,
+                compositeElements: [AttributeDescription]? = nil) {
         self.validation = validation
+        self.allowsExternalBinaryDataStorage = allowsExternalBinaryDataStorage
+        self.preservesValueInHistoryOnDeletion = preservesValueInHistoryOnDeletion
+        self.isIndexedBySpotlight = indexedBySpotlight
+        self.derivationExpression = derivationExpression
+        self.compositeElements = compositeElements
         self.isTransient = transient
         self.transformer = transformer
         self.valueTransformerName = valueTransformerName
@@ -122,11 +152,29 @@ public struct RelationshipDescription: Sendable {
     public let renamingIdentifier: String?
     /// Core Data's version hash modifier.
     public let versionHashModifier: String?
+    /// Whether the relationship is transient (Core Data's `isTransient`): it
+    /// is never stored. Each object holds its targets in memory (strongly, as
+    /// Core Data does) until the object's values are (re)loaded from the store
+    /// (a fault fired, `refresh(_:mergeChanges: false)`, a fetch of an object
+    /// that had no pending changes) or the context is reset; saves keep it.
+    /// Its inverse must be transient too (or absent); setting one side sets
+    /// the other, deleting an object removes it from its partners' transient
+    /// relationships. Fetch requests cannot filter or sort through it.
+    public let isTransient: Bool
+    /// Core Data's Spotlight indexing hint; kept, with no effect in Kura.
+    public let isIndexedBySpotlight: Bool
 
     /// A to-one relationship (or a to-many with `toMany: true`).
+    ///
+    /// Without `inverse` (or with an inverse that names another relationship
+    /// back: Core Data loads such models with a warning) the relationship is
+    /// kept in step from this side only: see ``ManagedObjectModel`` ("Inverses").
     public init(_ name: String, to destination: String, inverse: String? = nil, toMany: Bool = false, ordered: Bool = false,
                 deleteRule: DeleteRule = .nullify, optional: Bool = true, minCount: Int? = nil, maxCount: Int? = nil,
-                userInfo: [String: String] = [:], renamingIdentifier: String? = nil, versionHashModifier: String? = nil) {
+                userInfo: [String: String] = [:], renamingIdentifier: String? = nil, versionHashModifier: String? = nil,
+                transient: Bool = false, indexedBySpotlight: Bool = false) {
+        self.isTransient = transient
+        self.isIndexedBySpotlight = indexedBySpotlight
         self.userInfo = userInfo
         self.renamingIdentifier = renamingIdentifier
         self.versionHashModifier = versionHashModifier

@@ -255,13 +255,20 @@ extension ManagedObjectModel {
         }
         for e in members {
             for a in e.declaredAttributes where !a.isTransient {
+                if let elements = a.compositeElements {
+                    for el in elements {
+                        try add(ColumnDefinition(AttributeDescription.compositeColumn(a.name, el.name), el.type.columnType, nullable: true,
+                                                 default: el.defaultValue.map { el.type.engineValue(el.type.stored($0)) } ?? .null), by: e.name)
+                    }
+                    continue
+                }
                 try add(ColumnDefinition(a.name, a.storedColumnType, nullable: true, default: a.defaultValue.map { a.type.engineValue(a.type.stored($0)) } ?? .null), by: e.name)
             }
         }
         for e in members {
-            for r in e.declaredRelationships where !r.isToMany {
+            for r in e.declaredRelationships where !r.isToMany && !r.isTransient {
                 try add(ColumnDefinition(r.name, .integer), by: e.name)
-                let inverse = r.inverse.flatMap { entitiesByName[r.destination]?.relationshipsByName[$0] }
+                let inverse = reciprocalInverse(of: r)
                 if inverse?.isOrdered == true { try add(ColumnDefinition(r.name + "_order", .double), by: e.name) }
                 if needsEntityCompanion(r.destination) { try add(ColumnDefinition(r.name + Self.companionSuffix, .text), by: e.name) }
             }

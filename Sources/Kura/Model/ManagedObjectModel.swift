@@ -10,13 +10,26 @@
 //     foreign key; a many-to-many pair (or a to-many without inverse) uses a join
 //     table `_<Entity>_<relationship>` (named after the pair's first side in
 //     name order) with columns `source`, `target` and `position`;
-//   - transient attributes have no column (kept in memory per object);
+//     and `inverse_position` (each side's order of an ordered relationship);
+//   - transient attributes and relationships have no column (kept in memory
+//     per object);
 //   - indexed attributes get an engine index, uniqueness constraints a unique one;
 //   - then an integer column `_version` (Core Data's Z_OPT): the row's version,
 //     bumped by every save that writes the row (see Context+Conflicts.swift);
 //   - last, a text column `_exact_<name>` per decimal attribute (DecimalStorage.swift);
 //   - an entity hierarchy (inheritance) shares one table named after its root,
 //     with an `_entity` column; see EntityHierarchy.swift.
+//
+// Inverses. A pair of relationships that name each other (or where one names
+// the other and the other names none) is kept in step from both sides: setting
+// one side sets the other, a delete nullifies or cascades through it, and it
+// is stored once (a to-one's key, or one join table). A relationship without
+// inverse, or whose inverse names another relationship back (a non-reciprocal
+// inverse: Core Data loads it with a warning), is kept from its own side only:
+// a to-one is its key, a to-many a join table of its own; the other side never
+// changes when it does, and deleting its target leaves no dangling value to
+// read (a to-one to a deleted object reads nil, a join row naming a missing
+// row is skipped), as with Core Data's relationships without inverse.
 //
 // Invariants (checked by `validate`, thrown as `ModelError`): entity names are
 // unique and non-empty; property names are unique per entity and not reserved;
@@ -126,11 +139,15 @@ public final class ManagedObjectModel: Sendable {
                     throw ModelError(message: "entity \"\(e.name)\": transient attribute \"\(a.name)\" cannot be indexed (it has no column)")
                 }
                 if let problem = a.validationModelProblem(entity: e.name) { throw ModelError(message: problem) }
+                if let problem = a.compositeModelProblem(entity: e.name) { throw ModelError(message: problem) }
                 if a.type == .transformable, a.defaultValue != nil {
                     throw ModelError(message: "entity \"\(e.name)\": transformable attribute \"\(a.name)\" cannot have a default (set it in awakeFromInsert)")
                 }
                 if a.type != .transformable, a.transformer != nil || a.valueTransformerName != nil {
                     throw ModelError(message: "entity \"\(e.name)\": attribute \"\(a.name)\" is \(a.type), not transformable, but names a value transformer")
+                }
+                if a.isTransient && a.preservesValueInHistoryOnDeletion {
+                    throw ModelError(message: "entity \"\(e.name)\": transient attribute \"\(a.name)\" cannot be preserved in the history on deletion (it is not stored)")
                 }
                 if let d = a.defaultValue, !a.type.accepts(d) {
                     throw ModelError(message: "entity \"\(e.name)\": default of attribute \"\(a.name)\" is not a \(a.type)")
@@ -145,8 +162,12 @@ public final class ManagedObjectModel: Sendable {
                     guard let back = target.relationshipsByName[inv] else {
                         throw ModelError(message: "entity \"\(e.name)\": relationship \"\(r.name)\" names inverse \"\(inv)\", which entity \"\(target.name)\" does not have")
                     }
-                    guard back.destination == e.name, back.inverse == nil || back.inverse == r.name else {
-                        throw ModelError(message: "entity \"\(e.name)\": relationship \"\(r.name)\" and its inverse \"\(target.name).\(inv)\" do not point at each other")
+                    guard back.destination == e.name else {
+                        throw ModelError(message: "entity \"\(e.name)\": relationship \"\(r.name)\" names inverse \"\(target.name).\(inv)\", which points to \"\(back.destination)\", not back to \"\(e.name)\"")
+                    }
+                    // A non-reciprocal inverse (back names another relationship) is allowed: see "Inverses".
+                    if let partner = reciprocalInverse(of: r), partner.isTransient != r.isTransient {
+                        throw ModelError(message: "entity \"\(e.name)\": relationship \"\(r.name)\" is \(r.isTransient ? "" : "not ")transient but its inverse \"\(target.name).\(inv)\" is\(partner.isTransient ? "" : " not"); both sides of a pair must agree")
                     }
                 }
                 if let mn = r.minCount, let mx = r.maxCount, mn > mx {
@@ -155,15 +176,16 @@ public final class ManagedObjectModel: Sendable {
                 if r.isOrdered && !r.isToMany {
                     throw ModelError(message: "entity \"\(e.name)\": to-one relationship \"\(r.name)\" cannot be ordered")
                 }
-                if r.isOrdered, (r.inverse.flatMap { target.relationshipsByName[$0] }?.isToMany ?? true) {
-                    throw ModelError(message: "entity \"\(e.name)\": ordered relationship \"\(r.name)\" needs a to-one inverse (ordered many-to-many relationships are not supported yet)")
-                }
             }
             try validateFetchIndexes(e)
+            try validateDerivedAttributes(e)
             for group in e.uniquenessConstraints {
                 guard !group.isEmpty else { throw ModelError(message: "entity \"\(e.name)\" has an empty uniqueness constraint") }
                 for name in group where e.attributesByName[name] == nil {
                     throw ModelError(message: "entity \"\(e.name)\": uniqueness constraint names \"\(name)\", which is not an attribute")
+                }
+                for name in group where e.attributesByName[name]?.compositeElements != nil {
+                    throw ModelError(message: "entity \"\(e.name)\": uniqueness constraint names composite attribute \"\(name)\", which has no column of its own")
                 }
                 for name in group where e.attributesByName[name]?.isTransient == true {
                     throw ModelError(message: "entity \"\(e.name)\": uniqueness constraint names transient attribute \"\(name)\", which is not stored")
@@ -174,8 +196,22 @@ public final class ManagedObjectModel: Sendable {
 
     // MARK: Storage mapping
 
+    /// The relationship that keeps `r` in step from the other side: `r`'s
+    /// inverse when that inverse names `r` back (or names no inverse); nil for
+    /// a relationship without inverse or whose inverse names another
+    /// relationship (a non-reciprocal inverse, which Core Data loads with a
+    /// warning). Kura stores and maintains a relationship without a reciprocal
+    /// inverse from its own side only (see "Inverses" in the header).
+    func reciprocalInverse(of r: RelationshipDescription) -> RelationshipDescription? {
+        guard let name = r.inverse, let back = entitiesByName[r.destination]?.relationshipsByName[name] else { return nil }
+        guard back.inverse == nil || back.inverse == r.name else { return nil }
+        return back
+    }
+
     /// How a relationship is stored.
     enum Storage: Equatable {
+        /// Not stored: held in memory by each object (a transient relationship).
+        case transient
         /// A foreign-key column in this entity's table.
         case foreignKey(column: String)
         /// Read through the inverse's foreign key (entity, column).
@@ -185,7 +221,8 @@ public final class ManagedObjectModel: Sendable {
     }
 
     func storage(of r: RelationshipDescription, in e: EntityDescription) -> Storage {
-        let inverse = r.inverse.flatMap { entitiesByName[r.destination]?.relationshipsByName[$0] }
+        if r.isTransient { return .transient }
+        let inverse = reciprocalInverse(of: r)
         if !r.isToMany { return .foreignKey(column: r.name) }
         if let inverse, !inverse.isToMany {
             return .inverseForeignKey(entity: r.destination, column: inverse.name, orderColumn: r.isOrdered ? inverse.name + "_order" : nil)
@@ -241,7 +278,15 @@ public final class ManagedObjectModel: Sendable {
         ColumnDefinition("source", .integer, nullable: false),
         ColumnDefinition("target", .integer, nullable: false),
         ColumnDefinition("position", .double, nullable: false, default: .double(0)),
+        ColumnDefinition(inversePositionColumn, .double, nullable: false, default: .double(0)),
     ])
+
+    /// The join-table column holding the source's position among the
+    /// target's objects (the order of an ordered relationship on the target
+    /// side); `position` holds the target's among the source's. Added in
+    /// 2026 for ordered many-to-many relationships: an older join table lacks
+    /// it and gets it appended on open (rows read the default 0).
+    static let inversePositionColumn = "inverse_position"
 
     /// Fetch indexes (FetchIndexDescription.swift): named, unique names, not
     /// empty, elements naming stored attributes or to-one relationships.
@@ -253,6 +298,9 @@ public final class ManagedObjectModel: Sendable {
             guard !ix.elements.isEmpty else { throw ModelError(message: "entity \"\(e.name)\": fetch index \"\(ix.name)\" has no elements") }
             for el in ix.elements {
                 if let a = e.attributesByName[el.property] {
+                    if a.compositeElements != nil {
+                        throw ModelError(message: "entity \"\(e.name)\": fetch index \"\(ix.name)\" names composite attribute \"\(el.property)\", which has no column of its own")
+                    }
                     if a.isTransient {
                         throw ModelError(message: "entity \"\(e.name)\": fetch index \"\(ix.name)\" names transient attribute \"\(el.property)\", which has no column")
                     }
@@ -283,7 +331,7 @@ public final class ManagedObjectModel: Sendable {
         }
         let members = entities(inTable: table)
         for e in members { for a in e.declaredAttributes where a.isIndexed { add("\(table)_\(a.name)_index", [a.name], false) } }
-        for e in members { for r in e.declaredRelationships where !r.isToMany { add("\(table)_\(r.name)_fk", [r.name], false) } }
+        for e in members { for r in e.declaredRelationships where !r.isToMany && !r.isTransient { add("\(table)_\(r.name)_fk", [r.name], false) } }
         for e in members {
             for group in e.declaredUniquenessConstraints {
                 add("\(e.name)_unique_\(group.joined(separator: "_"))", group, e.name == table)

@@ -4,7 +4,8 @@
 // such a request with an error instead of evaluating it in memory against only
 // the objects already registered, which would silently miss stored objects.
 // The check walks every key path of the predicate (through to-one and to-many
-// relationships, so `owner.isDriving` is caught too) and every sort key.
+// relationships, so `owner.isDriving` is caught too) and every sort key; a key
+// path through a transient relationship is refused the same way.
 
 extension ManagedObject {
     /// Runs `body` (which reloads the object's values from a row it just wrote
@@ -31,6 +32,9 @@ extension EntityDescription {
                 if let a = e.attributesByName[k] {
                     guard a.isTransient else { return nil }
                     return KuraError(.invalidArgument, "fetch of entity \"\(name)\": \"\(path.joined(separator: "."))\" reads transient attribute \"\(k)\" of entity \"\(e.name)\", which is not stored; fetch requests cannot filter or sort by it (as in Core Data): filter or sort the fetched objects in memory")
+                }
+                if let r = e.relationshipsByName[k], r.isTransient {
+                    return KuraError(.invalidArgument, "fetch of entity \"\(name)\": \"\(path.joined(separator: "."))\" goes through transient relationship \"\(k)\" of entity \"\(e.name)\", which is not stored; fetch requests cannot filter or sort by it (as in Core Data)")
                 }
                 entity = e.relationshipsByName[k].flatMap { model.entitiesByName[$0.destination] }
             }

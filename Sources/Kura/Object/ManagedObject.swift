@@ -58,6 +58,10 @@ open class ManagedObject: CustomStringConvertible {
     var savedValues: [String: Value]?
     var savedToOne: [String: ManagedObjectID] = [:]
     var savedOrder: [String: Double] = [:]
+    /// The targets of transient relationships, by name, in order (never
+    /// stored; Context+TransientRelationships.swift). Cleared when the object's
+    /// values load from the store as a fault fires.
+    var transientRelated: [String: [ManagedObject]] = [:]
     /// Whether the object's values are not loaded yet (they load on first access).
     public internal(set) var isFault = false
     /// Errors from subscript assignments, reported by the next save.

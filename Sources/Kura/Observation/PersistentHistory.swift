@@ -11,9 +11,13 @@
 //     2 context     text    the context's `name`, or null
 //     3 changes     blob    the changes, encoded as below
 //
-// `changes`: u32 count, then per change: u8 kind (1 insert, 2 update, 3 delete),
-// a string (entity name), i64 row ID, u32 count of changed property names, then
-// those strings; a string is a u32 byte length and UTF-8 bytes; integers are
+// `changes`: u32 count, then per change: u8 kind (1 insert, 2 update, 3 delete,
+// 4 delete with tombstone), a string (entity name), i64 row ID, u32 count of
+// changed property names, then those strings; a kind-4 change then has a u32
+// byte length and that many bytes: a record (RecordCodec, FORMAT.md "Records")
+// of alternating attribute name (text) and stored value, names ascending: the
+// values of the attributes marked `preservesValueInHistoryOnDeletion`, as their
+// columns held them. A string is a u32 byte length and UTF-8 bytes; integers are
 // little-endian. Decoding checks every length against the bytes left and names
 // the row on failure.
 //
@@ -51,11 +55,20 @@ public struct PersistentHistoryChange: Hashable, Sendable {
     /// For updates, the names of the properties the save changed (sorted);
     /// empty for inserts and deletes.
     public var updatedProperties: [String]
+    /// For deletes (Core Data's `tombstone`): the last saved values of the
+    /// deleted object's attributes marked
+    /// ``AttributeDescription/preservesValueInHistoryOnDeletion``, by name, as
+    /// their columns held them (a UUID as its uppercase string, a date as
+    /// seconds since 2001, a decimal as its double: see FORMAT.md "Object
+    /// stores"); a nil value is `.null`. Empty for inserts, updates and
+    /// entities without such attributes.
+    public var tombstone: [String: Value]
 
-    public init(kind: Kind, objectID: ManagedObjectID, updatedProperties: [String] = []) {
+    public init(kind: Kind, objectID: ManagedObjectID, updatedProperties: [String] = [], tombstone: [String: Value] = [:]) {
         self.kind = kind
         self.objectID = objectID
         self.updatedProperties = updatedProperties
+        self.tombstone = tombstone
     }
 }
 
@@ -154,14 +167,23 @@ enum PersistentHistoryStore {
         }
         u32(changes.count)
         for c in changes {
-            out.append(c.kind.rawValue)
+            let withTombstone = c.kind == .delete && !c.tombstone.isEmpty
+            out.append(withTombstone ? tombstoneKind : c.kind.rawValue)
             string(c.objectID.entityName)
             withUnsafeBytes(of: c.objectID.rowID.littleEndian) { out.append(contentsOf: $0) }
             u32(c.updatedProperties.count)
             for p in c.updatedProperties { string(p) }
+            if withTombstone {
+                let record = RecordCodec.encode(c.tombstone.sorted { $0.key < $1.key }.flatMap { [Value.text($0.key), $0.value] })
+                u32(record.count)
+                out.append(contentsOf: record)
+            }
         }
         return out
     }
+
+    /// The change kind byte of a delete followed by its tombstone.
+    static let tombstoneKind: UInt8 = 4
 
     static func decode(_ bytes: [UInt8], row: Int64) throws(KuraError) -> [PersistentHistoryChange] {
         var at = 0
@@ -188,7 +210,10 @@ enum PersistentHistoryStore {
         var out: [PersistentHistoryChange] = []
         out.reserveCapacity(count)
         for _ in 0..<count {
-            guard at < bytes.count, let kind = PersistentHistoryChange.Kind(rawValue: bytes[at]) else { throw fail("unknown change kind") }
+            guard at < bytes.count, let kind = bytes[at] == tombstoneKind ? .delete : PersistentHistoryChange.Kind(rawValue: bytes[at]) else {
+                throw fail("unknown change kind")
+            }
+            let hasTombstone = bytes[at] == tombstoneKind
             at += 1
             let entity = try string()
             guard bytes.count - at >= 8 else { throw fail("a row ID runs past the end") }
@@ -199,7 +224,22 @@ enum PersistentHistoryStore {
             guard n <= (bytes.count - at) / 4 else { throw fail("it claims \(n) property names") }
             var names: [String] = []
             for _ in 0..<n { names.append(try string()) }
-            out.append(PersistentHistoryChange(kind: kind, objectID: ManagedObjectID(entity: entity, rowID: Int64(bitPattern: id)), updatedProperties: names))
+            var tombstone: [String: Value] = [:]
+            if hasTombstone {
+                let length = try u32()
+                guard bytes.count - at >= length else { throw fail("a tombstone runs past the end") }
+                let values: [Value]
+                do { values = try RecordCodec.decode(Array(bytes[at..<at + length])) } catch { throw fail("its tombstone record: \(error.message)") }
+                guard values.count % 2 == 0 else { throw fail("a tombstone has a name without a value") }
+                for i in stride(from: 0, to: values.count, by: 2) {
+                    guard case .text(let name) = values[i], tombstone.updateValue(values[i + 1], forKey: name) == nil else {
+                        throw fail("a tombstone name is not text or appears twice")
+                    }
+                }
+                at += length
+            }
+            out.append(PersistentHistoryChange(kind: kind, objectID: ManagedObjectID(entity: entity, rowID: Int64(bitPattern: id)), updatedProperties: names,
+                                               tombstone: tombstone))
         }
         guard at == bytes.count else { throw fail("\(bytes.count - at) bytes left over") }
         return out

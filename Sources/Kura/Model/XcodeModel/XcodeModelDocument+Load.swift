@@ -28,6 +28,16 @@
 //     | Decimal, String, Boolean, Date,      | string, bool, date, data, uuid, url          |
 //     | Binary, UUID, URI                    | (Decimal stored exactly: DecimalStorage)     |
 //     | transient attribute                  | isTransient (no column; in memory only)      |
+//     | Undefined transient attribute (no    | transient transformable (property-list       |
+//     | attributeType)                       | values, in memory only)                      |
+//     | transient relationship               | isTransient (in memory, both sides in step)  |
+//     | derived, derivationExpression        | derivationExpression (DerivedAttributes.swift|
+//     |                                      | computes it at save)                         |
+//     | Composite + <compositeAttribute>     | compositeElements (CompositeAttributes.swift)|
+//     | preserveAfterDeletion                | preservesValueInHistoryOnDeletion (history   |
+//     |                                      | tombstone of a delete)                       |
+//     | allowsExternalBinaryDataStorage      | allowsExternalBinaryDataStorage (carried)    |
+//     | spotlightIndexingEnabled             | isIndexedBySpotlight (kept, no effect)       |
 //     | minValueString, maxValueString,      | validation (AttributeValidation, checked at  |
 //     | min/maxDateTimeInterval, regular-    | save); a bound that is not a number is       |
 //     | ExpressionString                     | `.syntax` with the line                      |
@@ -43,7 +53,11 @@
 //     | uniquenessConstraint                 | uniquenessConstraints                        |
 //     | relationship                         | RelationshipDescription (inverse, toMany,    |
 //     |                                      | ordered, deletionRule, optional, counts,     |
-//     |                                      | userInfo, elementID, versionHashModifier)    |
+//     |                                      | userInfo, elementID, versionHashModifier);   |
+//     |                                      | ordered many-to-many and ordered without     |
+//     |                                      | inverse use join-table positions; an inverse |
+//     |                                      | that names another one back is kept from its |
+//     |                                      | own side (ManagedObjectModel "Inverses")     |
 //     | configuration                        | ManagedObjectModel.configurations            |
 //     | fetchedProperty                      | FetchedPropertyDescription (its request as a |
 //     |                                      | FetchTemplate; $FETCH_SOURCE substituted)    |
@@ -59,9 +73,6 @@
 //     |                                      | retired Sync Services; Core Data ignores it  |
 //     | usesScalarValueType,                 | code generation only (property types of      |
 //     | codeGenerationType                   | generated classes)                           |
-//     | allowsExternalBinaryDataStorage      | a storage hint (side files for big blobs);   |
-//     |                                      | Kura keeps blobs in overflow pages, values   |
-//     |                                      | read back the same                           |
 //     | storedInTruthFile                    | Spotlight external-record storage hint       |
 //     | valueTransformerName/customClassName | left behind by Xcode when a Transformable    |
 //     | on a non-Transformable attribute     | changed type; Core Data ignores them         |
@@ -77,13 +88,14 @@
 //     | model attributes (type, versions,    | file metadata; kept in XcodeModelDocument    |
 //     | tools, language)                     |                                              |
 //
-// Not representable yet (each is an `UnsupportedFeature.Kind`): ObjectID /
-// Undefined / Composite attributes, derived attributes, transient relationships,
-// Spotlight indexing, non-reciprocal inverses (A.x names B.y as inverse while
-// B.y names another one), preserveAfterDeletion, defaults Kura cannot parse for
-// a type (Binary, Transformable, a Date given as a string), ordered
-// many-to-many and ordered without inverse, expression / R-Tree indexes,
-// indexes on to-many relationships, model-level composite types.
+// Not representable yet (each is an `UnsupportedFeature.Kind`): ObjectID
+// attributes, stored Undefined attributes (Core Data refuses them too), a
+// Composite naming no composite type or holding elements that are not plain
+// one-column attributes (nested composites, decimals, transformables), derived
+// attributes whose expression Kura does not evaluate (DerivedAttributes.swift
+// lists what it does), defaults Kura cannot parse for a type (Binary,
+// Transformable, a Date given as a string), expression / R-Tree indexes,
+// indexes on to-many relationships.
 
 import Foundation
 
@@ -94,19 +106,24 @@ extension XcodeModelDocument {
             /// No longer reported: Transformable attributes load (kept for source compatibility).
             case transformableAttribute = "Transformable attribute"
             case objectIDAttribute = "ObjectID attribute"
+            /// Reported for a stored Undefined attribute only (a transient one loads).
             case undefinedAttribute = "Undefined-type attribute"
             case compositeAttribute = "Composite attribute"
             case derivedAttribute = "derived attribute"
-            /// Reported for transient relationships only (transient attributes load).
+            /// No longer reported: transient relationships and attributes load (kept for source compatibility).
             case transientProperty = "transient property"
             /// No longer reported: value rules load as `AttributeValidation` (kept for source compatibility).
             case valueValidation = "value validation (minimum, maximum or regular expression)"
+            /// No longer reported: Spotlight indexing hints load (kept, no effect) (kept for source compatibility).
             case spotlightIndexing = "Spotlight indexing"
+            /// No longer reported: preserveAfterDeletion loads (history tombstones) (kept for source compatibility).
             case preserveAfterDeletion = "preserveAfterDeletion (history tombstone)"
             case defaultValue = "default value of this type"
+            /// No longer reported: ordered many-to-many relationships load (kept for source compatibility).
             case orderedManyToMany = "ordered many-to-many relationship"
+            /// No longer reported: ordered relationships without inverse load (kept for source compatibility).
             case orderedWithoutInverse = "ordered to-many relationship without a to-one inverse"
-            /// A names B as inverse but B names another relationship (Xcode warns, Core Data loads it).
+            /// No longer reported: non-reciprocal inverses load (kept from their own side) (kept for source compatibility).
             case nonReciprocalInverse = "inverse relationship that does not name this one back"
             /// No longer reported: fetched properties load (kept for source compatibility).
             case fetchedProperty = "fetched property"
@@ -147,33 +164,20 @@ extension XcodeModelDocument {
                 func here(_ kind: UnsupportedFeature.Kind, _ detail: String) { add(kind, a.line, e.name, a.name, detail) }
                 switch a.kind {
                 case .objectID: here(.objectIDAttribute, "attributeType=\"ObjectID\"")
-                case .undefined: here(.undefinedAttribute, "no attributeType")
-                case .composite: here(.compositeAttribute, "attributeType=\"Composite\"" + (a.composite.map { " composite=\"\($0)\"" } ?? ""))
+                case .undefined where !a.isTransient: here(.undefinedAttribute, "no attributeType on a stored attribute (Core Data allows Undefined only on transient ones)")
+                case .composite:
+                    if let problem = compositeProblem(a) { here(.compositeAttribute, "attributeType=\"Composite\"" + (a.composite.map { " composite=\"\($0)\"" } ?? "") + ": " + problem) }
                 default: break
                 }
-                if a.isDerived { here(.derivedAttribute, "derivationExpression=\"\(a.derivationExpression ?? "")\"") }
-                if a.spotlightIndexingEnabled { here(.spotlightIndexing, "spotlightIndexingEnabled=\"YES\"") }
-                if a.preserveAfterDeletion { here(.preserveAfterDeletion, "preserveAfterDeletion=\"YES\"") }
+                if a.isDerived, DerivedExpression.parse(a.derivationExpression ?? "") == nil {
+                    here(.derivedAttribute, "derivationExpression=\"\(a.derivationExpression ?? "")\", which Kura does not evaluate")
+                }
                 if let d = a.defaultValueString, [.binary, .date, .transformable].contains(a.kind) {
                     here(.defaultValue, "\(a.kind.rawValue) attribute with defaultValueString=\"\(d)\"")
                 }
             }
             for r in e.relationships {
                 func here(_ kind: UnsupportedFeature.Kind, _ detail: String) { add(kind, r.line, e.name, r.name, detail) }
-                if r.isTransient { here(.transientProperty, "transient=\"YES\"") }
-                if r.spotlightIndexingEnabled { here(.spotlightIndexing, "spotlightIndexingEnabled=\"YES\"") }
-                if let inv = r.inverseName, let back = entity(named: r.destinationEntity)?.relationships.first(where: { $0.name == inv }),
-                   back.destinationEntity == e.name, let backInverse = back.inverseName, backInverse != r.name {
-                    here(.nonReciprocalInverse, "inverseName=\"\(inv)\", whose own inverseName (line \(back.line)) is \"\(backInverse)\"")
-                }
-                if r.isToMany && r.isOrdered {
-                    let inverse = r.inverseName.flatMap { n in entity(named: r.destinationEntity)?.relationships.first { $0.name == n } }
-                    if let inverse {
-                        if inverse.isToMany { here(.orderedManyToMany, "ordered=\"YES\" with to-many inverse \"\(inverse.name)\"") }
-                    } else {
-                        here(.orderedWithoutInverse, "ordered=\"YES\" without inverseName")
-                    }
-                }
             }
             for ix in e.fetchIndexes {
                 for el in ix.elements {
@@ -185,10 +189,18 @@ extension XcodeModelDocument {
                 }
             }
         }
-        for c in compositeAttributes {
-            add(.compositeType, c.line, nil, nil, "compositeAttribute \"\(c.name)\"")
-        }
         return out
+    }
+
+    /// Why composite attribute `a` cannot load (nil: it can): its composite
+    /// type must exist and hold plain elements of one-column types.
+    private func compositeProblem(_ a: Attribute) -> String? {
+        guard let name = a.composite else { return "no composite type named" }
+        guard let c = compositeAttributes.first(where: { $0.name == name }) else { return "the model has no compositeAttribute \"\(name)\"" }
+        for el in c.attributes where [.composite, .objectID, .undefined, .transformable, .decimal].contains(el.kind) || el.isTransient || el.isDerived {
+            return "element \"\(el.name)\" (line \(el.line)) is \(el.isTransient ? "transient" : el.isDerived ? "derived" : el.kind.rawValue); Kura composites hold plain one-column elements"
+        }
+        return nil
     }
 
     /// Builds the Kura model the file describes.
@@ -242,19 +254,28 @@ extension XcodeModelDocument {
             let indexed = indexedBy[e.name] ?? []
             var attrs: [AttributeDescription] = []
             for a in e.attributes {
+                if a.kind == .composite {
+                    attrs.append(try compositeAttribute(a, in: e))
+                    continue
+                }
                 attrs.append(AttributeDescription(a.name, try kuraType(a, in: e), optional: a.isOptional, default: try defaultValue(a, in: e),
                                                   indexed: indexed.contains(a.name), userInfo: a.userInfo,
                                                   renamingIdentifier: a.elementID, versionHashModifier: a.versionHashModifier,
                                                   transient: a.isTransient,
                                                   valueTransformerName: a.kind == .transformable ? a.valueTransformerName : nil,
-                                                  customClassName: a.kind == .transformable ? a.customClassName : nil, validation: try validation(a, in: e)))
+                                                  customClassName: a.kind == .transformable ? a.customClassName : nil, validation: try validation(a, in: e),
+                                                  allowsExternalBinaryDataStorage: a.allowsExternalBinaryDataStorage,
+                                                  preservesValueInHistoryOnDeletion: a.preserveAfterDeletion,
+                                                  indexedBySpotlight: a.spotlightIndexingEnabled,
+                                                  derivationExpression: a.isDerived ? a.derivationExpression : nil))
             }
             let rels = e.relationships.map { r in
                 RelationshipDescription(r.name, to: r.destinationEntity, inverse: r.inverseName, toMany: r.isToMany, ordered: r.isOrdered,
                                         deleteRule: Self.deleteRule(r.deletionRule), optional: r.isOptional,
                                         minCount: r.isToMany ? r.minCount.flatMap { $0 == 0 ? nil : $0 } : nil,
                                         maxCount: r.isToMany ? r.maxCount.flatMap { $0 == 0 ? nil : $0 } : nil,
-                                        userInfo: r.userInfo, renamingIdentifier: r.elementID, versionHashModifier: r.versionHashModifier)
+                                        userInfo: r.userInfo, renamingIdentifier: r.elementID, versionHashModifier: r.versionHashModifier,
+                                        transient: r.isTransient, indexedBySpotlight: r.spotlightIndexingEnabled)
             }
             built.append(EntityDescription(e.name, parent: e.parentEntity, abstract: e.isAbstract, class: objectClass, attributes: attrs, relationships: rels,
                                            uniquenessConstraints: e.uniquenessConstraints.map(\.properties),
@@ -385,7 +406,7 @@ extension XcodeModelDocument {
                     guard let back = target.relationships.first(where: { $0.name == inv }) else {
                         throw invalid(r.line, "relationship \"\(e.name).\(r.name)\" names inverse \"\(inv)\", which entity \"\(target.name)\" does not have")
                     }
-                    // A non-reciprocal inverse is reported by unsupportedFeatures().
+                    // A non-reciprocal inverse loads (kept from its own side).
                     guard back.destinationEntity == e.name else {
                         throw invalid(r.line, "relationship \"\(e.name).\(r.name)\" names inverse \"\(target.name).\(inv)\" (line \(back.line)), which points to \"\(back.destinationEntity)\", not back to \"\(e.name)\"")
                     }
@@ -450,10 +471,32 @@ extension XcodeModelDocument {
         case .uuid: return .uuid
         case .uri: return .url
         case .transformable: return .transformable
+        case .undefined where a.isTransient:
+            // Core Data's Undefined transient holds any object; Kura holds any
+            // value its transformer (property-list, or one registered under the
+            // attribute's valueTransformerName) can encode, in memory only.
+            return .transformable
         case .objectID, .composite, .undefined:
             // unsupportedFeatures() reports these before makeModel gets here.
             throw KuraError(.unsupported, "\(path) line \(a.line): attribute \"\(e.name).\(a.name)\" is \(a.kind.rawValue)", path: path)
         }
+    }
+
+    /// A Composite attribute with the elements of its model-level
+    /// `<compositeAttribute>` (unsupportedFeatures() refused any other shape).
+    private func compositeAttribute(_ a: Attribute, in e: Entity) throws(KuraError) -> AttributeDescription {
+        guard let c = compositeAttributes.first(where: { $0.name == a.composite }) else {
+            throw KuraError(.unsupported, "\(path) line \(a.line): composite attribute \"\(e.name).\(a.name)\" names no composite type of the model", path: path)
+        }
+        var elements: [AttributeDescription] = []
+        for el in c.attributes {
+            elements.append(AttributeDescription(el.name, try kuraType(el, in: e), optional: el.isOptional, default: try defaultValue(el, in: e),
+                                                 userInfo: el.userInfo, renamingIdentifier: el.elementID, versionHashModifier: el.versionHashModifier,
+                                                 validation: try validation(el, in: e)))
+        }
+        return AttributeDescription(a.name, .data, optional: a.isOptional, userInfo: a.userInfo, renamingIdentifier: a.elementID,
+                                    versionHashModifier: a.versionHashModifier, indexedBySpotlight: a.spotlightIndexingEnabled,
+                                    compositeElements: elements)
     }
 
     /// The value rules of an attribute (nil when it has none): min/max from
