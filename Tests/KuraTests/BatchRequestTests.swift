@@ -87,6 +87,19 @@ final class BatchRequestTests: XCTestCase {
         XCTAssertEqual(try c.count(for: FetchRequest<ManagedObject>(entityName: "Pet")), 4)
     }
 
+    /// The README's "Batch requests" snippet, verbatim.
+    func testReadmeSnippet() throws {
+        let container = try PersistentContainer.inMemory(model: Self.model())
+        var insert = BatchInsertRequest(entityName: "Person", objects: [["name": "Ann", "email": "ann@x"]])
+        insert.onUniquenessConflict = .updateExisting          // upsert by uniqueness constraint
+        let made = try container.execute(insert)                // made.count, made.changes
+        try container.execute(BatchUpdateRequest(entityName: "Person", predicate: try KuraPredicate(format: "pets.@count > 0"),
+                                                 propertiesToUpdate: ["score": try KuraExpression(format: "score + 1")]))
+        try container.execute(BatchDeleteRequest(entityName: "Person", predicate: try KuraPredicate(format: "age > 90")))
+        XCTAssertEqual(made.count, 1)
+        XCTAssertEqual(try people(container.newContext()).map { $0["name"] as? String }, ["Ann"])
+    }
+
     func testBatchInsertRefusesBadObjectsNamingThemAndWritesNothing() throws {
         let container = try PersistentContainer.inMemory(model: Self.model())
         func refused(_ objects: [[String: Any]], _ code: KuraError.Code, _ parts: [String], entity: String = "Person", line: UInt = #line) {

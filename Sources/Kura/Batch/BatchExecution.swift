@@ -28,6 +28,7 @@ extension PersistentContainer {
     ///   value under `.fail`; every message names the object's position in
     ///   the batch. Engine errors (`.busy`, `.diskFull`, `.io`). On any error
     ///   nothing is written.
+    @discardableResult
     public func execute(_ request: BatchInsertRequest, author: String? = nil, contextName: String? = nil) throws(KuraError) -> BatchResult {
         let e = try model.entity(request.entityName)
         try model.checkInsertable(e)
@@ -68,6 +69,7 @@ extension PersistentContainer {
     ///   `.constraintViolation` when the new values repeat a
     ///   uniqueness-constrained value; predicate and expression errors; engine
     ///   errors. On any error nothing is written.
+    @discardableResult
     public func execute(_ request: BatchUpdateRequest, author: String? = nil, contextName: String? = nil) throws(KuraError) -> BatchResult {
         let e = try model.entity(request.entityName)
         var constants: [(AttributeDescription, Value)] = []
@@ -121,6 +123,7 @@ extension PersistentContainer {
     ///   to-one of a remaining object would be cleared, naming both objects
     ///   and the relationship; predicate and engine errors. On any error
     ///   nothing is deleted.
+    @discardableResult
     public func execute(_ request: BatchDeleteRequest, author: String? = nil, contextName: String? = nil) throws(KuraError) -> BatchResult {
         if case .objectIDs(let ids) = request.target, let t = ids.first(where: \.isTemporary) {
             throw KuraError(.invalidArgument, "batch delete: \(t) is a temporary ID (an unsaved object is not in the store)")
@@ -299,6 +302,7 @@ extension ManagedObjectContext {
     /// changed: fetch again, or merge ``BatchResult/changes`` (a context that
     /// merges automatically already has them). Errors: see
     /// ``PersistentContainer/execute(_:author:contextName:)-(BatchInsertRequest,_,_)``.
+    @discardableResult
     public func execute(_ request: BatchInsertRequest) throws(KuraError) -> BatchResult {
         try container.execute(request, author: transactionAuthor, contextName: name)
     }
@@ -307,12 +311,14 @@ extension ManagedObjectContext {
     /// are not changed (merge ``BatchResult/changes`` to refresh them). A
     /// pending change of this context to an updated object meets a merge
     /// conflict at its save, as any change saved elsewhere does.
+    @discardableResult
     public func execute(_ request: BatchUpdateRequest) throws(KuraError) -> BatchResult {
         try container.execute(request, author: transactionAuthor, contextName: name)
     }
 
     /// Runs a batch delete on this context's store; this context's objects
     /// are not changed (merge ``BatchResult/changes`` to drop them).
+    @discardableResult
     public func execute(_ request: BatchDeleteRequest) throws(KuraError) -> BatchResult {
         try container.execute(request, author: transactionAuthor, contextName: name)
     }
