@@ -142,10 +142,8 @@ public final class PersistentContainer: Sendable {
         var refused: [String] = []
         do {
             return try db.write { tx in
-                let plan = try SchemaPlan.make(tx, model)
-                refused = migration == .lightweight ? plan.unsupported : plan.differences
+                refused = try SchemaPlan.migrate(tx, model, migration, path: db.path)
                 if !refused.isEmpty { throw KuraError(.modelMismatch, "") }
-                try plan.apply(tx, model, migrating: migration == .lightweight, path: db.path)
                 var schemas: [String: TableSchema] = [:]
                 for table in model.entityTables {
                     guard let s = try tx.schema(of: try tx.table(table)) else {
@@ -156,7 +154,7 @@ public final class PersistentContainer: Sendable {
                 return schemas
             }
         } catch let e as KuraError where e.code == .modelMismatch && !refused.isEmpty {
-            let why = migration == .lightweight ? "a lightweight migration cannot bring the store to the model" : "the store does not match the model (open with migration: .lightweight to migrate it)"
+            let why = migration != .none ? "a lightweight migration cannot bring the store to the model" : "the store does not match the model (open with migration: .lightweight to migrate it)"
             throw KuraError(.modelMismatch, why + ":\n  " + refused.joined(separator: "\n  "), path: db.path)
         } catch let e as KuraError {
             throw e
