@@ -5,7 +5,9 @@
 // Which stage to start from: the store records its model's version hash
 // (`_kura_model`); the migration starts after the version with that hash. A
 // store without a record starts after the first version whose tables match
-// the catalog exactly (the check `.none` makes).
+// the catalog exactly (the check `.none` makes). A store at none of the
+// versions is first migrated lightweight to the first version (so a
+// `StagedMigration` of one model is a lightweight migration with progress).
 //
 // Every stage runs in the open's one write transaction, one after another:
 // stage k's plan is made against the store as stage k-1 left it (inside the
@@ -80,41 +82,31 @@ public final class StagedMigration: Sendable, Equatable {
             }
             stageFor[i] = s
         }
-        // Where the store is.
-        var start: Int?
+        // Where the store is: the index of its version; -1 for none of them
+        // (it is first migrated lightweight to the first version).
+        var start = -1
         if let stored = try StoredModel.read(tx) {
-            start = models.lastIndex { $0.versionHash == stored.hash }
-            if start == nil {
-                let plan = try SchemaPlan.make(tx, model)
-                if plan.unsupported.isEmpty && plan.migration.allSatisfy({ $0.change.kind == .recorded }) { start = models.count - 1 }
-            }
-            guard start != nil else {
-                throw KuraError(.modelMismatch, "the store's model (version hash \(stored.hash)) is none of the staged migration's versions (\(models.map(\.versionHash).joined(separator: ", ")))", path: path)
-            }
+            start = models.lastIndex { $0.versionHash == stored.hash } ?? -1
         } else {
             for (i, m) in models.enumerated() where try SchemaPlan.make(tx, m).differences.isEmpty { start = i; break }
-            guard start != nil else {
-                return ["the store's tables match none of the staged migration's versions exactly (it records no model); open it with its own version first"]
-            }
         }
         let reporter = progress.map { MigrationProgressReporter($0) }
-        let first = start ?? 0
-        reporter?.stageCount = max(models.count - 1 - first, 1)
-        if first == models.count - 1 {
+        reporter?.stageCount = max(models.count - 1 - start, 1)
+        if start == models.count - 1 {
             let plan = try SchemaPlan.make(tx, model)
             try plan.apply(tx, model, migrating: false, path: path, progress: reporter)
             return []
         }
-        for k in first..<(models.count - 1) {
-            reporter?.stage = k - first + 1
-            let custom = stageFor[k]
+        for k in start..<(models.count - 1) {
+            reporter?.stage = k - start + 1
+            let custom = k >= 0 ? stageFor[k] : nil
             let plan = try SchemaPlan.make(tx, models[k + 1], custom: custom != nil)
             if !plan.unsupported.isEmpty {
                 return plan.unsupported.map { "stage \(k + 1) → \(k + 2): " + $0 }
             }
-            let source = models[k]
             if let custom {
                 let label = "\(k + 1) → \(k + 2)"
+                let source = models[k]
                 try plan.apply(tx, models[k + 1], migrating: true, path: path, progress: reporter,
                                transform: { (tx: WriteTransaction) throws(KuraError) -> Void in
                                    try Self.runCustom(custom, tx: tx, source: source, label: label, path: path)
