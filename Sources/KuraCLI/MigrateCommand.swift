@@ -17,7 +17,7 @@ enum MigrateCommand {
         converted, rewritten, retired, indexed or recorded, then any change that
         cannot be inferred (refused). Without --dry-run, performs the migration
         in one atomic write transaction: on any error the store is left as it
-        was. Progress goes to stderr.
+        was. Progress goes to stderr. A missing STORE is created for MODEL.
 
         exit codes: 0 migrated (or nothing to do, or a dry run), 1 the plan has
         refused changes or objects block it (nothing written), 2 usage error or
@@ -29,10 +29,19 @@ enum MigrateCommand {
             guard let a = try parseArguments(args, spec) else { return ExitCode.ok }
             guard let modelPath = a.value("model") else { throw CLIError.usage("--model MODEL is required") }
             let store = URL(fileURLWithPath: a.positional[0])
-            guard FileManager.default.fileExists(atPath: store.path) else { throw CLIError.cannotRead("no store at \(store.path)") }
             let model: ManagedObjectModel
             do throws(KuraError) { model = try ManagedObjectModel.load(xcodeModel: URL(fileURLWithPath: modelPath)) } catch {
                 throw CLIError.usage("cannot load model \(modelPath): \(describe(error))")
+            }
+            guard FileManager.default.fileExists(atPath: store.path) else {
+                // Nothing to migrate: opening creates the store (Core Data's migration of a missing store).
+                if a.has("dry-run") {
+                    out.line("no store at \(store.path): migrating would create it for the model (dry run: nothing written)")
+                } else {
+                    try PersistentContainer(url: store, model: model).close()
+                    out.line("no store at \(store.path): created it for model version hash \(model.versionHash)")
+                }
+                return ExitCode.ok
             }
             let check = try PersistentContainer.compatibility(ofStoreAt: store, with: model)
             out.line("store \(store.path): " + (check.storedVersionHash.map { "model version hash \($0)" } ?? "records no model"))
