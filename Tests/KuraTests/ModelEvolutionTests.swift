@@ -377,3 +377,58 @@ final class ModelEvolutionTests: XCTestCase {
         XCTAssertEqual(try bytes(url1), before)
     }
 }
+
+extension ModelEvolutionTests {
+    static func lists(ordered: Bool) throws -> ManagedObjectModel {
+        try ManagedObjectModel {
+            EntityDescription("List") {
+                AttributeDescription("n", .int64)
+                RelationshipDescription("items", to: "Entry", inverse: "list", toMany: true, ordered: ordered)
+            }
+            EntityDescription("Entry") {
+                AttributeDescription("n", .int64)
+                RelationshipDescription("list", to: "List", inverse: "items")
+            }
+        }
+    }
+
+    func testAToManyBecomingOrderedAndUnorderedAgainKeepsItsObjectsAndOrder() throws {
+        let tmp = try TempDir()
+        let url = tmp.url.appendingPathComponent("lists.kura")
+        let c1 = try PersistentContainer(url: url, model: try Self.lists(ordered: false))
+        try c1.save { ctx in
+            let list = try ctx.insert("List")
+            for i in 0..<4 {
+                let e = try ctx.insert("Entry")
+                try e.setValue(Int64(i), forKey: "n")
+                try e.setValue(list, forKey: "list")
+            }
+        }
+        c1.close()
+        func entries(_ c: PersistentContainer) throws -> [Int64?] {
+            let ctx = c.newContext()
+            let list = try XCTUnwrap(try ctx.fetch(FetchRequest<ManagedObject>(entityName: "List")).first)
+            let items = try XCTUnwrap(try list.value(forKey: "items") as? ObjectList)
+            return try items.map { try $0.value(forKey: "n") as? Int64 }
+        }
+        let plan = try PersistentContainer.compatibility(ofStoreAt: url, with: try Self.lists(ordered: true))
+        XCTAssertTrue(plan.canMigrateLightweight, "\(plan.unsupported)")
+        let c2 = try PersistentContainer(url: url, model: try Self.lists(ordered: true), migration: .lightweight)
+        XCTAssertEqual(try entries(c2), [0, 1, 2, 3], "unordered → ordered keeps the row-ID order")
+        // Reorder and save; then back to unordered keeps every object.
+        let ctx = c2.newContext()
+        let list = try XCTUnwrap(try ctx.fetch(FetchRequest<ManagedObject>(entityName: "List")).first)
+        let items = try XCTUnwrap(try list.value(forKey: "items") as? ObjectList)
+        try list.setValue(Array(items.reversed()), forKey: "items")
+        try ctx.save()
+        XCTAssertEqual(try entries(c2), [3, 2, 1, 0])
+        try integrity(c2)
+        c2.close()
+        let c3 = try PersistentContainer(url: url, model: try Self.lists(ordered: false), migration: .lightweight)
+        XCTAssertEqual(try entries(c3), [0, 1, 2, 3])
+        try c3.database.read { tx in
+            XCTAssertTrue(try XCTUnwrap(try tx.schema(of: try tx.table("Entry"))).columns.contains { $0.name == "_retired_list_order" })
+        }
+        try integrity(c3)
+    }
+}

@@ -306,6 +306,11 @@ struct SchemaPlan {
                 } else {
                     add(.added, .addColumn(table: table, c), "\(e.name).\(r.name): in the model, not in the store (column added, no row rewritten)")
                 }
+            } else if c.name.hasSuffix("_order"), let base = Self.companionBase(c.name), let (r, e) = toOnes[base], expected.position(of: base) != nil {
+                // The inverse to-many became ordered: positions start empty, and
+                // an empty position sorts after the others in row-ID order, the
+                // order the unordered relationship had.
+                add(.added, .addColumn(table: table, c), "\(e.name).\(r.name): its inverse became ordered (column \"\(c.name)\" added; objects keep their row-ID order until positions are saved; no row rewritten)")
             } else {
                 // `<to-one>_order` or `<to-one>_entity` missing beside a stored key.
                 unsupported.append("\(table).\(c.name): in the model, not in the store (a relationship or inheritance change \(Self.notInferred))")
@@ -318,6 +323,12 @@ struct SchemaPlan {
                 unsupported.append("\(table): the store holds several entities in it, the model one (an inheritance change \(Self.notInferred))")
             } else if c.name.hasPrefix("_") && !c.name.hasPrefix(AttributeType.exactColumn("")) {
                 unsupported.append("\(table).\(c.name): in the store, not in the model")
+            } else if c.name.hasSuffix("_order"), let base = Self.companionBase(c.name), toOnes[base] != nil, expected.position(of: base) != nil {
+                var retired = Self.retiredPrefix + c.name
+                var n = 2
+                while stored.position(of: retired) != nil { retired = Self.retiredPrefix + c.name + "_\(n)"; n += 1 }
+                add(.retired, .retireColumn(table: table, from: c.name, to: retired),
+                    "\(table).\(base): its inverse is no longer ordered (positions kept unused as \"\(retired)\", no row rewritten)")
             } else if let base = Self.companionBase(c.name), stored.position(of: base) != nil {
                 unsupported.append("\(table).\(c.name): in the store, not in the model (a relationship or inheritance change \(Self.notInferred))")
             } else {
