@@ -339,6 +339,7 @@ final class ModelEvolutionTests: XCTestCase {
         XCTAssertEqual(try objects(c3, "Person", "first == 'Grace'").count, 1)
         XCTAssertEqual(Set(seen.value.map(\.stage)), [1, 2])
         XCTAssertTrue(seen.value.allSatisfy { $0.stageCount == 2 })
+        XCTAssertTrue(seen.value.contains { $0.stage == 1 && $0.completedRows == 3 && $0.totalRows == 3 && $0.step.contains("Person.first") }, "\(seen.value)")
         try integrity(c3)
         c3.close()
         XCTAssertEqual(try PersistentContainer.compatibility(ofStoreAt: url, with: Self.people3).storedVersionHash, Self.people3.versionHash)

@@ -54,16 +54,16 @@ public final class PersistentContainer: Sendable {
     ///   Throws `.invalidArgument` if the seed has a non-empty log beside it
     ///   (checkpoint it before shipping), `.io` if it cannot be read.
     /// - Parameter migration: `.none` (the default) refuses a store whose
-    ///   tables differ from the model with `.modelMismatch`; `.lightweight`
-    ///   infers the changes (attributes, to-one relationships and entities
-    ///   added, attributes renamed through `renamingIdentifier` or removed,
-    ///   indexes and uniqueness constraints added or removed) and applies them
-    ///   in the open's write transaction, rewriting no row; anything else
-    ///   (type, relationship or inheritance changes) is still `.modelMismatch`
-    ///   naming each difference, and an added uniqueness constraint that
-    ///   stored objects violate is `.validation` naming the values. On any
-    ///   error the store is left as it was. See ``compatibility(ofStoreAt:with:options:)``
-    ///   to ask first.
+    ///   tables or recorded model differ from the model with `.modelMismatch`;
+    ///   `.lightweight` infers the changes (FORMAT.md, "Model changes": added,
+    ///   renamed and removed properties and entities, exact type conversions,
+    ///   optional → required, indexes and constraints) and applies them in the
+    ///   open's write transaction; `.staged` goes through several versions with
+    ///   custom stages (``StagedMigration``). Changes not inferred are
+    ///   `.modelMismatch` naming each; values that do not convert, objects
+    ///   missing a now-required value or violating an added uniqueness
+    ///   constraint are `.validation` naming them. On any error the store is
+    ///   left as it was. See ``compatibility(ofStoreAt:with:options:)`` to ask first.
     public init(url: URL, model: ManagedObjectModel, options: Database.Options = Database.Options(),
                 persistentHistoryTracking: Bool = false, seed: URL? = nil, migration: StoreMigration = .none) throws(KuraError) {
         self.model = model
