@@ -433,3 +433,77 @@ extension ModelEvolutionTests {
         try integrity(c3)
     }
 }
+
+extension ModelEvolutionTests {
+    static func shelves(manyToMany: Bool) throws -> ManagedObjectModel {
+        try ManagedObjectModel {
+            EntityDescription("Book") {
+                AttributeDescription("n", .int64)
+                RelationshipDescription("shelf", to: "Shelf", inverse: "books", toMany: manyToMany)
+            }
+            EntityDescription("Shelf") {
+                AttributeDescription("n", .int64)
+                RelationshipDescription("books", to: "Book", inverse: "shelf", toMany: true)
+            }
+        }
+    }
+
+    func testAToOneBecomingToManyAndBackMovesItsKeysThroughAJoinTable() throws {
+        let tmp = try TempDir()
+        let url = tmp.url.appendingPathComponent("shelves.kura")
+        let c1 = try PersistentContainer(url: url, model: try Self.shelves(manyToMany: false))
+        try c1.save { ctx in
+            var shelves: [ManagedObject] = []
+            for i in 0..<2 {
+                let s = try ctx.insert("Shelf")
+                try s.setValue(Int64(i), forKey: "n")
+                shelves.append(s)
+            }
+            for i in 0..<5 {
+                let b = try ctx.insert("Book")
+                try b.setValue(Int64(i), forKey: "n")
+                if i < 4 { try b.setValue(shelves[i % 2], forKey: "shelf") }
+            }
+        }
+        c1.close()
+        func shelfOf(_ c: PersistentContainer) throws -> [Int64: [Int64]] {
+            let ctx = c.newContext()
+            var out: [Int64: [Int64]] = [:]
+            for b in try ctx.fetch(FetchRequest<ManagedObject>(entityName: "Book")) {
+                let n = try XCTUnwrap(try b.value(forKey: "n") as? Int64)
+                let v = try b.value(forKey: "shelf")
+                let targets = (v as? ObjectList).map { Array($0) } ?? (v as? ManagedObject).map { [$0] } ?? []
+                out[n] = try targets.map { try XCTUnwrap(try $0.value(forKey: "n") as? Int64) }.sorted()
+            }
+            return out
+        }
+        let expected: [Int64: [Int64]] = [0: [0], 1: [1], 2: [0], 3: [1], 4: []]
+        let toMany = try Self.shelves(manyToMany: true)
+        let plan = try PersistentContainer.compatibility(ofStoreAt: url, with: toMany)
+        XCTAssertTrue(plan.canMigrateLightweight, "\(plan.unsupported)")
+        let c2 = try PersistentContainer(url: url, model: toMany, migration: .lightweight)
+        XCTAssertEqual(try shelfOf(c2), expected)
+        try integrity(c2)
+        c2.close()
+        // Back to to-one: each book has at most one shelf.
+        let c3 = try PersistentContainer(url: url, model: try Self.shelves(manyToMany: false), migration: .lightweight)
+        XCTAssertEqual(try shelfOf(c3), expected)
+        try c3.database.read { tx in XCTAssertFalse(try tx.tableExists("_Book_shelf")) }
+        try integrity(c3)
+        c3.close()
+        // A book on two shelves cannot go back to one: refused naming it, store unchanged.
+        let c4 = try PersistentContainer(url: url, model: toMany, migration: .lightweight)
+        try c4.save { ctx in
+            let book = try XCTUnwrap(try ctx.fetch(FetchRequest<ManagedObject>(entityName: "Book")).first)
+            try book.setValue(try ctx.fetch(FetchRequest<ManagedObject>(entityName: "Shelf")), forKey: "shelf")
+        }
+        c4.close()
+        let before = try bytes(url)
+        XCTAssertThrowsError(try PersistentContainer(url: url, model: try Self.shelves(manyToMany: false), migration: .lightweight)) { error in
+            let e = error as? KuraError
+            XCTAssertEqual(e?.code, .validation)
+            XCTAssertTrue(e?.message.contains("cannot make Book.shelf to-one: object kura:///Book/p1 has several") ?? false, "\(String(describing: e))")
+        }
+        XCTAssertEqual(try bytes(url), before)
+    }
+}

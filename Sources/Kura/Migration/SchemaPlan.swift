@@ -16,7 +16,8 @@
 //      may not carry one);
 //   1. tables created or renamed (entity renames; join tables follow), columns
 //      added, columns renamed;
-//   2. values converted or checked;
+//   2. values converted or checked; to-one keys copied into a join table or
+//      back (to-one ↔ to-many);
 //   -  a custom stage's transform, if any (StagedMigration.swift);
 //   3. nulls of newly required attributes filled with the default or reported
 //      (naming up to five objects);
@@ -79,6 +80,10 @@ struct SchemaPlan {
         case retireColumn(table: String, from: String, to: String)
         /// Exchanges `source` and `target` in every row of a join table.
         case swapJoinColumns(table: String)
+        /// Copies every non-null key of `column` into join table `join`.
+        case keysToJoinTable(table: String, column: String, join: String, forward: Bool, kinds: Set<String>?)
+        /// Sets `column` from join table `join` (one target per object), then drops `join`.
+        case joinTableToKeys(table: String, column: String, join: String, forward: Bool, entity: String, relationship: String)
         case dropIndex(table: String, name: String)
         case createIndex(table: String, name: String, columns: [IndexColumn], unique: Bool)
 
@@ -87,7 +92,7 @@ struct SchemaPlan {
             case .dropIndex: 0
             case .renameTable: 1
             case .createTable, .createJoinTable, .addColumn, .renameColumn: 2
-            case .convert, .swapJoinColumns: 3
+            case .convert, .swapJoinColumns, .keysToJoinTable, .joinTableToKeys: 3
             case .require: 4
             case .retireColumn: 5
             case .createIndex: 6
@@ -217,10 +222,10 @@ struct SchemaPlan {
         let shared = members.count > 1
         var attributes: [String: (AttributeDescription, EntityDescription)] = [:]
         var toOnes: [String: (RelationshipDescription, EntityDescription)] = [:]
-        var toManys: [String: String] = [:]
+        var toManys: [String: (RelationshipDescription, EntityDescription)] = [:]
         for e in members {
             for a in e.declaredAttributes where !a.isTransient { attributes[a.name] = (a, e) }
-            for r in e.declaredRelationships { if r.isToMany { toManys[r.name] = e.name } else { toOnes[r.name] = (r, e) } }
+            for r in e.declaredRelationships { if r.isToMany { toManys[r.name] = (r, e) } else { toOnes[r.name] = (r, e) } }
         }
         var renamedFrom = Set<String>()
         var converted = Set<String>()
@@ -301,7 +306,14 @@ struct SchemaPlan {
                     add(.added, .addColumn(table: table, c), "\(e.name).\(a.name): in the model, not in the store (column added, no row rewritten)")
                 }
             } else if let (r, e) = toOnes[c.name] {
-                if storedTables.contains("_\(e.name)_\(r.name)") {
+                let (join, forward) = Self.joinTable(ifToMany: r, in: e, model)
+                if storedTables.contains(join) && !model.joinTables.contains(join) {
+                    // To-many (through a join table) → to-one: each object's one
+                    // target moves into the new key column; the join table goes.
+                    add(.added, .addColumn(table: table, c), "\(e.name).\(r.name): to-many in the store, to-one in the model (key column added)")
+                    add(.rewritten, .joinTableToKeys(table: table, column: c.name, join: join, forward: forward, entity: e.name, relationship: r.name),
+                        "\(e.name).\(r.name): each object's target copied from join table \"\(join)\" into the key (rows with a target rewritten; an object with several fails the migration), then the join table dropped")
+                } else if storedTables.contains("_\(e.name)_\(r.name)") {
                     unsupported.append("\(e.name).\(r.name): to-many in the store, to-one in the model (a relationship change \(Self.notInferred))")
                 } else {
                     add(.added, .addColumn(table: table, c), "\(e.name).\(r.name): in the model, not in the store (column added, no row rewritten)")
@@ -317,8 +329,21 @@ struct SchemaPlan {
             }
         }
         for c in stored.columns where expected.position(of: c.name) == nil && !renamedFrom.contains(c.name) && !c.name.hasPrefix(Self.retiredPrefix) {
-            if let entity = toManys[c.name] {
-                unsupported.append("\(entity).\(c.name): to-one in the store, to-many in the model (a relationship change \(Self.notInferred))")
+            if let (r, e) = toManys[c.name] {
+                if case .joinTable(let join, let forward) = model.storage(of: r, in: e), !storedTables.contains(join) {
+                    // To-one → to-many through a join table: every key becomes a join row.
+                    let retired = Self.retiredName(c.name, stored)
+                    add(.rewritten, .keysToJoinTable(table: table, column: c.name, join: join, forward: forward, kinds: shared ? e.hierarchy.kinds : nil),
+                        "\(e.name).\(r.name): to-one in the store, to-many in the model (each key copied into join table \"\(join)\", join rows written)")
+                    add(.retired, .retireColumn(table: table, from: c.name, to: retired), "\(table).\(c.name): the to-one's key column kept unused as \"\(retired)\" (no row rewritten)")
+                    for suffix in ["_order", ManagedObjectModel.companionSuffix] where stored.position(of: c.name + suffix) != nil {
+                        let rc = Self.retiredName(c.name + suffix, stored)
+                        renamedFrom.insert(c.name + suffix)
+                        add(.retired, .retireColumn(table: table, from: c.name + suffix, to: rc), "\(table).\(c.name)\(suffix): kept unused as \"\(rc)\" (no row rewritten)")
+                    }
+                } else {
+                    unsupported.append("\(e.name).\(c.name): to-one in the store, to-many in the model without a join table (a relationship change \(Self.notInferred))")
+                }
             } else if c.name == ManagedObjectModel.entityColumn {
                 unsupported.append("\(table): the store holds several entities in it, the model one (an inheritance change \(Self.notInferred))")
             } else if c.name.hasPrefix("_") && !c.name.hasPrefix(AttributeType.exactColumn("")) {
@@ -340,6 +365,23 @@ struct SchemaPlan {
             }
         }
         return converted
+    }
+
+    /// A free `_retired_<column>` name in `stored`.
+    static func retiredName(_ column: String, _ stored: TableSchema) -> String {
+        var retired = retiredPrefix + column
+        var n = 2
+        while stored.position(of: retired) != nil { retired = retiredPrefix + column + "_\(n)"; n += 1 }
+        return retired
+    }
+
+    /// The join table `r` (now a to-one) would use as a to-many, and whether
+    /// `e` is its source side (ManagedObjectModel.storage's naming).
+    static func joinTable(ifToMany r: RelationshipDescription, in e: EntityDescription, _ model: ManagedObjectModel) -> (String, Bool) {
+        let owner = e.hierarchy.relationshipOwners[r.name] ?? e.name
+        guard let inv = r.inverse else { return ("_\(owner)_\(r.name)", true) }
+        let first = (owner, r.name) <= (r.destination, inv)
+        return first ? ("_\(owner)_\(r.name)", true) : ("_\(r.destination)_\(inv)", false)
     }
 
     /// The to-one a `<name>_order` or `<name>_entity` column belongs to.
@@ -405,6 +447,42 @@ struct SchemaPlan {
             case .convert(let table, let column, let entity, let attribute, let kinds, let from, let to, let definition):
                 try RowRewriter(tx: tx, table: table, kinds: kinds, path: path, progress: progress)
                     .convert(column: column, entity: entity, attribute: attribute, from: from, to: to, definition: definition)
+            case .keysToJoinTable(let table, let column, let join, let forward, let kinds):
+                let j = try tx.table(join)
+                guard let p = try tx.schema(of: try tx.table(table))?.position(of: column) else {
+                    throw KuraError(.corrupt, "table \"\(table)\" lost column \"\(column)\" during the migration (a Kura bug)", path: path)
+                }
+                try RowRewriter(tx: tx, table: table, kinds: kinds, path: path, progress: progress).forEachRow { (rowID, values) throws(KuraError) -> Bool in
+                    if p < values.count, case .integer(let target) = values[p] {
+                        try tx.insert(forward ? [.integer(rowID), .integer(target), .double(0)] : [.integer(target), .integer(rowID), .double(0)], into: j)
+                    }
+                    return false
+                }
+            case .joinTableToKeys(let table, let column, let join, let forward, let entity, let relationship):
+                var targets: [Int64: Int64] = [:]
+                let rows = try tx.rows(in: try tx.table(join))
+                while let row = try rows.next() {
+                    let v = try row.values()
+                    guard v.count >= 2, case .integer(let s) = v[0], case .integer(let t) = v[1] else {
+                        throw KuraError(.corrupt, "row \(row.rowID) of join table \"\(join)\" does not hold two row IDs", path: path)
+                    }
+                    let (mine, theirs) = forward ? (s, t) : (t, s)
+                    if let other = targets[mine], other != theirs {
+                        throw KuraError(.validation, "cannot make \(entity).\(relationship) to-one: object kura:///\(entity)/p\(mine) has several (row IDs \(other) and \(theirs)); reduce them to one in a custom migration stage first; the store was left as it was", path: path)
+                    }
+                    targets[mine] = theirs
+                }
+                let info = try tx.table(table)
+                guard let schema = try tx.schema(of: info), let p = schema.position(of: column) else {
+                    throw KuraError(.corrupt, "table \"\(table)\" lost column \"\(column)\" during the migration (a Kura bug)", path: path)
+                }
+                try RowRewriter(tx: tx, table: table, kinds: nil, path: path, progress: progress).forEachRow { (rowID, values) throws(KuraError) -> Bool in
+                    guard let t = targets[rowID] else { return false }
+                    while values.count <= p { values.append(schema.columns[values.count].defaultValue) }
+                    values[p] = .integer(t)
+                    return true
+                }
+                try tx.dropTable(join)
             case .swapJoinColumns(let table):
                 try RowRewriter(tx: tx, table: table, kinds: nil, path: path, progress: progress).forEachRow { (_, values) throws(KuraError) -> Bool in
                     guard values.count >= 2 else { return false }
