@@ -507,3 +507,58 @@ extension ModelEvolutionTests {
         XCTAssertEqual(try bytes(url), before)
     }
 }
+
+extension ModelEvolutionTests {
+    func testAnEntityGainingASubentityKeepsItsObjectsAndTheKeysPointingAtThem() throws {
+        let tmp = try TempDir()
+        let url = tmp.url.appendingPathComponent("zoo.kura")
+        let v1 = try ManagedObjectModel {
+            EntityDescription("Animal") {
+                AttributeDescription("name", .string)
+            }
+            EntityDescription("Zoo") {
+                AttributeDescription("name", .string)
+                RelationshipDescription("star", to: "Animal")
+            }
+        }
+        let c1 = try PersistentContainer(url: url, model: v1)
+        try c1.save { ctx in
+            let a = try ctx.insert("Animal")
+            try a.setValue("Rex", forKey: "name")
+            let z = try ctx.insert("Zoo")
+            try z.setValue("City", forKey: "name")
+            try z.setValue(a, forKey: "star")
+        }
+        c1.close()
+        let v2 = try ManagedObjectModel {
+            EntityDescription("Animal") {
+                AttributeDescription("name", .string)
+            }
+            EntityDescription("Dog", parent: "Animal") {
+                AttributeDescription("breed", .string)
+            }
+            EntityDescription("Zoo") {
+                AttributeDescription("name", .string)
+                RelationshipDescription("star", to: "Animal")
+            }
+        }
+        let plan = try PersistentContainer.compatibility(ofStoreAt: url, with: v2)
+        XCTAssertTrue(plan.canMigrateLightweight, "\(plan.unsupported)")
+        let c2 = try PersistentContainer(url: url, model: v2, migration: .lightweight)
+        let ctx = c2.newContext()
+        let dog = try ctx.insert("Dog")
+        try dog.setValue("Fido", forKey: "name")
+        try dog.setValue("collie", forKey: "breed")
+        try ctx.save()
+        let animals = try ctx.fetch(FetchRequest<ManagedObject>(entityName: "Animal"))
+        XCTAssertEqual(Set(animals.map { "\($0.entity.name) \($0["name"] as? String ?? "nil")" }), ["Animal Rex", "Dog Fido"])
+        let zoo = try XCTUnwrap(try ctx.fetch(FetchRequest<ManagedObject>(entityName: "Zoo")).first)
+        let star = try XCTUnwrap(try zoo.value(forKey: "star") as? ManagedObject)
+        XCTAssertEqual(star.objectID.uriRepresentation, "kura:///Animal/p1")
+        try zoo.setValue(dog, forKey: "star")
+        try ctx.save()
+        let other = c2.newContext()
+        XCTAssertEqual((try other.existingObject(with: zoo.objectID).value(forKey: "star") as? ManagedObject)?.entity.name, "Dog")
+        try integrity(c2)
+    }
+}

@@ -78,6 +78,9 @@ struct SchemaPlan {
         /// Fills nulls with `fill`, or (nil) reports the objects that hold one.
         case require(table: String, column: String, entity: String, property: String, kinds: Set<String>?, fill: Value?)
         case retireColumn(table: String, from: String, to: String)
+        /// Sets `column` to `value` in rows where it is absent or null (and,
+        /// with `whereSet`, that column is not null).
+        case fill(table: String, column: String, value: Value, whereSet: String?)
         /// Exchanges `source` and `target` in every row of a join table.
         case swapJoinColumns(table: String)
         /// Copies every non-null key of `column` into join table `join`.
@@ -92,7 +95,7 @@ struct SchemaPlan {
             case .dropIndex: 0
             case .renameTable: 1
             case .createTable, .createJoinTable, .addColumn, .renameColumn: 2
-            case .convert, .swapJoinColumns, .keysToJoinTable, .joinTableToKeys: 3
+            case .convert, .swapJoinColumns, .keysToJoinTable, .joinTableToKeys, .fill: 3
             case .require: 4
             case .retireColumn: 5
             case .createIndex: 6
@@ -292,7 +295,11 @@ struct SchemaPlan {
             if c.name == ManagedObjectModel.versionColumn || c.name.hasPrefix(AttributeType.exactColumn("")) {
                 always.append(.addColumn(table: table, c))
             } else if c.name == ManagedObjectModel.entityColumn {
-                unsupported.append("\(table): the model stores several entities in it (\(members.map(\.name).joined(separator: ", "))), the store one (an inheritance change \(Self.notInferred))")
+                // The entity gained subentities: its rows are all of the root
+                // entity, which the column's default says without a rewrite.
+                let column = ColumnDefinition(c.name, c.type, nullable: false, default: .text(table))
+                add(.added, .addColumn(table: table, column), "\(table): gained subentities (\(members.dropFirst().map(\.name).joined(separator: ", "))); column \"\(c.name)\" added")
+                add(.rewritten, .fill(table: table, column: c.name, value: .text(table), whereSet: nil), "\(table): every stored object marked as \(table) in \"\(c.name)\" (rows rewritten)")
             } else if let (a, e) = attributes[c.name] {
                 if !a.isOptional && a.defaultValue == nil && rows > 0 {
                     if custom {
@@ -323,6 +330,13 @@ struct SchemaPlan {
                 // an empty position sorts after the others in row-ID order, the
                 // order the unordered relationship had.
                 add(.added, .addColumn(table: table, c), "\(e.name).\(r.name): its inverse became ordered (column \"\(c.name)\" added; objects keep their row-ID order until positions are saved; no row rewritten)")
+            } else if c.name.hasSuffix(ManagedObjectModel.companionSuffix), let base = Self.companionBase(c.name), let (r, e) = toOnes[base],
+                      expected.position(of: base) != nil, stored.position(of: base) != nil || attributes[base] == nil {
+                // The destination gained subentities: every stored key points at
+                // an object of the destination itself, which the default says.
+                add(.added, .addColumn(table: table, c), "\(e.name).\(r.name): its destination \(r.destination) gained subentities (column \"\(c.name)\" added)")
+                add(.rewritten, .fill(table: table, column: c.name, value: .text(r.destination), whereSet: base),
+                    "\(e.name).\(r.name): stored keys marked as pointing at \(r.destination) (rows with a key rewritten)")
             } else {
                 // `<to-one>_order` or `<to-one>_entity` missing beside a stored key.
                 unsupported.append("\(table).\(c.name): in the model, not in the store (a relationship or inheritance change \(Self.notInferred))")
@@ -483,6 +497,18 @@ struct SchemaPlan {
                     return true
                 }
                 try tx.dropTable(join)
+            case .fill(let table, let column, let value, let whereSet):
+                guard let schema = try tx.schema(of: try tx.table(table)), let p = schema.position(of: column) else {
+                    throw KuraError(.corrupt, "table \"\(table)\" lost column \"\(column)\" during the migration (a Kura bug)", path: path)
+                }
+                let q = whereSet.flatMap { schema.position(of: $0) }
+                try RowRewriter(tx: tx, table: table, kinds: nil, path: path, progress: progress).forEachRow { (_, values) throws(KuraError) -> Bool in
+                    if p < values.count, values[p] != .null { return false }
+                    if let q { guard q < values.count, values[q] != .null else { return false } }
+                    while values.count <= p { values.append(schema.columns[values.count].defaultValue) }
+                    values[p] = value
+                    return true
+                }
             case .swapJoinColumns(let table):
                 try RowRewriter(tx: tx, table: table, kinds: nil, path: path, progress: progress).forEachRow { (_, values) throws(KuraError) -> Bool in
                     guard values.count >= 2 else { return false }
