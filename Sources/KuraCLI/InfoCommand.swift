@@ -29,6 +29,7 @@ enum InfoCommand {
             let due = wal.committedFrames >= checkpointThreshold
             let tables = inspection.catalog.filter { $0.info.kind == "table" }
             let indexes = inspection.catalog.filter { $0.info.kind == "index" }
+            let recorded = RecordedModel.read(a.positional[0], hasTable: tables.contains { $0.info.name == "_kura_model" })
             if a.has("json") {
                 var members: [(String, JSON)] = [
                     ("store", .string(store.path)),
@@ -61,6 +62,11 @@ enum InfoCommand {
                     ("lastCommitFrame", wal.committedFrames > 0 ? .int(Int64(wal.committedFrames)) : .null),
                     ("checkpointDue", .bool(due)),
                 ])))
+                switch recorded {
+                case .success(let m)?: members.append(("modelVersionHash", .string(m.hash)))
+                case .failure(let e)?: members.append(("modelVersionHash", .object([("error", .string(e.message))])))
+                case nil: members.append(("modelVersionHash", .null))
+                }
                 members.append(("problems", .array(inspection.problems.map { .string($0.description) })))
                 out.line(JSON.object(members).text)
                 return ExitCode.ok
@@ -88,6 +94,11 @@ enum InfoCommand {
             }
             lines.append(["log", log])
             lines.append(["checkpoint due", due ? "yes (\(wal.committedFrames) frames >= \(checkpointThreshold))" : "no (\(wal.committedFrames) of \(checkpointThreshold) frames)"])
+            switch recorded {
+            case .success(let m)?: lines.append(["model", "version hash \(m.hash), \(m.entities.count) entities (kura schema lists them)"])
+            case .failure(let e)?: lines.append(["model", "record unreadable: \(e.message)"])
+            case nil: break
+            }
             for l in lines { out.line(pad(l[0] + ":", 17) + l[1]) }
             out.line("tables: \(tables.count)")
             for t in tables {

@@ -9,7 +9,9 @@ enum SchemaCommand {
 
         Prints every table (entity) of the store with its row count and columns
         (name, type, nullability, default), and its indexes (columns, unique,
-        descending, folded). Reads the catalog itself; never writes.
+        descending, folded); then, for a store written by the object layer, the
+        version hashes of the model it records (per entity and property).
+        Reads the catalog itself; never writes.
 
         exit codes: 0 ok, 2 usage error, 3 cannot read the file
         """, flags: ["json"], positional: 1...1)
@@ -25,8 +27,15 @@ enum SchemaCommand {
             func indexColumns(_ d: IndexDefinition) -> String {
                 d.columns.map { $0.name + ($0.descending ? " desc" : "") + ($0.folded ? " folded" : "") }.joined(separator: ", ")
             }
+            let recorded = RecordedModel.read(a.positional[0], hasTable: tables.contains { $0.info.name == "_kura_model" })
             if a.has("json") {
-                out.line(JSON.object([("tables", .array(tables.map { t in
+                var model = JSON.null
+                switch recorded {
+                case .success(let m)?: model = m.json
+                case .failure(let e)?: model = .object([("error", .string(e.message))])
+                case nil: break
+                }
+                out.line(JSON.object([("model", model), ("tables", .array(tables.map { t in
                     var m: [(String, JSON)] = [("name", .string(t.info.name)), ("rows", .int(t.info.rowCount)),
                                                ("nextRowID", .int(t.info.nextRowID))]
                     if let s = t.schema {
@@ -79,6 +88,16 @@ enum SchemaCommand {
             }
             let orphans = indexes.filter { i in !tables.contains { $0.info.name == i.info.owner } }
             for i in orphans { out.line("index \(i.info.name) on missing table \(i.info.owner ?? "?")") }
+            switch recorded {
+            case .success(let m)?:
+                out.line("model version hash \(m.hash)")
+                for e in m.entities {
+                    out.line("  entity \(e.name) \(e.hash)")
+                    for p in e.properties { out.line("    \(p.name) \(p.hash)") }
+                }
+            case .failure(let e)?: out.line("model record unreadable: \(e.message)")
+            case nil: break
+            }
             return ExitCode.ok
         }
     }

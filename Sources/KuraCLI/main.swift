@@ -39,6 +39,7 @@ let usage = """
       import STORE ENTITY FILE [--format csv|jsonl] [--batch N] [--index COL]...
       checkpoint STORE            copy the log into the store file
       compact STORE               rewrite the store without free pages
+      migrate STORE --model MODEL [--dry-run]   bring the store to an Xcode model
       tour [--rows N] [--keep PATH]   the engine step by step, with speeds
 
     Reading commands accept --json. An ENTITY is a table of the store.
@@ -77,6 +78,7 @@ case "import": status = ImportCommand.run(arguments)
 case "checkpoint": status = CheckpointCommand.run(arguments)
 case "compact": status = CompactCommand.run(arguments)
 case "codegen": status = CodegenCommand.run(arguments)
+case "migrate": status = MigrateCommand.run(arguments)
 case "--help", "-h", "help":
     print(usage)
     status = ExitCode.ok

@@ -283,8 +283,49 @@ public final class WriteTransaction: ReadTransaction {
         changeCount += 1
     }
 
+    /// Renames a table or an index; a table's indexes follow it (their owner
+    /// changes, their names do not). Pages and row IDs stay; only catalog
+    /// entries change (the object layer's entity renames).
+    ///
+    /// - Throws: `.notFound` for an unknown name; `.alreadyExists` if `newName`
+    ///   is taken; `.invalidArgument` for an empty or over-long name.
+    package func renameObject(_ name: String, to newName: String) throws(KuraError) {
+        try checkActive()
+        flushHotTable()
+        guard !newName.isEmpty, newName.utf8.count <= 255 else {
+            throw KuraError(.invalidArgument, "name \"\(newName)\" must be 1 to 255 bytes of UTF-8", path: database.path)
+        }
+        var c = try loadCatalog()
+        guard let info = c.entries[name] else {
+            throw KuraError(.notFound, "no table or index named \"\(name)\"", path: database.path)
+        }
+        if c.entries[newName] != nil {
+            throw KuraError(.alreadyExists, "a table or index named \"\(newName)\" already exists", path: database.path)
+        }
+        c.entries[name] = nil
+        c.entries[newName] = TableInfo(name: newName, id: info.id, rootPage: info.rootPage, rowCount: info.rowCount, nextRowID: info.nextRowID,
+                                       definition: info.definition, kind: info.kind, owner: info.owner)
+        changedTables.remove(name)
+        changedTables.insert(newName)
+        if info.kind == "table" {
+            for (n, e) in c.entries where e.kind == "index" && e.owner == name {
+                c.entries[n] = TableInfo(name: n, id: e.id, rootPage: e.rootPage, rowCount: e.rowCount, nextRowID: e.nextRowID,
+                                         definition: e.definition, kind: e.kind, owner: newName)
+                changedTables.insert(n)
+            }
+            indexCache[name] = nil
+            indexCache[newName] = nil
+        } else if let owner = info.owner {
+            indexCache[owner] = nil
+        }
+        schemaCache[name] = nil
+        catalog = c
+        changeCount += 1
+    }
+
     /// Replaces the definition bytes of a table (the schema layer's).
     package func setDefinition(_ definition: [UInt8], of table: TableInfo) throws(KuraError) {
+        flushHotTable()  // its cached schema would outlive the new definition
         var info = try entry(table)
         info.definition = definition
         catalog!.entries[info.name] = info

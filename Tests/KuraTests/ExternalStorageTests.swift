@@ -112,4 +112,30 @@ final class ExternalStorageTests: XCTestCase {
             }
         }
     }
+    // Toggling allowsExternalBinaryDataStorage changes the column type (blob ↔
+    // external): a migration must refuse it by name rather than read file
+    // references as bytes or bytes as references.
+    func testTogglingExternalStorageIsRefusedByName() throws {
+        let dir = try TempDir()
+        let url = dir.url.appendingPathComponent("toggle.kura")
+        func model(_ external: Bool) throws -> ManagedObjectModel {
+            try ManagedObjectModel { EntityDescription("Photo") { AttributeDescription("bytes", .data, allowsExternalBinaryDataStorage: external) } }
+        }
+        do {
+            let c = try PersistentContainer(url: url, model: model(false))
+            let ctx = c.newContext()
+            try ctx.insert("Photo").setValue(Data([1, 2, 3]), forKey: "bytes")
+            try ctx.save()
+            c.close()
+        }
+        for migration in [StoreMigration.none, .lightweight] {
+            XCTAssertThrowsError(try PersistentContainer(url: url, model: model(true), migration: migration)) { e in
+                XCTAssertEqual((e as? KuraError)?.code, .modelMismatch, "\(e)")
+                XCTAssertTrue("\(e)".contains("bytes"), "\(e)")
+            }
+        }
+        let c = try PersistentContainer(url: url, model: model(false))
+        let back = try c.newContext().fetch(FetchRequest<ManagedObject>(entityName: "Photo"))
+        XCTAssertEqual(back.first?["bytes"] as? Data, Data([1, 2, 3]))
+    }
 }

@@ -420,7 +420,7 @@ final class ObjectLayerTests: XCTestCase {
         })) { err in
             let text = "\(err)"
             XCTAssertEqual((err as? KuraError)?.code, .modelMismatch)
-            XCTAssertTrue(text.contains("Memo.title: the store has text, the model integer"), text)
+            XCTAssertTrue(text.contains("Memo.title: string → int64 (values converted, rows rewritten)"), text)
             XCTAssertTrue(text.contains("Memo.created: in the model, not in the store"), text)
             XCTAssertTrue(text.contains("Memo.body: in the store, not in the model"), text)
         }

@@ -75,16 +75,16 @@ public final class PersistentContainer: Sendable {
     ///   Throws `.invalidArgument` if the seed has a non-empty log beside it
     ///   (checkpoint it before shipping), `.io` if it cannot be read.
     /// - Parameter migration: `.none` (the default) refuses a store whose
-    ///   tables differ from the model with `.modelMismatch`; `.lightweight`
-    ///   infers the changes (attributes, to-one relationships and entities
-    ///   added, attributes renamed through `renamingIdentifier` or removed,
-    ///   indexes and uniqueness constraints added or removed) and applies them
-    ///   in the open's write transaction, rewriting no row; anything else
-    ///   (type, relationship or inheritance changes) is still `.modelMismatch`
-    ///   naming each difference, and an added uniqueness constraint that
-    ///   stored objects violate is `.validation` naming the values. On any
-    ///   error the store is left as it was. See ``compatibility(ofStoreAt:with:options:)``
-    ///   to ask first.
+    ///   tables or recorded model differ from the model with `.modelMismatch`;
+    ///   `.lightweight` infers the changes (FORMAT.md, "Model changes": added,
+    ///   renamed and removed properties and entities, exact type conversions,
+    ///   optional → required, indexes and constraints) and applies them in the
+    ///   open's write transaction; `.staged` goes through several versions with
+    ///   custom stages (``StagedMigration``). Changes not inferred are
+    ///   `.modelMismatch` naming each; values that do not convert, objects
+    ///   missing a now-required value or violating an added uniqueness
+    ///   constraint are `.validation` naming them. On any error the store is
+    ///   left as it was. See ``compatibility(ofStoreAt:with:options:)`` to ask first.
     public convenience init(url: URL, model: ManagedObjectModel, options: Database.Options = Database.Options(),
                             persistentHistoryTracking: Bool = false, seed: URL? = nil, migration: StoreMigration = .none) throws(KuraError) {
         var d = StoreDescription(url: url)
@@ -182,10 +182,8 @@ public final class PersistentContainer: Sendable {
         var refused: [String] = []
         do {
             return try db.write { tx in
-                let plan = try SchemaPlan.make(tx, model)
-                refused = migration == .lightweight ? plan.unsupported : plan.differences
+                refused = try SchemaPlan.migrate(tx, model, migration, path: db.path)
                 if !refused.isEmpty { throw KuraError(.modelMismatch, "") }
-                try plan.apply(tx, model, migrating: migration == .lightweight, path: db.path)
                 var schemas: [String: TableSchema] = [:]
                 for table in model.entityTables {
                     guard let s = try tx.schema(of: try tx.table(table)) else {
@@ -196,7 +194,7 @@ public final class PersistentContainer: Sendable {
                 return schemas
             }
         } catch let e as KuraError where e.code == .modelMismatch && !refused.isEmpty {
-            let why = migration == .lightweight ? "a lightweight migration cannot bring the store to the model" : "the store does not match the model (open with migration: .lightweight to migrate it)"
+            let why = migration != .none ? "a lightweight migration cannot bring the store to the model" : "the store does not match the model (open with migration: .lightweight to migrate it)"
             throw KuraError(.modelMismatch, why + ":\n  " + refused.joined(separator: "\n  "), path: db.path)
         } catch let e as KuraError {
             throw e

@@ -159,7 +159,7 @@ public struct TableSchema: Sendable, Hashable {
 
     // MARK: Encoding (the catalog definition)
 
-    var encoded: [UInt8] {
+    package var encoded: [UInt8] {
         var v: [Value] = [.integer(1), .integer(Int64(columns.count))]
         for c in columns {
             v += [.text(c.name), .text(c.type.rawValue), .bool(c.isNullable), c.defaultValue]

@@ -7,7 +7,7 @@
 // place fails its check, and with the previous frame's checksum for WAL frames, so
 // frames form a chain that a torn or stale tail cannot continue.
 
-enum Checksum {
+package enum Checksum {
     static let p1: UInt64 = 0x9E37_79B1_85EB_CA87
     static let p2: UInt64 = 0xC2B2_AE3D_27D4_EB4F
     static let p3: UInt64 = 0x1656_67B1_9E37_79F9
@@ -70,7 +70,7 @@ enum Checksum {
         return h
     }
 
-    static func xxh64(_ bytes: [UInt8], seed: UInt64 = 0) -> UInt64 {
+    package static func xxh64(_ bytes: [UInt8], seed: UInt64 = 0) -> UInt64 {
         bytes.withUnsafeBytes { xxh64($0.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, count: $0.count, seed: seed) }
     }
 }
