@@ -160,6 +160,15 @@ open class ManagedObject: CustomStringConvertible {
     open func willTurnIntoFault() {}
     open func didTurnIntoFault() {}
 
+    /// Called after the context changed the object's values other than by a
+    /// setter (Core Data's `awakeFromSnapshotEvents(_:)`), with what did it:
+    /// undo or redo, `rollback()`, `refresh(_:mergeChanges:)`, a merge, a
+    /// merge policy settling a conflict at save (see ``SnapshotEvents``).
+    /// Recompute cached or transient state here. Called once per object per
+    /// event, after every object of that event has its values back; do not
+    /// save from here.
+    open func awakeFromSnapshotEvents(_ events: SnapshotEvents) {}
+
     /// Validates one attribute's new value at save (Core Data's
     /// `validate<Key>`): called for each attribute of an inserted object that
     /// is not nil and each changed attribute of an updated one. Throw a
