@@ -50,4 +50,32 @@ final class ChildContextPermanentIDTests: XCTestCase {
         // The child keeps using the ID after the parent's save.
         XCTAssertTrue(try child.object(with: id) === x)
     }
+
+    func testASiblingHoldingTheTemporaryIDIsRefusedByName() throws {
+        // Documents the sibling seam: the rename reaches the child and its
+        // ancestors only; a sibling's push of the old temporary ID fails with
+        // an error naming it and changes nothing (no silent duplicate).
+        let container = try PersistentContainer.inMemory(model: try OrderedRelationshipTests.model())
+        let parent = container.newContext()
+        let s = try parent.insert("Song")
+        try s.setValue("s", forKey: "title")
+        let temporary = s.objectID
+        let one = parent.newChildContext(), two = parent.newChildContext()
+        let s1 = try one.object(with: temporary), s2 = try two.object(with: temporary)
+        XCTAssertEqual(s2["title"] as? String, "s")
+        try one.obtainPermanentIDs(for: [s1])
+        XCTAssertFalse(s1.objectID.isTemporary)
+        XCTAssertEqual(s.objectID, s1.objectID, "the parent's instance is renamed")
+        XCTAssertEqual(s2.objectID, temporary, "the sibling's is not")
+        try s2.setValue("s2", forKey: "title")
+        XCTAssertThrowsError(try two.save()) { e in
+            XCTAssertEqual((e as? KuraError)?.code, .notFound)
+            XCTAssertTrue("\(e)".contains(temporary.description), "\(e)")
+        }
+        XCTAssertEqual(s["title"] as? String, "s", "nothing was pushed")
+        try parent.save()
+        XCTAssertEqual(s.objectID, s1.objectID)
+        let again = try two.object(with: s.objectID)
+        XCTAssertEqual(again["title"] as? String, "s")
+    }
 }

@@ -346,7 +346,10 @@ extension ManagedObjectContext {
     /// hand an unsaved object's ID to another context or process.
     ///
     /// Thread rules: this context's. Other child contexts of this context's
-    /// ancestors still holding the temporary IDs do not see the rename.
+    /// ancestors (siblings) still holding the temporary IDs do not see the
+    /// rename (as in Core Data, where each context holds its own IDs): a
+    /// sibling's push of such an object fails with `.notFound` naming it, and
+    /// changes nothing; fetch the object again in the sibling.
     ///
     /// - Throws: `.invalidArgument` for an object of another context;
     ///   `.readOnly` for a store opened read-only; engine errors (`.busy`,

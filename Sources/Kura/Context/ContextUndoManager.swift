@@ -24,7 +24,7 @@
 // `.undoDeletion` if it came back (either without `.undoUpdate`), else
 // `.undoUpdate` if its values or links changed (a redo is an undo of the undo
 // and reports the same way). A new change after an undo clears the redo stack. `rollback()`,
-// `reset()` (as in Core Data) // and `save()` clear both stacks (Core Data keeps them across a save; Kura
+// `reset()` (as in Core Data) and `save()` clear both stacks (Core Data keeps them across a save; Kura
 // does not yet re-create rows a saved delete removed, so a save ends the undo
 // history rather than offer undos it cannot do right).
 
