@@ -469,8 +469,11 @@ public final class ManagedObjectContext {
     func materialize(_ e: EntityDescription, rowID: Int64, row: [Value]) -> ManagedObject {
         let id = ManagedObjectID(entity: e.name, rowID: rowID)
         if let o = registered(id) {
-            if o.isFault || (!o.hasChangedValues && !o.isDeleted) {
+            if o.isFault {
                 apply(row, to: o)
+            } else if !o.hasChangedValues && !o.isDeleted {
+                // A clean object takes the row; a fetch is no reload of its transients.
+                o.keepingTransients { apply(row, to: o) }
             }
             return o
         }

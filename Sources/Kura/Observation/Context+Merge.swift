@@ -182,7 +182,16 @@ extension ManagedObjectContext {
         let before = (o.values, o.toOne)
         var events: SnapshotEvents = .refresh
         if !o.hasChangedValues && !o.isDeleted {
-            try reload(o, mergeChanges: false)
+            // A merge keeps transient attributes (TransientAttributes.swift)
+            // and links (Context+TransientRelationships.swift); a failed
+            // `reload` changed nothing, so putting them back is harmless.
+            let links = o.transientRelated
+            var failure: KuraError?
+            o.keepingTransients {
+                do throws(KuraError) { try reload(o, mergeChanges: false) } catch { failure = error }
+            }
+            o.transientRelated = links
+            if let failure { throw failure }
         } else {
             switch mergePolicy {
             case .error:
