@@ -185,4 +185,29 @@ final class UndoTests: XCTestCase {
         context.rollback()
         XCTAssertEqual(try names(m, "missingRecipients"), ["b", "a"])
     }
+
+    func testUndoAfterObtainPermanentIDsRestoresTheRenamedJoinEdits() throws {
+        // Guards the bug where obtainPermanentIDs renamed the pending join
+        // edits but not the undo manager's recorded ones: undoing a relate
+        // made before the rename cleared a pair under the temporary IDs and
+        // left the real one in place.
+        let container = try PersistentContainer.inMemory(model: try OrderedRelationshipTests.model())
+        let context = container.newContext()
+        context.undoManager = ContextUndoManager()
+        let p = try context.insert("Playlist"), s = try context.insert("Song")
+        try p.setValue("p", forKey: "name")
+        try s.setValue("s", forKey: "title")
+        context.processPendingChanges()
+        try p.add(s, to: "songs")
+        context.processPendingChanges()
+        try context.obtainPermanentIDs(for: [p, s])
+        context.undoLastChange()
+        XCTAssertEqual(try XCTUnwrap(p.value(forKey: "songs") as? ObjectList).count, 0)
+        XCTAssertEqual(try XCTUnwrap(s.value(forKey: "playlists") as? ObjectList).count, 0)
+        context.redoLastChange()
+        try context.save()
+        let fresh = container.newContext()
+        let stored = try fresh.existingObject(with: p.objectID)
+        XCTAssertEqual(try XCTUnwrap(stored.value(forKey: "songs") as? ObjectList).map { $0["title"] as? String }, ["s"])
+    }
 }

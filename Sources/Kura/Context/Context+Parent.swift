@@ -406,7 +406,7 @@ extension ManagedObjectContext {
 
     /// Renames objects (temporary to permanent IDs) in this context: the
     /// registry, every to-one key, join edit and pending join position
-    /// naming them.
+    /// naming them, and the undo manager's recorded groups.
     func rename(_ renamed: [ManagedObjectID: ManagedObjectID]) {
         var moved: [ManagedObject] = []
         for (old, _) in renamed {
@@ -440,5 +440,6 @@ extension ManagedObjectContext {
             }
             joinPositions[table] = out
         }
+        undo?.rename(renamed)
     }
 }

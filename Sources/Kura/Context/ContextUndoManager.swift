@@ -123,6 +123,15 @@ public final class ContextUndoManager {
     func eventEnded() {
         if groupsByEvent && explicitDepth == 0 { closeGroup() }
     }
+
+    /// Renames object IDs (temporary to permanent, `obtainPermanentIDs`) in
+    /// every recorded group, so an undo after the rename restores the pairs
+    /// and keys under the IDs the context now uses.
+    func rename(_ renamed: [ManagedObjectID: ManagedObjectID]) {
+        for i in undoStack.indices { undoStack[i].rename(renamed) }
+        for i in redoStack.indices { redoStack[i].rename(renamed) }
+        open?.rename(renamed)
+    }
 }
 
 /// One undoable group: the state before it, per object and key.
@@ -150,6 +159,18 @@ struct UndoGroup {
     }
 
     init(name: String) { self.name = name }
+
+    /// Renames object IDs in the recorded to-one keys and join pairs.
+    mutating func rename(_ renamed: [ManagedObjectID: ManagedObjectID]) {
+        func pair(_ p: ManagedObjectContext.JoinPair) -> ManagedObjectContext.JoinPair {
+            ManagedObjectContext.JoinPair(source: renamed[p.source] ?? p.source, target: renamed[p.target] ?? p.target)
+        }
+        for (k, (o, old)) in toOnes {
+            toOnes[k] = (o, old.mapValues { id in id.map { renamed[$0] ?? $0 } })
+        }
+        joins = joins.mapValues { Dictionary($0.map { (pair($0.key), $0.value) }, uniquingKeysWith: { first, _ in first }) }
+        positions = positions.mapValues { Dictionary($0.map { (pair($0.key), $0.value) }, uniquingKeysWith: { first, _ in first }) }
+    }
 
     var isEmpty: Bool { values.isEmpty && toOnes.isEmpty && orders.isEmpty && links.isEmpty && joins.isEmpty && positions.isEmpty && presence.isEmpty }
 }
