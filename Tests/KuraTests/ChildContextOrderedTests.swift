@@ -103,4 +103,72 @@ final class ChildContextOrderedTests: XCTestCase {
         XCTAssertEqual(try titles(try fetch(fresh, "Playlist", "name", "p"), "songs"), ["x", "c", "a"])
         XCTAssertEqual(try titles(try fetch(fresh, "Song", "title", "b"), "playlists"), [])
     }
+
+    /// Random ordered edits on both sides of an ordered many-to-many, made in
+    /// child contexts that push, or are dropped, with parent saves between;
+    /// the child, the parent and the store are checked against arrays after
+    /// each step. Replay with KURA_SEED=<seed>.
+    func testRandomOrderedEditsInChildrenMatchArraysInTheParentAndTheStore() throws {
+        // Guards the push of pending join positions (see above) across
+        // sequences of reorders, pushes, discards and saves.
+        let seed = ProcessInfo.processInfo.environment["KURA_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 0...UInt64(UInt32.max))
+        print("ChildContextOrderedTests seed \(seed) (replay with KURA_SEED=\(seed))")
+        var rng = SplitMix64(state: seed)
+        let container = try PersistentContainer.inMemory(model: try OrderedRelationshipTests.model())
+        let parent = container.newContext()
+        var lists: [String: [String]] = [:], joined: [String: [String]] = [:]  // the child's view
+        let names = ["p0", "p1"], songTitles = (0..<5).map { "s\($0)" }
+        for n in names { try parent.insert("Playlist").setValue(n, forKey: "name"); lists[n] = [] }
+        for t in songTitles { try parent.insert("Song").setValue(t, forKey: "title"); joined[t] = [] }
+        try parent.save()
+        var pushed = (lists, joined), stored = (lists, joined)
+        var child = parent.newChildContext()
+        func check(_ c: ManagedObjectContext, _ expected: ([String: [String]], [String: [String]]), _ what: String, _ step: Int) throws {
+            for n in names { XCTAssertEqual(try titles(try fetch(c, "Playlist", "name", n), "songs"), expected.0[n], "seed \(seed) step \(step) \(what): \(n)") }
+            for t in songTitles { XCTAssertEqual(try titles(try fetch(c, "Song", "title", t), "playlists"), expected.1[t], "seed \(seed) step \(step) \(what): \(t)") }
+        }
+        for step in 0..<50 {
+            let n = names[Int(rng.next() % 2)], t = songTitles[Int(rng.next() % 5)]
+            let p = try fetch(child, "Playlist", "name", n), s = try fetch(child, "Song", "title", t)
+            switch rng.next() % 7 {
+            case 0, 1:  // insert (or move) t into n's songs at a random index
+                var l = lists[n] ?? []
+                l.removeAll { $0 == t }
+                let i = Int(rng.next() % UInt64(l.count + 1))
+                if lists[n]?.contains(t) != true { joined[t, default: []].append(n) }
+                l.insert(t, at: i)
+                lists[n] = l
+                try p.insert(s, at: i, into: "songs")
+            case 2:  // move within the song's playlists
+                guard let count = joined[t]?.count, count > 1 else { continue }
+                let a = Int(rng.next() % UInt64(count)), b = Int(rng.next() % UInt64(count))
+                var l = joined[t] ?? []
+                l.insert(l.remove(at: a), at: b)
+                joined[t] = l
+                try s.moveObject(at: a, to: b, in: "playlists")
+            case 3:  // remove at an index
+                guard let count = lists[n]?.count, count > 0 else { continue }
+                let i = Int(rng.next() % UInt64(count))
+                let gone = lists[n]?.remove(at: i)
+                joined[gone ?? ""]?.removeAll { $0 == n }
+                try p.removeObject(at: i, from: "songs")
+            case 4:  // push
+                try child.save()
+                XCTAssertFalse(child.hasChanges, "seed \(seed) step \(step)")
+                pushed = (lists, joined)
+            case 5:  // drop the child, start a new one
+                child = parent.newChildContext()
+                (lists, joined) = pushed
+            default:  // the parent saves what it was pushed
+                try parent.save()
+                stored = pushed
+                try check(container.newContext(), stored, "store", step)
+            }
+            try check(child, (lists, joined), "child", step)
+            try check(parent, pushed, "parent", step)
+        }
+        try child.save()
+        try parent.save()
+        try check(container.newContext(), (lists, joined), "store", -1)
+    }
 }

@@ -165,8 +165,9 @@ open class ManagedObject: CustomStringConvertible {
     /// undo or redo, `rollback()`, `refresh(_:mergeChanges:)`, a merge, a
     /// merge policy settling a conflict at save (see ``SnapshotEvents``).
     /// Recompute cached or transient state here. Called once per object per
-    /// event, after every object of that event has its values back; do not
-    /// save from here.
+    /// event, after every object of that event has its values back, on the
+    /// context's thread or actor; do not save from here. A change made here
+    /// is an ordinary change (not recorded for undo while an undo applies).
     open func awakeFromSnapshotEvents(_ events: SnapshotEvents) {}
 
     /// Validates one attribute's new value at save (Core Data's
