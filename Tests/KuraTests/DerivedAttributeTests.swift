@@ -102,4 +102,40 @@ final class DerivedAttributeTests: XCTestCase {
         let doc = try XcodeModelDocument(xml: Data("<model>\n<entity name=\"A\">\n<attribute name=\"d\" attributeType=\"Date\" derived=\"YES\" derivationExpression=\"later()\"/>\n</entity>\n</model>".utf8), path: "x.xml")
         XCTAssertEqual(doc.unsupportedFeatures().map(\.line), [3])
     }
+
+    func testDerivedValuesOfAChildsPushAreComputedAtTheParentsSave() throws {
+        // Guards the child-context seam: derived attributes are computed by the
+        // store save of the last ancestor, from what a child pushed (not at the
+        // push, and not left stale for objects only a child changed).
+        let model = try XcodeModelDocument(xml: Data(Self.xml.utf8), path: "derived.xml").makeModel()
+        let container = try PersistentContainer.inMemory(model: model)
+        let parent = container.newContext()
+        let child = parent.newChildContext()
+        let list = try child.insert("List")
+        try list.setValue("Soup", forKey: "title")
+        for price in [1.5, 2.0] {
+            let item = try child.insert("Item")
+            try item.setValue(price, forKey: "price")
+            try item.setValue(list, forKey: "list")
+        }
+        try child.save()
+        let pushed = try parent.object(with: list.objectID)
+        XCTAssertNil(try pushed.value(forKey: "itemCount"), "a push computes nothing")
+        try parent.save()
+        XCTAssertEqual(try pushed.value(forKey: "itemCount") as? Int64, 2)
+        XCTAssertEqual(try pushed.value(forKey: "loud") as? String, "SOUP")
+        XCTAssertEqual(try pushed.value(forKey: "total") as? Double, 3.5)
+
+        // An update made in a second child, pushed, then saved: recomputed.
+        let second = parent.newChildContext()
+        let again = try XCTUnwrap(try second.fetch(FetchRequest<ManagedObject>(entityName: "List")).first)
+        XCTAssertEqual(try again.value(forKey: "loud") as? String, "SOUP", "the child reads the computed value")
+        try again.setValue("Stew", forKey: "title")
+        try second.save()
+        try parent.save()
+        let fresh = container.newContext()
+        let stored = try XCTUnwrap(try fresh.fetch(FetchRequest<ManagedObject>(entityName: "List", predicate: try KuraPredicate(format: "searchTitle == 'stew'"))).first)
+        XCTAssertEqual(try stored.value(forKey: "loud") as? String, "STEW")
+        XCTAssertEqual(try stored.value(forKey: "itemCount") as? Int64, 2)
+    }
 }

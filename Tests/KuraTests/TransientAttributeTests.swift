@@ -156,4 +156,52 @@ final class TransientAttributeTests: XCTestCase {
         XCTAssertEqual(model["Car"]?.attributesByName["currentDrivingSpeed"]?.isTransient, true)
         XCTAssertEqual(model["Car"]?.attributesByName["maker"]?.isTransient, false)
     }
+
+    func testFetchesAndMergesOfACleanObjectKeepItsTransients() throws {
+        // Guards the bug where a fetch that met a clean registered object, or
+        // the merge of another context's save into it, re-applied the row as a
+        // load and reset its transient attributes (and a merge its transient
+        // links), against "only a (re)load resets transients".
+        let container = try PersistentContainer.inMemory(model: try Self.model())
+        let context = container.newContext()
+        context.automaticallyMergesChangesFromStore = true
+        let car = try context.insert("Car"), p = try context.insert("Person")
+        try car.setValue("Ka", forKey: "name")
+        try car.setValue(Int64(80), forKey: "speed")
+        try p.setValue("Pat", forKey: "name")
+        try context.save()
+        XCTAssertFalse(car.hasChanges)
+        _ = try context.fetch(FetchRequest<ManagedObject>(entityName: "Car"))
+        XCTAssertEqual(try car.value(forKey: "speed") as? Int64, 80, "a fetch keeps it")
+
+        let other = container.newContext()
+        let theirs = try other.existingObject(with: car.objectID)
+        try theirs.setValue("Ka2", forKey: "name")
+        try other.save()
+        try context.mergePendingChanges()
+        XCTAssertEqual(try car.value(forKey: "name") as? String, "Ka2", "merged")
+        XCTAssertEqual(try car.value(forKey: "speed") as? Int64, 80, "a merge keeps it")
+        XCTAssertFalse(car.hasChanges)
+        try context.refresh(car, mergeChanges: false)
+        XCTAssertEqual(try car.value(forKey: "speed") as? Int64, 0, "a reload resets it")
+    }
+
+    func testMergesOfACleanObjectKeepItsTransientLinks() throws {
+        // Guards the same bug for transient relationships (see above).
+        let container = try PersistentContainer.inMemory(model: try TransientRelationshipTests.model())
+        let context = container.newContext()
+        context.automaticallyMergesChangesFromStore = true
+        let m = try context.insert("Message"), a = try context.insert("Client")
+        try m.setValue("m", forKey: "text")
+        try a.setValue("a", forKey: "name")
+        try context.save()
+        try m.setValue(a, forKey: "draftOf")
+        XCTAssertFalse(m.hasChanges, "a transient link is no persistent change")
+        let other = container.newContext()
+        try other.existingObject(with: m.objectID).setValue("m2", forKey: "text")
+        try other.save()
+        try context.mergePendingChanges()
+        XCTAssertEqual(try m.value(forKey: "text") as? String, "m2")
+        XCTAssertTrue(try m.value(forKey: "draftOf") as? ManagedObject === a)
+    }
 }

@@ -24,6 +24,14 @@
 //     objects take the parent's current values, as a store fetch refreshes
 //     clean objects from the store's rows.
 //
+// Transient properties are per context (Core Data's nested contexts move
+// snapshots, which hold persistent properties only): a child reading an
+// object from its parent gives its transient attributes their defaults, as a
+// fault firing from the store does, and a push carries no transient
+// attribute values (an object inserted in the child starts with the defaults
+// in the parent) and no transient relationship links. Set transient values
+// in the context that uses them (`awakeFromFetch`, `awakeFromInsert`).
+//
 // Uniquing: one instance per ID per context; a child's instance of a parent
 // object is a different object with the same ID (`child.object(with: id)`).
 // Objects the parent inserted keep their temporary IDs in the child, which
@@ -38,7 +46,9 @@
 // order positions this context changed (only those: what the parent changed
 // meanwhile in other properties stays; in properties this context changed,
 // the child's values overwrite the parent's in-memory ones, as in Core
-// Data); join-table edits; deletes (the delete rules already ran in the
+// Data); join-table edits and the pending positions of ordered join tables
+// (each side the child renumbered replaces that side's position in the
+// parent); deletes (the delete rules already ran in the
 // child, their effects are among the pushed changes). Every parent change
 // goes through the parent's change recording (`willChange`, `setJoinEdit`,
 // `recordPresence`), so the parent's undo manager records the push as one
@@ -90,16 +100,29 @@ extension ManagedObjectContext {
 
     /// Makes `o` (this context's instance) show `p`'s (the parent's) current
     /// state as its saved state.
+    /// Transient attributes are this context's: a fault's take their
+    /// defaults, a loaded object's keep their values (see the header comment).
     func adopt(_ p: ManagedObject, into o: ManagedObject) {
-        o.values = p.values
+        var values = Self.withTransientDefaults(p.values, o.entity)
+        if !o.isFault {
+            for a in o.entity.attributes where a.isTransient { values[a.name] = o.values[a.name] ?? .null }
+        }
+        o.values = values
         o.toOne = p.toOne
         o.order = p.order
-        o.savedValues = p.values
+        o.savedValues = o.values
         o.savedToOne = p.toOne
         o.savedOrder = p.order
         o.version = p.version
         o.isFault = false
         o.readError = nil
+    }
+
+    /// `values` with every transient attribute of `e` at its default.
+    static func withTransientDefaults(_ values: [String: Value], _ e: EntityDescription) -> [String: Value] {
+        var out = values
+        for a in e.attributes where a.isTransient { out[a.name] = a.defaultValue.map { a.type.stored($0) } ?? .null }
+        return out
     }
 
     /// The parent's instance of `o`, which must exist there and not be deleted.
@@ -212,7 +235,7 @@ extension ManagedObjectContext {
             let p = o.entity.objectClass.init(entity: o.entity, objectID: o.objectID)
             p.managedObjectContext = parent
             p.isNew = true
-            p.values = o.values
+            p.values = Self.withTransientDefaults(o.values, o.entity)
             p.toOne = o.toOne
             p.order = o.order
             p.deferredErrors = o.deferredErrors
@@ -226,7 +249,7 @@ extension ManagedObjectContext {
         }
         for o in upd {
             guard let p = targets[ObjectIdentifier(o)] else { continue }
-            for a in o.entity.attributes where o.savedValues?[a.name] != o.values[a.name] {
+            for a in o.entity.attributes where !a.isTransient && o.savedValues?[a.name] != o.values[a.name] {
                 parent.willChange(p, key: a.name)
                 p.values[a.name] = o.values[a.name] ?? .null
             }
@@ -244,15 +267,33 @@ extension ManagedObjectContext {
             }
             p.deferredErrors += o.deferredErrors
         }
+        func noteJoinOwners(_ table: String, _ pair: JoinPair) {
+            for id in [pair.source, pair.target] {
+                guard let x = parent.registered(id) else { continue }
+                for r in x.entity.relationships where r.isToMany {
+                    if case .joinTable(let t, _) = model.storage(of: r, in: x.entity), t == table { parent.noteUpdated(x, r.name) }
+                }
+            }
+        }
         for (table, edits) in joinEdits {
             for (pair, present) in edits {
                 parent.setJoinEdit(table, pair, present)
-                for id in [pair.source, pair.target] {
-                    guard let x = parent.registered(id) else { continue }
-                    for r in x.entity.relationships where r.isToMany {
-                        if case .joinTable(let t, _) = model.storage(of: r, in: x.entity), t == table { parent.noteUpdated(x, r.name) }
-                    }
-                }
+                // A removed pair takes no position with it (as removeRelated does).
+                if !present && parent.joinPositions[table]?[pair] != nil { parent.setJoinPositions(table, pair, nil) }
+                noteJoinOwners(table, pair)
+            }
+        }
+        // Pending positions of ordered join tables: each side this context
+        // renumbered replaces the parent's position of that side (the child
+        // renumbered every member of the list it changed, read through the
+        // parent, so the parent's list takes the child's order whole).
+        for (table, positions) in joinPositions {
+            for (pair, p) in positions where joinEdits[table]?[pair] != false {
+                let had = parent.joinPositions[table]?[pair]
+                let now = JoinPositions(position: p.position ?? had?.position, inversePosition: p.inversePosition ?? had?.inversePosition)
+                guard now != had else { continue }
+                parent.setJoinPositions(table, pair, now)
+                noteJoinOwners(table, pair)
             }
         }
         for o in del {
@@ -281,6 +322,7 @@ extension ManagedObjectContext {
         touchedOrder = []
         deleted = []
         joinEdits = [:]
+        joinPositions = [:]
         notices.toManyTouched = [:]
         undo?.removeAllActions()
         processPendingChanges()
@@ -304,7 +346,10 @@ extension ManagedObjectContext {
     /// hand an unsaved object's ID to another context or process.
     ///
     /// Thread rules: this context's. Other child contexts of this context's
-    /// ancestors still holding the temporary IDs do not see the rename.
+    /// ancestors (siblings) still holding the temporary IDs do not see the
+    /// rename (as in Core Data, where each context holds its own IDs): a
+    /// sibling's push of such an object fails with `.notFound` naming it, and
+    /// changes nothing; fetch the object again in the sibling.
     ///
     /// - Throws: `.invalidArgument` for an object of another context;
     ///   `.readOnly` for a store opened read-only; engine errors (`.busy`,
@@ -360,7 +405,8 @@ extension ManagedObjectContext {
     }
 
     /// Renames objects (temporary to permanent IDs) in this context: the
-    /// registry, every to-one key and join edit naming them.
+    /// registry, every to-one key, join edit and pending join position
+    /// naming them, and the undo manager's recorded groups.
     func rename(_ renamed: [ManagedObjectID: ManagedObjectID]) {
         var moved: [ManagedObject] = []
         for (old, _) in renamed {
@@ -387,5 +433,13 @@ extension ManagedObjectContext {
             }
             joinEdits[table] = out
         }
+        for (table, positions) in joinPositions {
+            var out: [JoinPair: JoinPositions] = [:]
+            for (pair, p) in positions {
+                out[JoinPair(source: renamed[pair.source] ?? pair.source, target: renamed[pair.target] ?? pair.target)] = p
+            }
+            joinPositions[table] = out
+        }
+        undo?.rename(renamed)
     }
 }

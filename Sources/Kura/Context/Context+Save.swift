@@ -201,6 +201,12 @@ extension ManagedObjectContext {
             default: break
             }
         }
+        // Objects whose values the merge policy settled against the store
+        // (a delete the policy undid included).
+        let settled = Set(conflicts.map(\.objectID))
+        for o in upd + del where settled.contains(o.objectID) && o.managedObjectContext === self && !o.isDeleted {
+            o.awakeFromSnapshotEvents(.mergePolicy)
+        }
         var note = ContextDidSave(inserted: [], updated: [:], deleted: [], contextName: name, author: transactionAuthor, historyToken: historyToken)
         note.sourceContext = identity
         for c in record {

@@ -13,7 +13,12 @@
 //     the link back);
 //   - the list of an object empties when its values load from the store as a
 //     fault fires (`apply`), and on `reset()`; saves, merges and
-//     `refresh(_:mergeChanges: true)` of an object with pending changes keep it.
+//     `refresh(_:mergeChanges: true)` of an object with pending changes keep it;
+//   - undo and redo restore lists (ContextUndoManager records each list it
+//     replaces); `rollback()` keeps them (transients have no saved state);
+//   - lists are per context: a child context starts without links to the
+//     objects it reads from its parent, and its push carries none
+//     (Context+Parent.swift).
 // Nothing here reaches the store: no column, no join table, no history entry.
 
 extension ManagedObjectContext {

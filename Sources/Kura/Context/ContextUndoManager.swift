@@ -3,7 +3,9 @@
 //
 // What is recorded: every change of the context's object graph, at the level
 // the context keeps it — an attribute's stored value, a to-one key (with its
-// order position), a join-table edit, an insert, a delete. Relationship edits
+// order position), a join-table edit and pending join position, a transient
+// relationship's list of targets (Core Data's undo manager tracks transient
+// properties too), an insert, a delete. Relationship edits
 // and delete rules are recorded as the primitive changes they make on each
 // side, so undoing a group restores both sides and a cascade's objects.
 //
@@ -15,8 +17,14 @@
 // first change, so undoing it restores exactly the state before the group.
 //
 // Undo applies a group and records what it replaced as a redo group; redo is
-// symmetric. A new change after an undo clears the redo stack. `rollback()`,
-// `reset()` (as in Core Data) // and `save()` clear both stacks (Core Data keeps them across a save; Kura
+// symmetric. Invariant kept while applying: no empty per-table dictionary is
+// left in `joinEdits` or `joinPositions` (`hasChanges` tests their emptiness).
+// After a group is applied, each object it changed gets
+// `awakeFromSnapshotEvents(_:)` once: `.undoInsertion` if it left the context,
+// `.undoDeletion` if it came back (either without `.undoUpdate`), else
+// `.undoUpdate` if its values or links changed (a redo is an undo of the undo
+// and reports the same way). A new change after an undo clears the redo stack. `rollback()`,
+// `reset()` (as in Core Data) and `save()` clear both stacks (Core Data keeps them across a save; Kura
 // does not yet re-create rows a saved delete removed, so a save ends the undo
 // history rather than offer undos it cannot do right).
 
@@ -115,6 +123,15 @@ public final class ContextUndoManager {
     func eventEnded() {
         if groupsByEvent && explicitDepth == 0 { closeGroup() }
     }
+
+    /// Renames object IDs (temporary to permanent, `obtainPermanentIDs`) in
+    /// every recorded group, so an undo after the rename restores the pairs
+    /// and keys under the IDs the context now uses.
+    func rename(_ renamed: [ManagedObjectID: ManagedObjectID]) {
+        for i in undoStack.indices { undoStack[i].rename(renamed) }
+        for i in redoStack.indices { redoStack[i].rename(renamed) }
+        open?.rename(renamed)
+    }
 }
 
 /// One undoable group: the state before it, per object and key.
@@ -125,6 +142,8 @@ struct UndoGroup {
     /// Old to-one keys and order positions (nil = absent), by object and key.
     var toOnes: [ObjectIdentifier: (ManagedObject, [String: ManagedObjectID?])] = [:]
     var orders: [ObjectIdentifier: (ManagedObject, [String: Double?])] = [:]
+    /// Old target lists of transient relationships (nil = none), by object and key.
+    var links: [ObjectIdentifier: (ManagedObject, [String: [ManagedObject]?])] = [:]
     /// Old join-table edit states (nil = no pending edit).
     var joins: [String: [ManagedObjectContext.JoinPair: Bool?]] = [:]
     /// Old pending join positions (nil = none), for ordered join tables.
@@ -141,7 +160,19 @@ struct UndoGroup {
 
     init(name: String) { self.name = name }
 
-    var isEmpty: Bool { values.isEmpty && toOnes.isEmpty && orders.isEmpty && joins.isEmpty && positions.isEmpty && presence.isEmpty }
+    /// Renames object IDs in the recorded to-one keys and join pairs.
+    mutating func rename(_ renamed: [ManagedObjectID: ManagedObjectID]) {
+        func pair(_ p: ManagedObjectContext.JoinPair) -> ManagedObjectContext.JoinPair {
+            ManagedObjectContext.JoinPair(source: renamed[p.source] ?? p.source, target: renamed[p.target] ?? p.target)
+        }
+        for (k, (o, old)) in toOnes {
+            toOnes[k] = (o, old.mapValues { id in id.map { renamed[$0] ?? $0 } })
+        }
+        joins = joins.mapValues { Dictionary($0.map { (pair($0.key), $0.value) }, uniquingKeysWith: { first, _ in first }) }
+        positions = positions.mapValues { Dictionary($0.map { (pair($0.key), $0.value) }, uniquingKeysWith: { first, _ in first }) }
+    }
+
+    var isEmpty: Bool { values.isEmpty && toOnes.isEmpty && orders.isEmpty && links.isEmpty && joins.isEmpty && positions.isEmpty && presence.isEmpty }
 }
 
 extension ManagedObjectContext {
@@ -180,7 +211,13 @@ extension ManagedObjectContext {
         guard let m = undo, m.recording else { return }
         let k = ObjectIdentifier(o)
         m.change { g in
-            if o.entity.attributesByName[key] != nil {
+            if o.entity.relationshipsByName[key]?.isTransient == true {
+                if g.links[k]?.1.keys.contains(key) != true {
+                    var entry = g.links[k] ?? (o, [:])
+                    entry.1[key] = .some(o.transientRelated[key])
+                    g.links[k] = entry
+                }
+            } else if o.entity.attributesByName[key] != nil {
                 if g.values[k]?.1[key] == nil {
                     var entry = g.values[k] ?? (o, [:])
                     entry.1[key] = o.values[key] ?? .null
@@ -221,7 +258,19 @@ extension ManagedObjectContext {
                 if g.positions[table]?.keys.contains(pair) != true { g.positions[table, default: [:]][pair] = .some(old) }
             }
         }
-        if let p { joinPositions[table, default: [:]][pair] = p } else { joinPositions[table]?[pair] = nil }
+        if let p { joinPositions[table, default: [:]][pair] = p } else { clearJoinPosition(table, pair) }
+    }
+
+    /// Removes a pending join edit, dropping its table's dictionary when it empties.
+    private func clearJoinEdit(_ table: String, _ pair: JoinPair) {
+        joinEdits[table]?[pair] = nil
+        if joinEdits[table]?.isEmpty == true { joinEdits[table] = nil }
+    }
+
+    /// Removes a pending join position, dropping its table's dictionary when it empties.
+    private func clearJoinPosition(_ table: String, _ pair: JoinPair) {
+        joinPositions[table]?[pair] = nil
+        if joinPositions[table]?.isEmpty == true { joinPositions[table] = nil }
     }
 
     func recordPresence(_ kind: UndoGroup.Presence, _ o: ManagedObject) {
@@ -235,7 +284,21 @@ extension ManagedObjectContext {
     /// the state it replaced.
     private func apply(_ g: UndoGroup) -> UndoGroup {
         var back = UndoGroup(name: g.name)
+        var events: [ObjectIdentifier: (ManagedObject, SnapshotEvents)] = [:]
+        func event(_ o: ManagedObject, _ e: SnapshotEvents) {
+            events[ObjectIdentifier(o), default: (o, [])].1.formUnion(e)
+        }
+        defer {
+            for (o, e) in events.values.sorted(by: { Self.idOrder($0.0.objectID, $1.0.objectID) }) {
+                // An object that left or came back reports that alone.
+                o.awakeFromSnapshotEvents(e.isDisjoint(with: [.undoInsertion, .undoDeletion]) ? e : e.subtracting(.undoUpdate))
+            }
+        }
         for (p, o) in g.presence.reversed() {
+            switch p {
+            case .inserted, .undeleted: event(o, .undoInsertion)
+            case .uninserted, .deleted: event(o, .undoDeletion)
+            }
             switch p {
             case .inserted:
                 // Leaves the context as a rolled-back insert does.
@@ -270,6 +333,7 @@ extension ManagedObjectContext {
                 willChange(o, key: key)  // recorded as an edit; not for undo while applying
                 o.values[key] = v
             }
+            event(o, .undoUpdate)
             back.values[k] = (o, now)
         }
         for (k, (o, old)) in g.toOnes {
@@ -283,6 +347,7 @@ extension ManagedObjectContext {
                     if let was = now[key] ?? nil, let owner = registered(was) { noteUpdated(owner, inv.name) }
                 }
             }
+            event(o, .undoUpdate)
             back.toOnes[k] = (o, now)
         }
         for (k, (o, old)) in g.orders {
@@ -293,13 +358,24 @@ extension ManagedObjectContext {
             }
             back.orders[k] = (o, now)
         }
+        for (k, (o, old)) in g.links {
+            var now: [String: [ManagedObject]?] = [:]
+            for (key, v) in old {
+                now[key] = .some(o.transientRelated[key])
+                willChange(o, key: key)  // noted for observers; not for undo while applying
+                o.transientRelated[key] = v
+            }
+            event(o, .undoUpdate)
+            back.links[k] = (o, now)
+        }
         for (table, pairs) in g.joins {
             for (pair, old) in pairs {
                 back.joins[table, default: [:]][pair] = .some(joinEdits[table]?[pair])
-                if let old { joinEdits[table, default: [:]][pair] = old } else { joinEdits[table]?[pair] = nil }
+                if let old { joinEdits[table, default: [:]][pair] = old } else { clearJoinEdit(table, pair) }
                 for id in [pair.source, pair.target] {
                     if let o = registered(id) {
                         for r in o.entity.relationships where r.isToMany { noteUpdated(o, r.name) }
+                        event(o, .undoUpdate)
                     }
                 }
             }
@@ -307,7 +383,7 @@ extension ManagedObjectContext {
         for (table, pairs) in g.positions {
             for (pair, old) in pairs {
                 back.positions[table, default: [:]][pair] = .some(joinPositions[table]?[pair])
-                if let old { joinPositions[table, default: [:]][pair] = old } else { joinPositions[table]?[pair] = nil }
+                if let old { joinPositions[table, default: [:]][pair] = old } else { clearJoinPosition(table, pair) }
             }
         }
         return back

@@ -469,8 +469,11 @@ public final class ManagedObjectContext {
     func materialize(_ e: EntityDescription, rowID: Int64, row: [Value]) -> ManagedObject {
         let id = ManagedObjectID(entity: e.name, rowID: rowID)
         if let o = registered(id) {
-            if o.isFault || (!o.hasChangedValues && !o.isDeleted) {
+            if o.isFault {
                 apply(row, to: o)
+            } else if !o.hasChangedValues && !o.isDeleted {
+                // A clean object takes the row; a fetch is no reload of its transients.
+                o.keepingTransients { apply(row, to: o) }
             }
             return o
         }
@@ -548,8 +551,17 @@ public final class ManagedObjectContext {
     ///
     /// Observers hear, at the next `processPendingChanges()`: inserted objects
     /// as deleted, changed and deleted objects as refreshed with the keys that
-    /// took their saved values back.
+    /// took their saved values back. Each changed or deleted object that stays
+    /// then gets ``ManagedObject/awakeFromSnapshotEvents(_:)`` with `.rollback`.
+    ///
+    /// Transient attributes take the values they had at the last load or save;
+    /// transient relationships keep their links (they have no saved state: as
+    /// in Core Data, whose rollback restores committed values, and transient
+    /// properties have none), except links to objects the rollback removes
+    /// (rolled-back inserts), which read as gone.
     public func rollback() {
+        var seen = Set<ObjectIdentifier>()
+        let restored = (touchedOrder + deleted).filter { !$0.isNew && seen.insert(ObjectIdentifier($0)).inserted }
         for o in inserted {
             registry[o.objectID] = nil
             o.managedObjectContext = nil
@@ -586,6 +598,7 @@ public final class ManagedObjectContext {
         joinPositions = [:]
         notices.toManyTouched = [:]
         undo?.removeAllActions()
+        for o in restored where o.managedObjectContext === self { o.awakeFromSnapshotEvents(.rollback) }
     }
 
     /// Forgets every object (changes included). Objects obtained before stay
@@ -620,9 +633,20 @@ public final class ManagedObjectContext {
     /// version, so its next save does not conflict with what it just read
     /// (the way to settle a `mergeConflict` by hand).
     ///
+    /// A loaded object then gets ``ManagedObject/awakeFromSnapshotEvents(_:)``
+    /// with `.refresh` (a fault stays one and gets nothing).
+    ///
     /// - Throws: `.notFound` if the object was deleted in the store; engine
     ///   read errors.
     public func refresh(_ object: ManagedObject, mergeChanges: Bool = true) throws(KuraError) {
+        let wasFault = object.isFault
+        try reload(object, mergeChanges: mergeChanges)
+        if !wasFault && !object.isFault && !object.isNew { object.awakeFromSnapshotEvents(.refresh) }
+    }
+
+    /// `refresh(_:mergeChanges:)` without the snapshot hook (merges call it
+    /// and report their own events).
+    func reload(_ object: ManagedObject, mergeChanges: Bool) throws(KuraError) {
         guard !object.isNew else { return }
         let wasFault = object.isFault
         let before = (object.values, object.toOne)

@@ -8,9 +8,11 @@
 // path through a transient relationship is refused the same way.
 
 extension ManagedObject {
-    /// Runs `body` (which reloads the object's values from a row it just wrote
-    /// or merged) and puts the transient values back, as current and saved
-    /// values: a save or a merge does not reset transients, only a (re)load does.
+    /// Runs `body` (which reloads the object's values from a row it just wrote,
+    /// merged or fetched again) and puts the transient values back, as current
+    /// and saved values: a save, a merge or a fetch meeting a clean object does
+    /// not reset transients, only a (re)load does (a fault firing, `refresh`
+    /// without merging, `rollback` to the last load or save).
     func keepingTransients(_ body: () -> Void) {
         let kept = entity.attributes.filter(\.isTransient).map { ($0.name, values[$0.name] ?? .null) }
         body()

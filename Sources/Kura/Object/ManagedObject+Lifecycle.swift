@@ -19,6 +19,36 @@
 //      object written (deleted ones too, with `isDeleted` true).
 // `delete(_:)` calls `prepareForDeletion()` on each object it deletes (the
 // cascade's too) before the delete rules touch its relationships.
+//
+// `awakeFromSnapshotEvents(_:)` follows the paths that give an object values
+// no setter gave it: undo/redo (ContextUndoManager.swift), `rollback()` and
+// `refresh(_:mergeChanges:)` (ManagedObjectContext.swift), merges of other
+// contexts' saves (Context+Merge.swift, `.refresh`, plus `.mergePolicy` when
+// the object had changes the policy settled) and a save whose merge policy
+// settled a conflict (Context+Save.swift).
+
+/// What changed an object's values, for ``ManagedObject/awakeFromSnapshotEvents(_:)``
+/// (Core Data's `NSSnapshotEventType`).
+public struct SnapshotEvents: OptionSet, Sendable, Hashable {
+    public let rawValue: UInt
+    public init(rawValue: UInt) { self.rawValue = rawValue }
+
+    /// An undo or redo put the object back into the context (the undo of a
+    /// delete, the redo of an undone insert).
+    public static let undoDeletion = SnapshotEvents(rawValue: 1 << 2)
+    /// An undo or redo took the object out of the context (the undo of an
+    /// insert, the redo of an undone delete).
+    public static let undoInsertion = SnapshotEvents(rawValue: 1 << 1)
+    /// An undo or redo gave attributes or relationships their previous values.
+    public static let undoUpdate = SnapshotEvents(rawValue: 1 << 3)
+    /// `rollback()` gave the object its saved values back.
+    public static let rollback = SnapshotEvents(rawValue: 1 << 4)
+    /// `refresh(_:mergeChanges:)`, or a merge of another context's save,
+    /// reloaded the object's values.
+    public static let refresh = SnapshotEvents(rawValue: 1 << 5)
+    /// A merge policy settled a conflict on the object (at a merge or a save).
+    public static let mergePolicy = SnapshotEvents(rawValue: 1 << 6)
+}
 
 extension ManagedObject {
     /// The values the object had when last fetched or saved, for `keys`

@@ -160,6 +160,16 @@ open class ManagedObject: CustomStringConvertible {
     open func willTurnIntoFault() {}
     open func didTurnIntoFault() {}
 
+    /// Called after the context changed the object's values other than by a
+    /// setter (Core Data's `awakeFromSnapshotEvents(_:)`), with what did it:
+    /// undo or redo, `rollback()`, `refresh(_:mergeChanges:)`, a merge, a
+    /// merge policy settling a conflict at save (see ``SnapshotEvents``).
+    /// Recompute cached or transient state here. Called once per object per
+    /// event, after every object of that event has its values back, on the
+    /// context's thread or actor; do not save from here. A change made here
+    /// is an ordinary change (not recorded for undo while an undo applies).
+    open func awakeFromSnapshotEvents(_ events: SnapshotEvents) {}
+
     /// Validates one attribute's new value at save (Core Data's
     /// `validate<Key>`): called for each attribute of an inserted object that
     /// is not nil and each changed attribute of an updated one. Throw a

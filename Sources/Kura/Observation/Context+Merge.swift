@@ -180,22 +180,35 @@ extension ManagedObjectContext {
             return
         }
         let before = (o.values, o.toOne)
+        var events: SnapshotEvents = .refresh
         if !o.hasChangedValues && !o.isDeleted {
-            try refresh(o, mergeChanges: false)
+            // A merge keeps transient attributes (TransientAttributes.swift)
+            // and links (Context+TransientRelationships.swift); a failed
+            // `reload` changed nothing, so putting them back is harmless.
+            let links = o.transientRelated
+            var failure: KuraError?
+            o.keepingTransients {
+                do throws(KuraError) { try reload(o, mergeChanges: false) } catch { failure = error }
+            }
+            o.transientRelated = links
+            if let failure { throw failure }
         } else {
             switch mergePolicy {
             case .error:
                 // Kept as read: the next save reports the conflict.
                 return
             case .mergeByPropertyObjectTrump, .overwrite:
-                try refresh(o, mergeChanges: true)
+                events.insert(.mergePolicy)
+                try reload(o, mergeChanges: true)
             case .rollback:
-                try refresh(o, mergeChanges: false)
+                events.insert(.mergePolicy)
+                try reload(o, mergeChanges: false)
                 o.isDeleted = false
                 deleted.removeAll { $0 === o }
             case .mergeByPropertyStoreTrump:
+                events.insert(.mergePolicy)
                 let read = (o.savedValues ?? [:], o.savedToOne)
-                try refresh(o, mergeChanges: true)
+                try reload(o, mergeChanges: true)
                 // Properties the store changed since this context read them take the store's values.
                 let stored = (o.savedValues ?? [:], o.savedToOne)
                 for a in o.entity.attributes where read.0[a.name] != stored.0[a.name] { o.values[a.name] = stored.0[a.name] }
@@ -203,6 +216,7 @@ extension ManagedObjectContext {
             }
         }
         noteRefreshed(o, o.differingKeys(values: before.0, toOne: before.1).union(toManyKeys))
+        if !o.isFault && o.managedObjectContext === self { o.awakeFromSnapshotEvents(events) }
     }
 
     /// Removes an object whose row is gone from the store: it leaves the
