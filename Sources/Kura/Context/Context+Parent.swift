@@ -316,15 +316,7 @@ extension ManagedObjectContext {
             if registered(o.objectID) === o { registry[o.objectID] = nil }
             o.managedObjectContext = nil
         }
-        inserted = []
-        clearPendingIndexes()
-        touched = [:]
-        touchedOrder = []
-        deleted = []
-        joinEdits = [:]
-        joinPositions = [:]
-        notices.toManyTouched = [:]
-        undo?.removeAllActions()
+        forgetPendingChanges()
         processPendingChanges()
         parent.processPendingChanges()
         for o in ins + upd + del { o.didSave() }

@@ -179,15 +179,7 @@ extension ManagedObjectContext {
             registry[o.objectID] = nil
             o.managedObjectContext = nil
         }
-        inserted = []
-        clearPendingIndexes()
-        touched = [:]
-        touchedOrder = []
-        deleted = []
-        joinEdits = [:]
-        joinPositions = [:]
-        notices.toManyTouched = [:]
-        undo?.removeAllActions()
+        forgetPendingChanges()
 
         // Conflicts the merge policy settled for the store: observers hear
         // those objects as refreshed (or invalidated if their row is gone).

@@ -546,6 +546,21 @@ public final class ManagedObjectContext {
 
     // MARK: Undoing
 
+    /// Drops the pending-change bookkeeping (after a save, a push to the
+    /// parent or a rollback): inserted, changed and deleted objects, join
+    /// edits and positions, the pending indexes and the undo stack.
+    func forgetPendingChanges() {
+        inserted = []
+        clearPendingIndexes()
+        touched = [:]
+        touchedOrder = []
+        deleted = []
+        joinEdits = [:]
+        joinPositions = [:]
+        notices.toManyTouched = [:]
+        undo?.removeAllActions()
+    }
+
     /// Discards every unsaved change: inserted objects leave the context, changed
     /// and deleted objects get their saved values back.
     ///
@@ -589,15 +604,7 @@ public final class ManagedObjectContext {
                 }
             }
         }
-        inserted = []
-        clearPendingIndexes()
-        touched = [:]
-        touchedOrder = []
-        deleted = []
-        joinEdits = [:]
-        joinPositions = [:]
-        notices.toManyTouched = [:]
-        undo?.removeAllActions()
+        forgetPendingChanges()
         for o in restored where o.managedObjectContext === self { o.awakeFromSnapshotEvents(.rollback) }
     }
 
@@ -615,15 +622,7 @@ public final class ManagedObjectContext {
         }
         registry = [:]
         batchGroups = [:]
-        inserted = []
-        clearPendingIndexes()
-        touched = [:]
-        touchedOrder = []
-        deleted = []
-        joinEdits = [:]
-        joinPositions = [:]
-        notices.toManyTouched = [:]
-        undo?.removeAllActions()
+        forgetPendingChanges()
     }
 
     /// Reloads an object's values from the store. With `mergeChanges` (the
