@@ -186,23 +186,7 @@ extension ManagedObjectContext {
             if request.includesPendingChanges && (o.isDeleted || o.hasChangedValues) { continue }
             if seen.insert(ObjectIdentifier(o)).inserted { candidates.append(o) }
         }
-        if request.includesPendingChanges {
-            for o in inserted + touchedOrder where fetches(o.entity, e, request.includesSubentities) && !o.isDeleted {
-                if seen.insert(ObjectIdentifier(o)).inserted { candidates.append(o) }
-            }
-        }
-        var matched: [ManagedObject] = []
-        for o in candidates {
-            if let p = request.predicate, !(try p.evaluate(with: ObjectView(object: o, context: self))) { continue }
-            matched.append(o)
-        }
-        try sortObjects(&matched, request.sortDescriptors)
-        var page = matched.dropFirst(request.fetchOffset)
-        if let limit { page = page.prefix(limit) }
-        var result = Matches()
-        result.objects = Array(page)
-        result.ids = result.objects.map(\.objectID)
-        return result
+        return try objectMatches(request, e, candidates: candidates, seen: seen, limit: limit)
     }
 
     /// A child context's save: pushes its changes into `parent` (see the

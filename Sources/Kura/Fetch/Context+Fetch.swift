@@ -283,9 +283,18 @@ extension ManagedObjectContext {
                 if seen.insert(ObjectIdentifier(o)).inserted { candidates.append(o) }
             }
         }
+        return try objectMatches(request, e, candidates: candidates, seen: seen, limit: limit)
+    }
+
+    /// The end of a fetch evaluated on objects: `candidates` (stored objects
+    /// without pending changes, from the store or a parent context) plus this
+    /// context's pending objects of `e` (through an equality index of them
+    /// when the predicate allows: PendingIndex.swift), filtered by the
+    /// predicate, sorted and paged.
+    func objectMatches<T: ManagedObject>(_ request: FetchRequest<T>, _ e: EntityDescription, candidates: [ManagedObject],
+                                         seen: Set<ObjectIdentifier>, limit: Int?) throws(KuraError) -> Matches {
+        var candidates = candidates, seen = seen
         if request.includesPendingChanges {
-            // Through an equality index of the pending objects when the
-            // predicate allows (PendingIndex.swift), else all of them.
             let pending = pendingCandidates(e, request.predicate) ?? (inserted + touchedOrder)
             for o in pending where fetches(o.entity, e, request.includesSubentities) && !o.isDeleted {
                 if seen.insert(ObjectIdentifier(o)).inserted { candidates.append(o) }
@@ -299,6 +308,7 @@ extension ManagedObjectContext {
         try sortObjects(&matched, request.sortDescriptors)
         var page = matched.dropFirst(request.fetchOffset)
         if let limit { page = page.prefix(limit) }
+        var result = Matches()
         result.objects = Array(page)
         result.ids = result.objects.map(\.objectID)
         return result
