@@ -126,14 +126,8 @@ final class CompiledPredicate {
         var found = column(c.left, columns)
         if found == nil, let r = column(c.right, columns) {
             // `constant <op> column`: mirror the operator (only those with a mirror).
-            switch op {
-            case .lessThan: op = .greaterThan
-            case .lessThanOrEqualTo: op = .greaterThanOrEqualTo
-            case .greaterThan: op = .lessThan
-            case .greaterThanOrEqualTo: op = .lessThanOrEqualTo
-            case .equalTo, .notEqualTo: break
-            default: return nil
-            }
+            guard let m = op.mirrored else { return nil }
+            op = m
             found = r
             other = c.left
         }

@@ -92,6 +92,21 @@ public enum KuraComparisonOperator: String, Hashable, Sendable, CaseIterable {
     case matches = "MATCHES"
 }
 
+extension KuraComparisonOperator {
+    /// The operator that asks the same with its operands swapped
+    /// (`3 < x` is `x > 3`); nil for those without one (BEGINSWITH, IN, ...).
+    var mirrored: KuraComparisonOperator? {
+        switch self {
+        case .lessThan: return .greaterThan
+        case .lessThanOrEqualTo: return .greaterThanOrEqualTo
+        case .greaterThan: return .lessThan
+        case .greaterThanOrEqualTo: return .lessThanOrEqualTo
+        case .equalTo, .notEqualTo: return self
+        default: return nil
+        }
+    }
+}
+
 /// Comparison modifiers: `[c]`, `[d]`, `[cd]`, `[n]`, `[l]`.
 public struct KuraComparisonOptions: OptionSet, Hashable, Sendable {
     public let rawValue: UInt8

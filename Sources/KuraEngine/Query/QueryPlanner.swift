@@ -201,14 +201,8 @@ enum QueryPlanner {
         if col == nil, let r = column(c.right) {
             col = r
             other = c.left
-            switch op {
-            case .lessThan: op = .greaterThan
-            case .lessThanOrEqualTo: op = .greaterThanOrEqualTo
-            case .greaterThan: op = .lessThan
-            case .greaterThanOrEqualTo: op = .lessThanOrEqualTo
-            case .equalTo, .notEqualTo: break
-            default: return nil
-            }
+            guard let m = op.mirrored else { return nil }
+            op = m
         }
         guard let name = col else { return nil }
         let text = explaining ? KuraPredicate.comparison(c).predicateFormat : ""
