@@ -15,6 +15,12 @@
 //
 // A column named `_rowid` gives the row's ID; `_entity` (written by `kura dump`)
 // is ignored.
+//
+// Both readers take their bytes from an ImportSource one record (CSV) or line
+// (JSON lines) at a time, into buffers they reuse, so a record may cross any
+// number of chunk boundaries; CSV lines end with LF or CRLF, JSON lines with
+// LF, CRLF counting as LF. Type inference needs every value of a column, so
+// it is a running `CSVTypeGuess` fed by the first pass (ImportScan.swift).
 
 import Foundation
 import KuraEngine
@@ -114,6 +120,7 @@ struct CSVRecordReader {
                 let open = line
                 s.advance()
                 while true {
+                    s.take(into: &bytes) { $0 == quote || $0 == lf }
                     guard let c = try s.peek() else { throw ImportError(line: open, message: "a quoted field is never closed") }
                     if c == quote {
                         if try s.peek(1) == quote { bytes.append(quote); s.advance(2); continue }
@@ -128,7 +135,9 @@ struct CSVRecordReader {
                     throw ImportError(line: line, message: "text after the closing quote of a field")
                 }
             } else {
-                while let c = try s.peek(), c != comma && c != lf {
+                while true {
+                    s.take(into: &bytes) { $0 == comma || $0 == lf || $0 == cr || $0 == quote }
+                    guard let c = try s.peek(), c != comma && c != lf else { break }
                     if c == cr {
                         let n = try s.peek(1)
                         if n == nil || n == lf { break }
@@ -164,7 +173,9 @@ struct JSONLineReader {
         guard try source.peek() != nil else { return false }
         lineNumber += 1
         bytes.removeAll(keepingCapacity: true)
-        while let c = try source.peek() {
+        while true {
+            source.take(into: &bytes) { $0 == lf }
+            guard let c = try source.peek() else { break }
             source.advance()
             if c == lf { break }
             bytes.append(c)
@@ -221,11 +232,6 @@ enum ImportReader {
     /// The error of a record whose field count is not the header's, if it is not.
     static func fieldCountError(_ r: CSVRecordReader, columns: Int) -> ImportError? {
         r.count == columns ? nil : ImportError(line: r.recordLine, message: "\(r.count) fields, but the header names \(columns) columns")
-    }
-
-    /// Field `i` of the current record as read (nil for an empty unquoted field).
-    static func field(_ r: CSVRecordReader, _ i: Int) -> ImportField? {
-        r.isEmpty(i) && !r.quoted[i] ? nil : .csv(r.text(i), quoted: r.quoted[i])
     }
 
     /// Field `i` of the current record converted to `type`: the same value or

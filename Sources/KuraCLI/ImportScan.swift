@@ -101,8 +101,9 @@ extension ImportCommand {
     /// storage.
     struct RowFeed {
         let ctx: Context
-        var csv: CSVRecordReader?
-        var json: JSONLineReader?
+        // Both read `source`; only the one of the input's format is used.
+        var csv: CSVRecordReader
+        var json: JSONLineReader
         var jsonRow = ImportRow(line: 0, fields: [])
         var index: [String: Int] = [:]
         var data: ImportData
@@ -113,29 +114,30 @@ extension ImportCommand {
         init(_ source: ImportSource, _ ctx: Context) {
             self.ctx = ctx
             data = ctx.data
-            if ctx.isCSV { csv = CSVRecordReader(source) } else { json = JSONLineReader(source) }
+            csv = CSVRecordReader(source)
+            json = JSONLineReader(source)
             for (c, name) in data.columns.enumerated() { index[name] = c }
         }
 
         /// Moves to the next row; false at the end.
         mutating func next() throws -> Bool {
             do {
-                if csv != nil {
+                if ctx.isCSV {
                     if !headerRead {
                         // The header, checked by pass 1.
-                        guard try csv!.next() else { throw ctx.changed() }
+                        guard try csv.next() else { throw ctx.changed() }
                         headerRead = true
                     }
-                    while try csv!.next() {
-                        if ImportReader.isBlank(csv!, columns: data.columns.count) { continue }
-                        if ImportReader.fieldCountError(csv!, columns: data.columns.count) != nil { throw ctx.changed() }
-                        line = csv!.recordLine
+                    while try csv.next() {
+                        if ImportReader.isBlank(csv, columns: data.columns.count) { continue }
+                        if ImportReader.fieldCountError(csv, columns: data.columns.count) != nil { throw ctx.changed() }
+                        line = csv.recordLine
                         return true
                     }
                     return false
                 }
-                while try json!.next() {
-                    guard let row = try ImportReader.jsonRow(json!, &data, index: &index, fixedColumns: true) else { continue }
+                while try json.next() {
+                    guard let row = try ImportReader.jsonRow(json, &data, index: &index, fixedColumns: true) else { continue }
                     jsonRow = row
                     line = row.line
                     return true
@@ -151,14 +153,14 @@ extension ImportCommand {
         func convert(_ plan: Plan, into values: inout [Value]) throws -> Int64? {
             var rowID: Int64?
             do throws(ImportError) {
-                if let r = csv {
-                    for c in 0..<r.count {
+                if ctx.isCSV {
+                    for c in 0..<csv.count {
                         if c == plan.rowIDColumn {
-                            rowID = try ImportReader.csvValue(r, c, type: .integer, column: "_rowid", line: line).integerValue
+                            rowID = try ImportReader.csvValue(csv, c, type: .integer, column: "_rowid", line: line).integerValue
                             continue
                         }
                         guard let t = plan.target[c] else { continue }
-                        values[t.position] = try ImportReader.csvValue(r, c, type: t.type, column: data.columns[c], line: line)
+                        values[t.position] = try ImportReader.csvValue(csv, c, type: t.type, column: data.columns[c], line: line)
                     }
                     return rowID
                 }

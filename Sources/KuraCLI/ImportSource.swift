@@ -86,6 +86,21 @@ final class ImportSource {
     @inline(__always)
     func advance(_ k: Int = 1) { pos += k }
 
+    /// Appends to `out`, and consumes, the held bytes before the next one for
+    /// which `stop` is true (or all held bytes). The readers' fast path: the
+    /// bytes they would otherwise take one at a time.
+    @inline(__always)
+    func take(into out: inout [UInt8], until stop: (UInt8) -> Bool) {
+        let start = pos
+        let end = buffer.withUnsafeBufferPointer { b in
+            var i = start
+            while i < b.count && !stop(b[i]) { i += 1 }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: b[start..<i]))
+            return i
+        }
+        pos = end
+    }
+
     /// Reads chunks until byte `pos + k` is held or the input ends.
     private func peekSlow(_ k: Int) throws -> UInt8? {
         while pos + k >= buffer.count {

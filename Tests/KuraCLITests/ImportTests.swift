@@ -279,4 +279,19 @@ final class ImportTests: XCTestCase {
         XCTAssertTrue(j.stderr.contains("j.jsonl, line 51: \"x\" is a string (\"fifty-one\"), but the column holds int64 values (its type comes from its first value, on line 1)"), j.stderr)
         XCTAssertFalse(dir.exists("s.kura"), "a failed import must not leave a new store behind")
     }
+
+    /// Type inference reads every value, however far past the first chunk: a
+    /// column of integers with one fraction on its last line is double, a bool
+    /// column with one other word on its last line is text.
+    func testStreamedInferenceSeesTheLastLine() throws {
+        var csv = "v,b,t\n"
+        for i in 1...60 { csv += "\(i),\(i % 2 == 0 ? "TRUE" : "false"),\(i)\n" }
+        try dir.write("t.csv", csv + "2.5,maybe,61\n")
+        let r = try importChunked(4, ["s.kura", "t", "t.csv"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        let schema = try kura(["schema", "s.kura"]).stdout
+        XCTAssertTrue(schema.hasSuffix("  v double\n  b text\n  t integer\n"), schema)
+        XCTAssertEqual(try kura(["query", "s.kura", "t", "v == 2.5 AND b == 'maybe' AND t == 61", "--count"]).stdout, "1\n")
+        XCTAssertEqual(try kura(["query", "s.kura", "t", "b == 'TRUE'", "--count"]).stdout, "30\n")
+    }
 }
