@@ -27,6 +27,9 @@ enum ImportCommand {
         Loads FILE (or standard input if FILE is -) into ENTITY, creating STORE and
         the entity if absent; new columns are added to an existing entity. The
         format comes from the extension (.csv; .jsonl, .ndjson, .json) or --format.
+        FILE is read twice, a chunk at a time: once to check every line and decide
+        the column types, once to insert; memory does not grow with its size
+        (standard input is kept in a temporary file for the second reading).
 
         CSV: a header line; a column may be typed name:int64, name:double,
         name:string, name:bool or name:date (ISO 8601); untyped columns are
@@ -80,13 +83,14 @@ enum ImportCommand {
 
             // Pass 1 streams the input once: it checks every line and finds the
             // columns, their types and the row count, holding one chunk and one
-            // row at a time (standard input is kept in an unlinked temporary
-            // file for pass 2). The store is opened first, so that values can be
-            // checked against the entity's column types, but a failure to open
-            // it is reported after the input's own errors, as before.
+            // row at a time (standard input, or a pipe or other file that cannot
+            // be read twice, is kept in an unlinked temporary file for pass 2).
+            // The store is opened first, so that values can be checked against
+            // the entity's column types, but a failure to open it is reported
+            // after the input's own errors, as before.
             var spool: Int32?
             defer { if let spool { close(spool) } }
-            if file == "-" { spool = try makeSpoolFile() }
+            if file == "-" || isReadOnce(file) { spool = try makeSpoolFile() }
             let first = try ImportSource(file: file, spoolTo: spool)
             var db: Database?
             var existing: TableSchema?
@@ -190,6 +194,16 @@ enum ImportCommand {
             }
             return ExitCode.ok
         }
+    }
+
+    /// Whether `path` names something that exists but is neither a regular
+    /// file nor a directory (a pipe, a device): its bytes can be read once.
+    /// False if it cannot be examined: opening it will say why.
+    static func isReadOnce(_ path: String) -> Bool {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return false }
+        let kind = st.st_mode & S_IFMT
+        return kind != S_IFREG && kind != S_IFDIR
     }
 
     /// An unlinked temporary file to keep standard input in for pass 2.

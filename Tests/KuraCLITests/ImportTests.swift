@@ -225,6 +225,11 @@ final class ImportTests: XCTestCase {
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertEqual(r.stdout, "committed 40\ncommitted 80\ncommitted 90\n")
         XCTAssertEqual(try kura(["dump", "si.kura", "t"]).stdout, expected)
+        // A pipe named by path (here /dev/stdin) cannot be read twice either; it
+        // must be kept like standard input, not found empty by the second pass.
+        let p = try importChunked(64, ["sp.kura", "t", "/dev/stdin", "--format", "csv"], stdin: csv)
+        XCTAssertEqual(p.status, 0, p.stderr)
+        XCTAssertEqual(try kura(["dump", "sp.kura", "t"]).stdout, expected)
     }
 
     /// JSON lines streamed in small chunks. Also a regression test: a JSON
