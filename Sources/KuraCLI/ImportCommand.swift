@@ -1,10 +1,13 @@
 // kura import: loads CSV or JSON lines into an entity (table), creating the store
 // and the entity if absent. Formats and typing rules: ImportFormats.swift.
 //
-// The whole input is read and converted before anything is written, so a bad
-// line leaves the store untouched (and a store this command would have created
-// is not created). Without --batch the rows go in one transaction; with --batch
-// N a commit follows every N rows and prints `committed <total>`.
+// The input is read twice, streaming (ImportScan.swift): a first pass checks
+// every line and value and decides the column types before anything is
+// written, so a bad line leaves the store untouched (and a store this command
+// would have created is not created); a second pass inserts the rows one at a
+// time. Neither holds more than one chunk of the input and one row. Without
+// --batch the rows go in one transaction; with --batch N a commit follows every
+// N rows and prints `committed <total>`.
 //
 // Other processes may import into the same store at the same time. Whether the
 // entity exists, and which columns it has, is decided inside each write
@@ -24,6 +27,9 @@ enum ImportCommand {
         Loads FILE (or standard input if FILE is -) into ENTITY, creating STORE and
         the entity if absent; new columns are added to an existing entity. The
         format comes from the extension (.csv; .jsonl, .ndjson, .json) or --format.
+        FILE is read twice, a chunk at a time: once to check every line and decide
+        the column types, once to insert; memory does not grow with its size
+        (standard input is kept in a temporary file for the second reading).
 
         CSV: a header line; a column may be typed name:int64, name:double,
         name:string, name:bool or name:date (ISO 8601); untyped columns are
@@ -75,25 +81,36 @@ enum ImportCommand {
                 throw CLIError.usage("--index needs column names (COL or COL1,COL2)")
             }
 
-            // Read and parse the input.
-            let bytes: Data
-            if file == "-" {
-                bytes = FileHandle.standardInput.readDataToEndOfFile()
-            } else {
-                var isDir: ObjCBool = false
-                guard FileManager.default.fileExists(atPath: file, isDirectory: &isDir), !isDir.boolValue,
-                      let d = FileManager.default.contents(atPath: file) else {
-                    throw CLIError.cannotRead("cannot read \(file): " + (FileManager.default.fileExists(atPath: file) ? "permission denied or not a file" : "no such file"))
+            // Pass 1 streams the input once: it checks every line and finds the
+            // columns, their types and the row count, holding one chunk and one
+            // row at a time (standard input, or a pipe or other file that cannot
+            // be read twice, is kept in an unlinked temporary file for pass 2).
+            // The store is opened first, so that values can be checked against
+            // the entity's column types, but a failure to open it is reported
+            // after the input's own errors, as before.
+            var spool: Int32?
+            defer { if let spool { close(spool) } }
+            if file == "-" || isReadOnce(file) { spool = try makeSpoolFile() }
+            let first = try ImportSource(file: file, spoolTo: spool)
+            var db: Database?
+            var existing: TableSchema?
+            var storeError: Error?
+            let ctx0 = Context(entity: entity, file: file, isCSV: isCSV, data: ImportData(), indexSpecs: indexSpecs)
+            if FileManager.default.fileExists(atPath: path) {
+                do {
+                    try requireStoreFile(path)
+                    var options = Database.Options()
+                    options.createIfMissing = false
+                    do throws(KuraError) { db = try Database(path: path, options: options) } catch {
+                        throw CLIError.cannotRead("cannot open \(path): \(describe(error))")
+                    }
+                    existing = try db?.read { tx in try ctx0.schema(tx) } ?? nil
+                } catch {
+                    storeError = error
                 }
-                bytes = d
             }
-            guard let text = String(data: bytes, encoding: .utf8) else {
-                throw CLIError.problems("\(file) is not valid UTF-8 text")
-            }
-            let data: ImportData
-            do throws(ImportError) { data = isCSV ? try ImportReader.readCSV(text) : try ImportReader.readJSONLines(text) } catch {
-                throw CLIError.problems("\(file), line \(error.line): \(error.message)")
-            }
+            let (data, conversionError) = try scan(first, ctx0, existing: existing)
+            if let storeError { throw storeError }
 
             // A first plan from the entity as it is now, if the store exists, so
             // that bad data is reported before anything is created or written.
@@ -101,19 +118,8 @@ enum ImportCommand {
             // schema it sees itself (another importer may have created the entity
             // or added columns in between).
             let ctx = Context(entity: entity, file: file, isCSV: isCSV, data: data, indexSpecs: indexSpecs)
-            var db: Database?
-            var existing: TableSchema?
-            if FileManager.default.fileExists(atPath: path) {
-                try requireStoreFile(path)
-                var options = Database.Options()
-                options.createIfMissing = false
-                do throws(KuraError) { db = try Database(path: path, options: options) } catch {
-                    throw CLIError.cannotRead("cannot open \(path): \(describe(error))")
-                }
-                existing = try db?.read { tx in try ctx.schema(tx) } ?? nil
-            }
             let firstPlan = try ctx.plan(existing)
-            let converted = try ctx.convert(data.rows[...], firstPlan)
+            if let conversionError { throw ctx.problem(conversionError) }
 
             // Write.
             if db == nil {
@@ -125,16 +131,27 @@ enum ImportCommand {
             }
             // Invariant: db was set just above if it was nil.
             let store = db!
+            // Pass 2 reads the input again, one row at a time, and inserts.
+            let second: ImportSource
+            if let spool {
+                guard lseek(spool, 0, SEEK_SET) == 0 else {
+                    throw CLIError.cannotRead("cannot read back the copy of standard input: \(String(cString: strerror(errno)))")
+                }
+                second = try ImportSource(fd: spool, name: file, closeAtEnd: false)
+            } else {
+                second = try ImportSource(file: file)
+            }
+            var feed = RowFeed(second, ctx)
+            let total = data.rowCount
             var start = 0
-            let size = batch ?? max(data.rows.count, 1)
+            let size = batch ?? max(total, 1)
             // A store this command created is never removed on failure: another
             // process may have opened it and committed to it in the meantime.
             repeat {
-                let end = min(start + size, data.rows.count)
+                let end = min(start + size, total)
                 try store.write { tx in
                     let schema = try ctx.schema(tx)
                     let plan = schema == existing ? firstPlan : try ctx.plan(schema)
-                    let rows = plan.columns == firstPlan.columns ? Array(converted[start..<end]) : try ctx.convert(data.rows[start..<end], plan)
                     var t: TableInfo
                     if schema == nil {
                         t = try tx.createTable(entity, schema: try TableSchema(plan.columns))
@@ -145,35 +162,59 @@ enum ImportCommand {
                             t = try tx.table(entity)
                         }
                     }
-                    for r in rows {
+                    let defaults = plan.columns.map(\.defaultValue)
+                    var values = defaults
+                    for _ in start..<end {
+                        guard try feed.next() else { throw ctx.changed() }
+                        for i in values.indices { values[i] = defaults[i] }
+                        let rowID = try feed.convert(plan, into: &values)
                         do throws(KuraError) {
-                            if let id = r.rowID { try tx.insert(r.values, into: t, rowID: id) }
-                            else { try tx.insert(r.values, into: t) }
+                            if let rowID { try tx.insert(values, into: t, rowID: rowID) }
+                            else { try tx.insert(values, into: t) }
                         } catch {
-                            throw CLIError.problems("\(file), line \(r.line): \(describe(error))")
+                            throw CLIError.problems("\(file), line \(feed.line): \(describe(error))")
                         }
                     }
-                    if end == data.rows.count { try createIndexes(indexSpecs, entity: entity, tx) }
+                    if end == total {
+                        guard try !feed.next() else { throw ctx.changed() }
+                        try createIndexes(indexSpecs, entity: entity, tx)
+                    }
+                    // Pass 1 found the input valid UTF-8: a second reading that is not changed.
+                    if second.invalidUTF8 { throw ctx.changed() }
                 }
                 if batch != nil {
                     out.line("committed \(end)")
                     out.flush()
                 }
                 start = end
-            } while start < data.rows.count
+            } while start < total
             if !a.has("no-checkpoint") { _ = try store.checkpoint() }
             if batch == nil {
-                out.line("imported \(data.rows.count) rows into \(entity) (\(path))")
+                out.line("imported \(total) rows into \(entity) (\(path))")
             }
             return ExitCode.ok
         }
     }
 
-    /// One row ready to insert.
-    struct ConvertedRow {
-        var line: Int
-        var rowID: Int64?
-        var values: [Value]
+    /// Whether `path` names something that exists but is neither a regular
+    /// file nor a directory (a pipe, a device): its bytes can be read once.
+    /// False if it cannot be examined: opening it will say why.
+    static func isReadOnce(_ path: String) -> Bool {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return false }
+        let kind = st.st_mode & S_IFMT
+        return kind != S_IFREG && kind != S_IFDIR
+    }
+
+    /// An unlinked temporary file to keep standard input in for pass 2.
+    static func makeSpoolFile() throws -> Int32 {
+        var template = Array((NSTemporaryDirectory() + "/kura-import-XXXXXX").utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        guard fd >= 0 else {
+            throw CLIError.cannotRead("cannot create a temporary file to hold standard input: \(String(cString: strerror(errno)))")
+        }
+        template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
+        return fd
     }
 
     /// How the input's columns map onto the entity: its columns after the import
@@ -226,7 +267,7 @@ enum ImportCommand {
                     }
                     plan.target.append(.init(position: p, type: t, typedHere: false))
                 } else {
-                    let t = data.declared[c] ?? (isCSV ? ImportReader.inferCSVType(data, column: c) : .text)
+                    let t = data.declared[c] ?? (isCSV ? data.guesses[c].type : .text)
                     let def = ColumnDefinition(name, t)
                     plan.newColumns.append(def)
                     plan.target.append(.init(position: plan.columns.count, type: t, typedHere: !isCSV))
@@ -241,29 +282,14 @@ enum ImportCommand {
             return plan
         }
 
-        /// Converts input rows to the plan's column types.
-        func convert(_ rows: ArraySlice<ImportRow>, _ plan: Plan) throws -> [ConvertedRow] {
-            var out: [ConvertedRow] = []
-            out.reserveCapacity(rows.count)
-            do throws(ImportError) {
-                for r in rows {
-                    var values = plan.columns.map(\.defaultValue)
-                    var rowID: Int64?
-                    for (c, f) in r.fields.enumerated() {
-                        if c == plan.rowIDColumn {
-                            rowID = try ImportReader.value(f, type: .integer, column: "_rowid", line: r.line, decidedAt: nil).integerValue
-                            continue
-                        }
-                        guard let t = plan.target[c] else { continue }
-                        values[t.position] = try ImportReader.value(f, type: t.type, column: data.columns[c], line: r.line,
-                                                                    decidedAt: t.typedHere ? data.decidedAt[c] : nil)
-                    }
-                    out.append(ConvertedRow(line: r.line, rowID: rowID, values: values))
-                }
-            } catch {
-                throw CLIError.problems("\(file), line \(error.line): \(error.message)")
-            }
-            return out
+        /// An input error as the command reports it.
+        func problem(_ e: ImportError) -> CLIError {
+            CLIError.problems("\(file), line \(e.line): \(e.message)")
+        }
+
+        /// The error of an input whose second reading differs from the first.
+        func changed() -> CLIError {
+            CLIError.problems("\(file) changed while it was being imported (its second reading differs from the first)")
         }
     }
 

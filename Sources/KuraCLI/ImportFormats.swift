@@ -15,13 +15,19 @@
 //
 // A column named `_rowid` gives the row's ID; `_entity` (written by `kura dump`)
 // is ignored.
+//
+// Both readers take their bytes from an ImportSource one record (CSV) or line
+// (JSON lines) at a time, into buffers they reuse, so a record may cross any
+// number of chunk boundaries; CSV lines end with LF or CRLF, JSON lines with
+// LF, CRLF counting as LF. Type inference needs every value of a column, so
+// it is a running `CSVTypeGuess` fed by the first pass (ImportScan.swift).
 
 import Foundation
 import KuraEngine
 
 /// One input row: its line number and its fields by column index.
 struct ImportRow {
-    let line: Int
+    var line: Int
     var fields: [ImportField?]
 }
 
@@ -37,15 +43,149 @@ struct ImportError: Error {
     let message: String
 }
 
-/// What an input file holds: column names (and declared types), rows.
+/// What the first pass over an input learned: column names, declared types,
+/// the type evidence of untyped CSV columns, and the number of rows.
 struct ImportData {
     var columns: [String] = []
     /// Types declared in a CSV header, or taken from the first JSON value.
     var declared: [ColumnType?] = []
     /// Line where a JSON column's type was decided.
     var decidedAt: [Int] = []
-    var rows: [ImportRow] = []
+    /// CSV: what the values of each column seen so far allow.
+    var guesses: [CSVTypeGuess] = []
+    var rowCount = 0
     var isCSV = true
+}
+
+/// The type evidence of an untyped CSV column, one value at a time: every value
+/// an integer gives integer; else every value a number, double; else every
+/// value true/false (any case), bool; else (or no value at all) text.
+struct CSVTypeGuess {
+    var allInt = true, allNumber = true, allBool = true, any = false
+
+    var type: ColumnType {
+        if !any { return .text }
+        if allInt { return .integer }
+        if allNumber { return .double }
+        if allBool { return .bool }
+        return .text
+    }
+
+    mutating func add(_ b: UnsafeBufferPointer<UInt8>) {
+        any = true
+        guard allInt || allNumber || allBool else { return }
+        if allInt && ImportReader.parseInt64(b) == nil { allInt = false }
+        if allNumber && !allInt && Double(String(decoding: b, as: UTF8.self)) == nil { allNumber = false }
+        if allBool && !(ImportReader.asciiLowercased(b, equals: "true") || ImportReader.asciiLowercased(b, equals: "false")) { allBool = false }
+    }
+}
+
+/// Splits CSV bytes into records of fields, one record at a time, with the
+/// line each record starts on. The fields of the current record live in one
+/// reused byte buffer.
+struct CSVRecordReader {
+    let source: ImportSource
+    private var line = 1
+    /// The current record: the line it starts on, its fields' bytes end to
+    /// end, where each field ends, and whether it was quoted.
+    private(set) var recordLine = 0
+    private(set) var bytes: [UInt8] = []
+    private(set) var ends: [Int] = []
+    private(set) var quoted: [Bool] = []
+
+    init(_ source: ImportSource) { self.source = source }
+
+    var count: Int { ends.count }
+    func isEmpty(_ i: Int) -> Bool { ends[i] == (i == 0 ? 0 : ends[i - 1]) }
+    func withField<T>(_ i: Int, _ body: (UnsafeBufferPointer<UInt8>) throws -> T) rethrows -> T {
+        let start = i == 0 ? 0 : ends[i - 1]
+        return try bytes.withUnsafeBufferPointer { b in try body(UnsafeBufferPointer(rebasing: b[start..<ends[i]])) }
+    }
+    func text(_ i: Int) -> String { withField(i) { String(decoding: $0, as: UTF8.self) } }
+
+    /// Reads the next record; false at the end of the input.
+    /// - Throws: `ImportError` for bad quoting; `CLIError` if reading fails.
+    mutating func next() throws -> Bool {
+        let quote = UInt8(ascii: "\""), comma = UInt8(ascii: ","), lf = UInt8(ascii: "\n"), cr = UInt8(ascii: "\r")
+        let s = source
+        guard try s.peek() != nil else { return false }
+        recordLine = line
+        bytes.removeAll(keepingCapacity: true)
+        ends.removeAll(keepingCapacity: true)
+        quoted.removeAll(keepingCapacity: true)
+        while true {
+            var isQuoted = false
+            if try s.peek() == quote {
+                isQuoted = true
+                let open = line
+                s.advance()
+                while true {
+                    s.take(into: &bytes) { $0 == quote || $0 == lf }
+                    guard let c = try s.peek() else { throw ImportError(line: open, message: "a quoted field is never closed") }
+                    if c == quote {
+                        if try s.peek(1) == quote { bytes.append(quote); s.advance(2); continue }
+                        s.advance()
+                        break
+                    }
+                    if c == lf { line += 1 }
+                    bytes.append(c)
+                    s.advance()
+                }
+                if let c = try s.peek(), c != comma && c != lf && c != cr {
+                    throw ImportError(line: line, message: "text after the closing quote of a field")
+                }
+            } else {
+                while true {
+                    s.take(into: &bytes) { $0 == comma || $0 == lf || $0 == cr || $0 == quote }
+                    guard let c = try s.peek(), c != comma && c != lf else { break }
+                    if c == cr {
+                        let n = try s.peek(1)
+                        if n == nil || n == lf { break }
+                    }
+                    if c == quote { throw ImportError(line: line, message: "a quote inside an unquoted field (quote the whole field and double the quote)") }
+                    bytes.append(c)
+                    s.advance()
+                }
+            }
+            ends.append(bytes.count)
+            quoted.append(isQuoted)
+            if try s.peek() == comma { s.advance(); continue }
+            if try s.peek() == cr { s.advance() }
+            if try s.peek() == lf { s.advance(); line += 1 }
+            break
+        }
+        return true
+    }
+}
+
+/// The lines of a JSON lines input, one at a time, without the line feed and
+/// without one carriage return before it.
+struct JSONLineReader {
+    let source: ImportSource
+    private(set) var lineNumber = 0
+    private(set) var bytes: [UInt8] = []
+
+    init(_ source: ImportSource) { self.source = source }
+
+    /// Reads the next line; false at the end of the input.
+    mutating func next() throws -> Bool {
+        let lf = UInt8(ascii: "\n")
+        guard try source.peek() != nil else { return false }
+        lineNumber += 1
+        bytes.removeAll(keepingCapacity: true)
+        while true {
+            source.take(into: &bytes) { $0 == lf }
+            guard let c = try source.peek() else { break }
+            source.advance()
+            if c == lf { break }
+            bytes.append(c)
+        }
+        if bytes.last == UInt8(ascii: "\r") { bytes.removeLast() }
+        return true
+    }
+
+    /// Whether the line holds only spaces and tabs.
+    var isBlank: Bool { bytes.allSatisfy { $0 == 0x20 || $0 == 0x09 } }
 }
 
 enum ImportReader {
@@ -59,160 +199,138 @@ enum ImportReader {
 
     // MARK: CSV
 
-    static func readCSV(_ text: String) throws(ImportError) -> ImportData {
-        var records = try csvRecords(Array(text.utf8))
-        guard !records.isEmpty else { throw ImportError(line: 1, message: "the file is empty; a CSV file starts with a header line") }
-        let header = records.removeFirst()
-        var data = ImportData()
+    /// The header's column names and declared types, or the error it holds.
+    static func csvHeader(_ r: CSVRecordReader) -> Result<(columns: [String], declared: [ColumnType?]), ImportError> {
+        var columns: [String] = [], declared: [ColumnType?] = []
         var seen = Set<String>()
-        for f in header.fields {
-            var name = f.text
+        for i in 0..<r.count {
+            var name = r.text(i)
             var type: ColumnType?
             if let colon = name.lastIndex(of: ":") {
                 let t = name[name.index(after: colon)...].lowercased()
                 guard let ct = csvTypes[t] else {
-                    throw ImportError(line: header.line, message: "column \"\(name)\" has unknown type \"\(t)\" (use int64, double, string, bool or date)")
+                    return .failure(ImportError(line: r.recordLine, message: "column \"\(name)\" has unknown type \"\(t)\" (use int64, double, string, bool or date)"))
                 }
                 type = ct
                 name = String(name[..<colon])
             }
             name = name.trimmingCharacters(in: .whitespaces)
-            guard !name.isEmpty else { throw ImportError(line: header.line, message: "the header has an empty column name") }
-            guard seen.insert(name).inserted else { throw ImportError(line: header.line, message: "column \"\(name)\" appears twice in the header") }
-            data.columns.append(name)
-            data.declared.append(type)
+            guard !name.isEmpty else { return .failure(ImportError(line: r.recordLine, message: "the header has an empty column name")) }
+            guard seen.insert(name).inserted else { return .failure(ImportError(line: r.recordLine, message: "column \"\(name)\" appears twice in the header")) }
+            columns.append(name)
+            declared.append(type)
         }
-        for r in records {
-            if r.fields.count == 1 && r.fields[0].text.isEmpty && !r.fields[0].quoted && data.columns.count > 1 { continue }
-            guard r.fields.count == data.columns.count else {
-                throw ImportError(line: r.line, message: "\(r.fields.count) fields, but the header names \(data.columns.count) columns")
+        return .success((columns, declared))
+    }
+
+    /// Whether the current record is an empty line, skipped when there is more
+    /// than one column.
+    static func isBlank(_ r: CSVRecordReader, columns: Int) -> Bool {
+        r.count == 1 && r.isEmpty(0) && !r.quoted[0] && columns > 1
+    }
+
+    /// The error of a record whose field count is not the header's, if it is not.
+    static func fieldCountError(_ r: CSVRecordReader, columns: Int) -> ImportError? {
+        r.count == columns ? nil : ImportError(line: r.recordLine, message: "\(r.count) fields, but the header names \(columns) columns")
+    }
+
+    /// Field `i` of the current record converted to `type`: the same value or
+    /// error as `value(field(r, i), ...)`, without the intermediate string for
+    /// plain integers and text.
+    static func csvValue(_ r: CSVRecordReader, _ i: Int, type: ColumnType, column: String, line: Int) throws(ImportError) -> Value {
+        if r.isEmpty(i) && !r.quoted[i] { return .null }
+        switch type {
+        case .text:
+            return .text(r.text(i))
+        case .integer:
+            if let n = r.withField(i, { parseInt64($0) }) { return .integer(n) }
+        case .double:
+            // Ends that are not whitespace: trimming (as `value` does) changes nothing.
+            let plain = r.withField(i) { b in
+                guard let f = b.first, let l = b.last else { return false }
+                return f < 0x80 && l < 0x80 && f != 0x20 && l != 0x20 && f != 0x09 && l != 0x09
             }
-            data.rows.append(ImportRow(line: r.line, fields: r.fields.map { f in
-                f.text.isEmpty && !f.quoted ? nil : .csv(f.text, quoted: f.quoted)
-            }))
+            if plain, let d = Double(r.text(i)) { return .double(d) }
+        default:
+            break
         }
-        return data
+        return try value(.csv(r.text(i), quoted: r.quoted[i]), type: type, column: column, line: line, decidedAt: nil)
     }
 
-    struct CSVField {
-        var text: String
-        var quoted: Bool
-    }
-
-    /// Splits CSV bytes into records of fields, with the line each starts on.
-    static func csvRecords(_ b: [UInt8]) throws(ImportError) -> [(line: Int, fields: [CSVField])] {
-        var out: [(line: Int, fields: [CSVField])] = []
+    /// `Int64(String(decoding: b, as: UTF8.self))` without the string: an
+    /// optional sign and one or more ASCII digits, nil on overflow.
+    static func parseInt64(_ b: UnsafeBufferPointer<UInt8>) -> Int64? {
         var i = 0
-        var line = 1
-        let quote = UInt8(ascii: "\""), comma = UInt8(ascii: ","), lf = UInt8(ascii: "\n"), cr = UInt8(ascii: "\r")
-        if b.count >= 3 && b[0] == 0xEF && b[1] == 0xBB && b[2] == 0xBF { i = 3 }
+        var negative = false
+        if let f = b.first, f == UInt8(ascii: "-") || f == UInt8(ascii: "+") { negative = f == UInt8(ascii: "-"); i = 1 }
+        guard i < b.count else { return nil }
+        var n: Int64 = 0
         while i < b.count {
-            let start = line
-            var fields: [CSVField] = []
-            while true {
-                var bytes: [UInt8] = []
-                var quoted = false
-                if i < b.count && b[i] == quote {
-                    quoted = true
-                    let open = line
-                    i += 1
-                    while true {
-                        guard i < b.count else { throw ImportError(line: open, message: "a quoted field is never closed") }
-                        if b[i] == quote {
-                            if i + 1 < b.count && b[i + 1] == quote { bytes.append(quote); i += 2; continue }
-                            i += 1
-                            break
-                        }
-                        if b[i] == lf { line += 1 }
-                        bytes.append(b[i])
-                        i += 1
-                    }
-                    if i < b.count && b[i] != comma && b[i] != lf && b[i] != cr {
-                        throw ImportError(line: line, message: "text after the closing quote of a field")
-                    }
-                } else {
-                    while i < b.count && b[i] != comma && b[i] != lf && !(b[i] == cr && (i + 1 == b.count || b[i + 1] == lf)) {
-                        if b[i] == quote { throw ImportError(line: line, message: "a quote inside an unquoted field (quote the whole field and double the quote)") }
-                        bytes.append(b[i])
-                        i += 1
-                    }
-                }
-                fields.append(CSVField(text: String(decoding: bytes, as: UTF8.self), quoted: quoted))
-                if i < b.count && b[i] == comma { i += 1; continue }
-                if i < b.count && b[i] == cr { i += 1 }
-                if i < b.count && b[i] == lf { i += 1; line += 1 }
-                break
-            }
-            out.append((start, fields))
+            let d = b[i] &- UInt8(ascii: "0")
+            guard d < 10 else { return nil }
+            let (m, o1) = n.multipliedReportingOverflow(by: 10)
+            let (s, o2) = negative ? m.subtractingReportingOverflow(Int64(d)) : m.addingReportingOverflow(Int64(d))
+            guard !o1 && !o2 else { return nil }
+            n = s
+            i += 1
         }
-        return out
+        return n
     }
 
-    /// The type an untyped CSV column gets from its values.
-    static func inferCSVType(_ data: ImportData, column c: Int) -> ColumnType {
-        var allInt = true, allNumber = true, allBool = true, any = false
-        for r in data.rows {
-            guard case .csv(let t, _)? = r.fields[c] else { continue }
-            any = true
-            if allInt && Int64(t) == nil { allInt = false }
-            if allNumber && Double(t) == nil { allNumber = false }
-            if allBool && !["true", "false"].contains(t.lowercased()) { allBool = false }
-            if !allInt && !allNumber && !allBool { break }
+    /// Whether `b`, ASCII letters lowercased, is `word` (lowercase ASCII).
+    static func asciiLowercased(_ b: UnsafeBufferPointer<UInt8>, equals word: StaticString) -> Bool {
+        guard b.count == word.utf8CodeUnitCount else { return false }
+        let w = word.utf8Start
+        for i in 0..<b.count {
+            let c = b[i] >= 0x41 && b[i] <= 0x5A ? b[i] | 0x20 : b[i]
+            guard c == w[i] else { return false }
         }
-        if !any { return .text }
-        if allInt { return .integer }
-        if allNumber { return .double }
-        if allBool { return .bool }
-        return .text
+        return true
     }
 
     // MARK: JSON lines
 
-    static func readJSONLines(_ text: String) throws(ImportError) -> ImportData {
-        var data = ImportData()
-        data.isCSV = false
-        var index: [String: Int] = [:]
-        var lineNumber = 0
-        for raw in text.split(separator: "\n", omittingEmptySubsequences: false) {
-            lineNumber += 1
-            let line = raw.hasSuffix("\r") ? raw.dropLast() : raw
-            if line.allSatisfy({ $0 == " " || $0 == "\t" }) { continue }
-            let value: JSON
-            do { value = try JSON.parse(String(line)) } catch {
-                throw ImportError(line: lineNumber, message: "not valid JSON: \(error.message) (at byte \(error.offset + 1))")
-            }
-            guard case .object(let members) = value else {
-                throw ImportError(line: lineNumber, message: "expected a JSON object ({\"name\": value, ...})")
-            }
-            var row = ImportRow(line: lineNumber, fields: Array(repeating: nil, count: data.columns.count))
-            var keys = Set<String>()
-            for (k, v) in members {
-                guard keys.insert(k).inserted else { throw ImportError(line: lineNumber, message: "key \"\(k)\" appears twice") }
-                if k == "_entity" { continue }
-                let c: Int
-                if let i = index[k] { c = i } else {
-                    c = data.columns.count
-                    index[k] = c
-                    data.columns.append(k)
-                    data.declared.append(nil)
-                    data.decidedAt.append(0)
-                    row.fields.append(nil)
-                }
-                switch v {
-                case .null: continue
-                case .array, .object:
-                    throw ImportError(line: lineNumber, message: "\"\(k)\" holds a nested \(v.isArray ? "array" : "object"); values must be numbers, strings, booleans or null")
-                default: break
-                }
-                if data.declared[c] == nil && k != "_rowid" {
-                    data.declared[c] = v.columnType
-                    data.decidedAt[c] = lineNumber
-                }
-                row.fields[c] = .json(v)
-            }
-            data.rows.append(row)
+    /// The row on the current line (nil for a blank line). A key not seen
+    /// before becomes a new column, or, with `fixedColumns`, an error (the
+    /// second pass knows every column from the first).
+    static func jsonRow(_ l: JSONLineReader, _ data: inout ImportData, index: inout [String: Int], fixedColumns: Bool) throws(ImportError) -> ImportRow? {
+        if l.isBlank { return nil }
+        let lineNumber = l.lineNumber
+        let value: JSON
+        do { value = try JSON.parse(String(decoding: l.bytes, as: UTF8.self)) } catch {
+            throw ImportError(line: lineNumber, message: "not valid JSON: \(error.message) (at byte \(error.offset + 1))")
         }
-        return data
+        guard case .object(let members) = value else {
+            throw ImportError(line: lineNumber, message: "expected a JSON object ({\"name\": value, ...})")
+        }
+        var row = ImportRow(line: lineNumber, fields: Array(repeating: nil, count: data.columns.count))
+        var keys = Set<String>()
+        for (k, v) in members {
+            guard keys.insert(k).inserted else { throw ImportError(line: lineNumber, message: "key \"\(k)\" appears twice") }
+            if k == "_entity" { continue }
+            let c: Int
+            if let i = index[k] { c = i } else {
+                guard !fixedColumns else { throw ImportError(line: lineNumber, message: "key \"\(k)\" was not in the file a moment ago; the file changed while it was being imported") }
+                c = data.columns.count
+                index[k] = c
+                data.columns.append(k)
+                data.declared.append(nil)
+                data.decidedAt.append(0)
+                row.fields.append(nil)
+            }
+            switch v {
+            case .null: continue
+            case .array, .object:
+                throw ImportError(line: lineNumber, message: "\"\(k)\" holds a nested \(v.isArray ? "array" : "object"); values must be numbers, strings, booleans or null")
+            default: break
+            }
+            if data.declared[c] == nil && k != "_rowid" {
+                data.declared[c] = v.columnType
+                data.decidedAt[c] = lineNumber
+            }
+            row.fields[c] = .json(v)
+        }
+        return row
     }
 
     // MARK: Conversion

@@ -23,11 +23,14 @@ enum KuraTool {
         let stderr: String
     }
 
-    /// Runs `kura ARGS` (in directory `cwd`, if given), returning its exit status
-    /// and output.
-    static func run(_ args: [String], stdin: String? = nil, cwd: String? = nil) throws -> Result {
+    /// Runs `kura ARGS` (in directory `cwd`, if given, with `environment` added
+    /// to this process's), returning its exit status and output.
+    static func run(_ args: [String], stdin: String? = nil, cwd: String? = nil, environment: [String: String] = [:]) throws -> Result {
         guard let url else { throw XCTSkip("kura binary not found beside the test bundle") }
         let p = Process()
+        if !environment.isEmpty {
+            p.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         p.executableURL = url
         p.arguments = args
         if let cwd { p.currentDirectoryURL = URL(fileURLWithPath: cwd) }

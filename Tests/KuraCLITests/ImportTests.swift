@@ -186,4 +186,117 @@ final class ImportTests: XCTestCase {
         XCTAssertEqual(try kura(["import", "s.kura", "t", "a.csv", "--index", "nope"]).status, 2)
         XCTAssertEqual(try kura(["import", "s.kura", "t", "a.csv", "--batch", "0"]).status, 2)
     }
+
+    /// Runs `kura import ARGS` reading its input in chunks of `chunk` bytes.
+    func importChunked(_ chunk: Int, _ args: [String], stdin: String? = nil) throws -> KuraTool.Result {
+        try KuraTool.run(["import"] + args, stdin: stdin, cwd: dir.path, environment: ["KURA_IMPORT_CHUNK_BYTES": "\(chunk)"])
+    }
+
+    /// Streaming import (issue 14): with chunks of 1, 2, 3 and 7 bytes every
+    /// quoted field, doubled quote, line break inside a field, CRLF line end and
+    /// the byte order mark crosses a chunk boundary somewhere; each import must
+    /// give the rows the test wrote, as the one-chunk (whole-file) import does.
+    func testStreamedCSVCrossingChunkBoundaries() throws {
+        var csv = "\u{FEFF}id:int64,name,ratio,note\r\n"
+        var expected = ""
+        for i in 1...90 {
+            let name: String, nameJSON: String
+            switch i % 3 {
+            case 0: name = "\"say \"\"hi\"\",\r\nline \(i)\""; nameJSON = "say \\\"hi\\\",\\r\\nline \(i)"
+            case 1: name = "plain\(i)"; nameJSON = "plain\(i)"
+            default: name = "\"é,😀\(i)\""; nameJSON = "é,😀\(i)"
+            }
+            let note = i % 4 == 0 ? "" : i % 4 == 1 ? "\"\"" : "n\(i)"
+            let noteJSON = i % 4 == 0 ? "null" : i % 4 == 1 ? "\"\"" : "\"n\(i)\""
+            csv += "\(i),\(name),\(Double(i) / 4),\(note)\(i % 2 == 0 ? "\r\n" : "\n")"
+            expected += "{\"_rowid\":\(i),\"id\":\(i),\"name\":\"\(nameJSON)\",\"ratio\":\(Double(i) / 4),\"note\":\(noteJSON)}\n"
+        }
+        try dir.write("t.csv", csv)
+        for chunk in [1, 2, 3, 7, 1 << 20] {
+            let store = "s\(chunk).kura"
+            let r = try importChunked(chunk, [store, "t", "t.csv"])
+            XCTAssertEqual(r.status, 0, "chunk \(chunk): \(r.stderr)")
+            XCTAssertEqual(r.stdout, "imported 90 rows into t (\(store))\n")
+            XCTAssertTrue(try kura(["schema", store]).stdout.contains("  ratio double\n  note text\n"), "chunk \(chunk)")
+            XCTAssertEqual(try kura(["dump", store, "t"]).stdout, expected, "chunk \(chunk)")
+        }
+        // Standard input, kept in a temporary file for the second pass.
+        let r = try importChunked(5, ["si.kura", "t", "-", "--format", "csv", "--batch", "40"], stdin: csv)
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertEqual(r.stdout, "committed 40\ncommitted 80\ncommitted 90\n")
+        XCTAssertEqual(try kura(["dump", "si.kura", "t"]).stdout, expected)
+        // A pipe named by path (here /dev/stdin) cannot be read twice either; it
+        // must be kept like standard input, not found empty by the second pass.
+        let p = try importChunked(64, ["sp.kura", "t", "/dev/stdin", "--format", "csv"], stdin: csv)
+        XCTAssertEqual(p.status, 0, p.stderr)
+        XCTAssertEqual(try kura(["dump", "sp.kura", "t"]).stdout, expected)
+    }
+
+    /// JSON lines streamed in small chunks. Also a regression test: a JSON
+    /// lines file with CRLF line ends was read as one line ("\r\n" is one
+    /// Swift Character, so splitting the text on "\n" never split it).
+    func testStreamedJSONLinesWithCRLF() throws {
+        var text = "\u{FEFF}"
+        var expected = ""
+        for i in 1...40 {
+            text += "{\"k\": \(i), \"s\": \"a\\\"b\(i)\"\(i > 30 ? ", \"late\": true" : "")}\(i % 2 == 0 ? "\r\n" : "\n")"
+            expected += "{\"_rowid\":\(i),\"k\":\(i),\"s\":\"a\\\"b\(i)\",\"late\":\(i > 30 ? "true" : "null")}\n"
+        }
+        try dir.write("t.jsonl", text)
+        for chunk in [1, 3, 1 << 20] {
+            let store = "s\(chunk).kura"
+            let r = try importChunked(chunk, [store, "t", "t.jsonl"])
+            XCTAssertEqual(r.status, 0, "chunk \(chunk): \(r.stderr)")
+            XCTAssertEqual(try kura(["dump", store, "t"]).stdout, expected, "chunk \(chunk)")
+        }
+    }
+
+    /// Errors found beyond the first chunk name their line, come in the order
+    /// they did when the whole file was read first (invalid UTF-8, then quoting
+    /// or field counts anywhere, then values), and create no store.
+    func testStreamedErrorsBeyondTheFirstChunk() throws {
+        var rows = "a:int64,b\n"
+        for i in 2...60 { rows += "\(i),x\(i)\n" }
+        // A bad value on line 61, a field count error on line 70.
+        try dir.write("value.csv", rows + "sixty,x\n" + "1,y\n")
+        let v = try importChunked(8, ["s.kura", "t", "value.csv"])
+        XCTAssertEqual(v.status, 1)
+        XCTAssertTrue(v.stderr.contains("value.csv, line 61: \"a\" is 'sixty', but the column holds int64 values"), v.stderr)
+        try dir.write("count.csv", rows + "sixty,x\n" + String(repeating: "1,y\n", count: 8) + "1,y,z\n")
+        let c = try importChunked(8, ["s.kura", "t", "count.csv"])
+        XCTAssertTrue(c.stderr.contains("count.csv, line 70: 3 fields, but the header names 2 columns"), c.stderr)
+        // A quoted field opened on line 62 and never closed outranks both.
+        try dir.write("quote.csv", rows + "sixty,x\n" + "1,\"open\n2,z\n")
+        let q = try importChunked(8, ["s.kura", "t", "quote.csv"])
+        XCTAssertTrue(q.stderr.contains("quote.csv, line 62: a quoted field is never closed"), q.stderr)
+        // A byte that is not UTF-8 near the end outranks everything.
+        var bad = Data((rows + "1,\"open\n").utf8)
+        bad.append(contentsOf: [0x31, 0x2C, 0xC3, 0x0A])
+        try bad.write(to: URL(fileURLWithPath: dir.path + "/utf8.csv"))
+        let u = try importChunked(8, ["s.kura", "t", "utf8.csv"])
+        XCTAssertEqual(u.status, 1)
+        XCTAssertTrue(u.stderr.contains("utf8.csv is not valid UTF-8 text"), u.stderr)
+        // JSON lines: a type mismatch far from the line that typed the column.
+        var json = ""
+        for i in 1...50 { json += "{\"x\": \(i)}\n" }
+        try dir.write("j.jsonl", json + "{\"x\": \"fifty-one\"}\n")
+        let j = try importChunked(8, ["s.kura", "t", "j.jsonl"])
+        XCTAssertTrue(j.stderr.contains("j.jsonl, line 51: \"x\" is a string (\"fifty-one\"), but the column holds int64 values (its type comes from its first value, on line 1)"), j.stderr)
+        XCTAssertFalse(dir.exists("s.kura"), "a failed import must not leave a new store behind")
+    }
+
+    /// Type inference reads every value, however far past the first chunk: a
+    /// column of integers with one fraction on its last line is double, a bool
+    /// column with one other word on its last line is text.
+    func testStreamedInferenceSeesTheLastLine() throws {
+        var csv = "v,b,t\n"
+        for i in 1...60 { csv += "\(i),\(i % 2 == 0 ? "TRUE" : "false"),\(i)\n" }
+        try dir.write("t.csv", csv + "2.5,maybe,61\n")
+        let r = try importChunked(4, ["s.kura", "t", "t.csv"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        let schema = try kura(["schema", "s.kura"]).stdout
+        XCTAssertTrue(schema.hasSuffix("  v double\n  b text\n  t integer\n"), schema)
+        XCTAssertEqual(try kura(["query", "s.kura", "t", "v == 2.5 AND b == 'maybe' AND t == 61", "--count"]).stdout, "1\n")
+        XCTAssertEqual(try kura(["query", "s.kura", "t", "b == 'TRUE'", "--count"]).stdout, "30\n")
+    }
 }
