@@ -177,6 +177,8 @@ public class ReadTransaction {
     var catalogMemo: Catalog?
     /// Counters looked up by this (read) transaction, by catalog ID.
     var countersMemo: [Int64: TableCounters] = [:]
+    /// The schema fingerprint of this (read) transaction, once computed.
+    var fingerprintMemo: SchemaFingerprint?
 }
 
 /// A transaction that reads its own snapshot and changes the database.

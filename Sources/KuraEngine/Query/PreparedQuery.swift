@@ -128,8 +128,14 @@ extension ReadTransaction {
     ///
     /// - Throws: `.notFound` if there is no such table.
     func schemaFingerprint(of table: String) throws(KuraError) -> SchemaFingerprint {
-        let local = (self as? WriteTransaction)?.localSchemaGeneration ?? 0
-        return SchemaFingerprint(catalog: CatalogCache.Key(try headerPage()), local: local)
+        if let w = self as? WriteTransaction {
+            return SchemaFingerprint(catalog: CatalogCache.Key(w.writer!.header), local: w.localSchemaGeneration)
+        }
+        // A read transaction's snapshot never changes: compute it once.
+        if let f = fingerprintMemo { return f }
+        let f = SchemaFingerprint(catalog: CatalogCache.Key(try headerPage()), local: 0)
+        fingerprintMemo = f
+        return f
     }
 }
 
