@@ -94,7 +94,7 @@ extension Database {
         let copy = try Database(path: ":compaction:", options: options)
         defer { copy.close() }
         let header = source.header
-        let catalog = try Catalog.load(root: header.headerCatalogRoot, source)
+        let catalog = try Catalog.loadWithCounters(header: header, source)
         for info in catalog.entries.values.sorted(by: { $0.id < $1.id }) {
             try copyObject(info, from: source, to: copy, nextCatalogID: header.headerNextCatalogID)
             objects += 1
@@ -134,17 +134,13 @@ extension Database {
                     // A transaction made by `write` always has a page writer.
                     let w = tx.writer!
                     if root == 0 {
-                        var c = try tx.loadCatalog()
                         if w.header.headerCatalogRoot == 0 {
                             w.header.headerCatalogRoot = try BTree.create(.table, in: w)
                         }
                         root = try BTree.create(kind, in: w)
-                        c.entries[info.name] = TableInfo(name: info.name, id: info.id, rootPage: root, rowCount: info.rowCount,
-                                                         nextRowID: info.nextRowID, definition: info.definition,
-                                                         kind: info.kind, owner: info.owner)
-                        c.nextID = max(c.nextID, info.id + 1)
-                        tx.catalog = c
-                        tx.changedTables.insert(info.name)
+                        try tx.installEntry(TableInfo(name: info.name, id: info.id, rootPage: root, rowCount: info.rowCount,
+                                                      nextRowID: info.nextRowID, definition: info.definition,
+                                                      kind: info.kind, owner: info.owner))
                         w.header.headerNextCatalogID = max(w.header.headerNextCatalogID, nextCatalogID, info.id + 1)
                         w.markModified()
                     }
@@ -163,10 +159,11 @@ extension Database {
                     if !cursor.isValid && kind == .table && copied != info.rowCount {
                         // The catalog's row count disagreed with the tree: the copy
                         // records what it actually holds.
-                        var c = try tx.loadCatalog()
-                        c.entries[info.name]?.rowCount = copied
-                        tx.catalog = c
-                        tx.changedTables.insert(info.name)
+                        if var e = try tx.countedEntry(info.name) {
+                            e.rowCount = copied
+                            tx.catalog!.entries[info.name] = e
+                            tx.changedTables.insert(info.name)
+                        }
                     }
                 }
             }

@@ -185,26 +185,45 @@ public final class Database: Sendable {
 
     // MARK: Catalog cache
 
-    /// The catalog as of the snapshot whose header is `header`.
+    /// The catalog as of the snapshot whose header is `header`: decoded once per
+    /// schema cookie (format 1: per change counter, its records hold counters),
+    /// then shared by every transaction until a schema change. Table counters in
+    /// it are placeholders in format 2 (`ReadTransaction.withCounters`).
     func catalog<S: PageSource>(_ s: S) throws(KuraError) -> Catalog {
         let header = try s.page(1)
-        let counter = header.headerChangeCounter
-        if let c = catalogCache.get(counter) { return c }
-        let c = try Catalog.load(root: header.headerCatalogRoot, s)
-        catalogCache.set(counter, c)
+        let key = CatalogCache.Key(header)
+        if let c = catalogCache.get(key) { return c }
+        var c = try Catalog.load(header: header, s)
+        c.decodeSchemas()
+        catalogCache.set(key, c)
         return c
     }
 }
 
-/// One catalog, keyed by the change counter it was read at.
+/// One decoded catalog, keyed by the schema it was read at.
 final class CatalogCache: @unchecked Sendable {
     // @unchecked Sendable: `entry` is guarded by `lock`.
     private let lock = ThreadLock()
-    private var entry: (UInt64, Catalog)?
+    private var entry: (Key, Catalog)?
 
-    func get(_ counter: UInt64) -> Catalog? {
-        lock.withLock { entry.flatMap { $0.0 == counter ? $0.1 : nil } }
+    /// What identifies a catalog's contents: the store, its format, and the
+    /// schema cookie (format 2) or change counter (format 1). Cookies only grow
+    /// (compaction too moves the cookie on), so equal keys mean equal catalogs.
+    struct Key: Equatable {
+        let databaseID: UInt64
+        let version: UInt32
+        let stamp: UInt64
+
+        init(_ header: Page) {
+            databaseID = header.headerDatabaseID
+            version = header.headerVersion
+            stamp = version == 1 ? header.headerChangeCounter : header.headerSchemaCookie
+        }
     }
 
-    func set(_ counter: UInt64, _ c: Catalog) { lock.withLock { entry = (counter, c) } }
+    func get(_ key: Key) -> Catalog? {
+        lock.withLock { entry.flatMap { $0.0 == key ? $0.1 : nil } }
+    }
+
+    func set(_ key: Key, _ c: Catalog) { lock.withLock { entry = (key, c) } }
 }

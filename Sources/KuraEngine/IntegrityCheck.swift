@@ -6,7 +6,9 @@
 //     parent's separators, every leaf at the same depth, no empty non-root page,
 //     depth bound, overflow chains of the right length and kind;
 //   - records in table trees decode; row keys are row IDs below the table's next
-//     row ID; the catalog's row count equals the rows found;
+//     row ID; the table's row count equals the rows found (counters from the
+//     counters tree in format 2, from the catalog record in format 1); every
+//     table has one counters entry and no entry names anything but a table;
 //   - every index holds exactly one entry per row of its table, equal to the key
 //     computed from the row now (so a stale entry, a missing one, or a key
 //     computed under other Unicode tables is reported);
@@ -90,16 +92,17 @@ struct IntegrityChecker<S: PageSource> {
         var catalog = Catalog()
         if catalogRoot != 0 {
             _ = walkTree(BTree(root: catalogRoot, kind: .table), name: "catalog", nextRowID: nil)
-            do { catalog = try Catalog.load(root: catalogRoot, source) } catch {
+            do { catalog = try Catalog.load(header: header, source) } catch {
                 report(catalogRoot, "catalog unreadable: \(error)")
             }
         }
+        if header.headerVersion != 1 { checkCounters(root: header.headerCountersRoot, &catalog) }
         for info in catalog.entries.values.sorted(by: { $0.id < $1.id }) where !full {
             let isIndex = info.kind == "index"
             let rows = walkTree(BTree(root: info.rootPage, kind: isIndex ? .index : .table),
                                 name: "\(info.kind) \"\(info.name)\"", nextRowID: isIndex ? nil : info.nextRowID)
             if let rows, !isIndex, rows != info.rowCount {
-                report(info.rootPage, "table \"\(info.name)\" holds \(rows) rows but the catalog counts \(info.rowCount)")
+                report(info.rootPage, "table \"\(info.name)\" holds \(rows) rows but its row count says \(info.rowCount)")
             }
         }
         for info in catalog.entries.values.sorted(by: { $0.id < $1.id }) where info.kind == "index" && !full {
@@ -112,6 +115,30 @@ struct IntegrityChecker<S: PageSource> {
             }
         }
         return problems
+    }
+
+    /// Walks the counters tree and lays its entries over the catalog's tables,
+    /// reporting tables without an entry and entries without a table.
+    mutating func checkCounters(root: UInt32, _ catalog: inout Catalog) {
+        let tables = catalog.entries.values.filter { $0.kind == "table" }
+        guard root != 0 else {
+            if let t = tables.first { report(1, "the header names no counters tree, but table \"\(t.name)\" needs one") }
+            return
+        }
+        _ = walkTree(BTree(root: root, kind: .table), name: "counters", nextRowID: nil)
+        let all: [Int64: TableCounters]
+        do { all = try TableCounters.loadAll(root: root, source) } catch {
+            report(root, "counters unreadable: \(error)")
+            return
+        }
+        for t in tables {
+            if let c = all[t.id] { catalog.entries[t.name] = t.with(c) }
+            else { report(root, "table \"\(t.name)\" (catalog ID \(t.id)) has no counters entry") }
+        }
+        let ids = Set(tables.map(\.id))
+        for id in all.keys.sorted() where !ids.contains(id) {
+            report(root, "counters entry for catalog ID \(id), which is not a table")
+        }
     }
 
     /// Compares an index's entries with the keys its table's rows produce.

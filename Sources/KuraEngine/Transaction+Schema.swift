@@ -14,6 +14,13 @@ extension ReadTransaction {
     public func schema(of table: TableInfo) throws(KuraError) -> TableSchema? {
         try checkActive()
         let info = try self.table(table.name)
+        // The connection's decoded schema is the one, unless this (write)
+        // transaction changed the table's definition.
+        if let w = self as? WriteTransaction {
+            if !w.schemaChanged.contains(info.name), let decoded = w.catalog?.decodedSchemas[info.id] { return try decoded.get() }
+        } else if let decoded = try currentCatalog().decodedSchemas[info.id] {
+            return try decoded.get()
+        }
         if let cached = schemaCache[info.name], cached.id == info.id, cached.definition == info.definition { return cached.schema }
         let s = try TableSchema.decode(info.definition, table: info.name)
         schemaCache[info.name] = (info.id, info.definition, s)
@@ -23,7 +30,7 @@ extension ReadTransaction {
     /// The indexes of the table named `table`, in creation order.
     public func indexes(of table: String) throws(KuraError) -> [IndexDefinition] {
         try checkActive()
-        if let w = self as? WriteTransaction, let cached = w.indexCache[table] { return cached }
+        if let cached = indexCache[table] { return cached }
         var out: [IndexDefinition] = []
         for info in try currentCatalog().entries.values where info.kind == "index" && info.owner == table {
             out.append(try IndexDefinition(info: info))
@@ -39,7 +46,7 @@ extension ReadTransaction {
             }
         }
         out.sort { $0.info.id < $1.info.id }
-        if let w = self as? WriteTransaction { w.indexCache[table] = out }
+        indexCache[table] = out
         return out
     }
 

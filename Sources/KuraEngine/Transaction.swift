@@ -2,10 +2,20 @@
 // hand to their closures.
 //
 // Tables are B+trees keyed by row ID (FORMAT.md, "Tables"). Row IDs are signed
-// 64-bit, allocated increasing per table from the catalog's next-row-ID counter:
+// 64-bit, allocated increasing per table from its next-row-ID counter:
 // an ID the engine hands out is never handed out again, even after the row with
 // the largest ID is deleted. (An explicit row ID given to `insert(_:into:rowID:)`
 // is the caller's choice and may be one that was used before.)
+//
+// Resolution: the decoded catalog (names, roots, schemas, index definitions) is
+// shared by all transactions of a connection until the schema cookie changes
+// (Database.swift); a transaction looks each table's counters up once in the
+// counters tree (TableCounters.swift) and keeps them. A write transaction keeps
+// the table it last inserted into resolved (`HotTable`: entry, schema, indexes,
+// tree), so a run of inserts does no lookups at all. At commit, changed
+// counters go to the counters tree and only schema changes rewrite catalog
+// records and move the schema cookie on. A format-1 store is migrated by the
+// first write transaction that loads the catalog (`migrateCounters`).
 
 /// A transaction that reads one snapshot.
 ///
@@ -38,10 +48,35 @@ public class ReadTransaction {
         }
     }
 
-    /// The catalog as this transaction sees it.
+    /// The catalog as this transaction sees it. In format 2 its table counters
+    /// are placeholders: take entries through `withCounters` (or `table(_:)`).
     func currentCatalog() throws(KuraError) -> Catalog {
-        if let s = snapshotPages { return try database.catalog(s) }
-        return try database.catalog(writer!)
+        if let c = catalogMemo { return c }
+        let c: Catalog
+        if let s = snapshotPages { c = try database.catalog(s) } else { c = try database.catalog(writer!) }
+        catalogMemo = c
+        return c
+    }
+
+    /// `info` (a catalog entry) with its table's counters from the counters
+    /// tree; unchanged for an index or a format-1 store (whose records hold them).
+    ///
+    /// - Throws: `.corrupt` if the table has no counters entry.
+    func withCounters(_ info: TableInfo) throws(KuraError) -> TableInfo {
+        guard info.kind == "table" else { return info }
+        if let c = countersMemo[info.id] { return info.with(c) }
+        let header = try headerPage()
+        guard header.headerVersion != 1 else { return info }
+        let root = header.headerCountersRoot
+        let found: TableCounters?
+        if root == 0 { found = nil }
+        else if let s = snapshotPages { found = try TableCounters.get(info.id, root: root, s) }
+        else { found = try TableCounters.get(info.id, root: root, writer!) }
+        guard let c = found else {
+            throw KuraError(.corrupt, "table \"\(info.name)\" (catalog ID \(info.id)) has no counters entry; run `kura check` on the store", path: database.path, page: root)
+        }
+        countersMemo[info.id] = c
+        return info.with(c)
     }
 
     // MARK: Tables
@@ -60,7 +95,7 @@ public class ReadTransaction {
         guard let info = try currentCatalog().entries[name], info.kind == "table" else {
             throw KuraError(.notFound, "no table named \"\(name)\"", path: database.path)
         }
-        return info
+        return try withCounters(info)
     }
 
     /// Whether a table named `name` exists.
@@ -135,6 +170,15 @@ public class ReadTransaction {
     var changeCount = 0
     /// Decoded schemas by table name, with the definition they came from.
     var schemaCache: [String: (id: Int64, definition: [UInt8], schema: TableSchema?)] = [:]
+    /// Indexes per table name, cached until an index is created or dropped in
+    /// this transaction (a snapshot's indexes do not change otherwise).
+    var indexCache: [String: [IndexDefinition]] = [:]
+    /// The catalog, once read (a write transaction keeps its own in `catalog`).
+    var catalogMemo: Catalog?
+    /// Counters looked up by this (read) transaction, by catalog ID.
+    var countersMemo: [Int64: TableCounters] = [:]
+    /// The schema fingerprint of this (read) transaction, once computed.
+    var fingerprintMemo: SchemaFingerprint?
 }
 
 /// A transaction that reads its own snapshot and changes the database.
@@ -144,10 +188,16 @@ public class ReadTransaction {
 /// those of ``ReadTransaction``.
 public final class WriteTransaction: ReadTransaction {
     var catalog: Catalog?
+    /// Tables whose counters changed (written to the counters tree at commit).
     var changedTables: Set<String> = []
+    /// Tables and indexes whose catalog record changed (created, altered).
+    var schemaChanged: Set<String> = []
     var droppedTables: [TableInfo] = []
-    /// Indexes per table name, cached until an index is created or dropped.
-    var indexCache: [String: [IndexDefinition]] = [:]
+    /// Catalog IDs whose entry in `catalog` holds the table's real counters.
+    var counted: Set<Int64> = []
+    /// Nonzero once this transaction changed the schema: tells its schema
+    /// apart from every committed one (`schemaFingerprint`).
+    var localSchemaGeneration: UInt64 = 0
     /// Names of the external files this transaction wrote (ExternalValues.swift).
     var externalWritten: [String] = []
 
@@ -156,7 +206,71 @@ public final class WriteTransaction: ReadTransaction {
         if let c = catalog { return c }
         let c = try database.catalog(writer!)
         catalog = c
-        return c
+        if writer!.header.headerVersion == 1 { try migrateCounters() }
+        return catalog!
+    }
+
+    /// Moves a format-1 store to format 2 (FORMAT.md, "Version history"): creates
+    /// the counters tree from the catalog records' counters, rewrites every
+    /// record without them, and sets the header's version. Part of this
+    /// transaction: committed with it, or not at all.
+    private func migrateCounters() throws(KuraError) {
+        let w = writer!
+        precondition(w.header.headerVersion == 1 && catalog != nil, "migrating a store that is not format 1")
+        if w.header.headerCatalogRoot != 0 {
+            w.header.headerCountersRoot = try BTree.create(.table, in: w)
+            for info in catalog!.entries.values {
+                schemaChanged.insert(info.name)
+                if info.kind == "table" { changedTables.insert(info.name) }
+                counted.insert(info.id)
+            }
+        }
+        w.header.headerVersion = FileHeader.formatVersion
+        noteSchemaChange()
+        w.markModified()
+    }
+
+    /// Records that this transaction changed the schema: the cookie moves on at
+    /// commit, and prepared queries resolved before re-resolve.
+    func noteSchemaChange() {
+        localSchemaGeneration = SchemaGenerations.shared.next()
+        indexCache = [:]
+    }
+
+    /// The catalog entry named `name` with its real counters, or nil.
+    func countedEntry(_ name: String) throws(KuraError) -> TableInfo? {
+        guard var info = try loadCatalog().entries[name] else { return nil }
+        guard info.kind == "table", !counted.contains(info.id) else { return info }
+        let header = writer!.header
+        if header.headerVersion != 1 {
+            let root = header.headerCountersRoot
+            guard root != 0, let c = try TableCounters.get(info.id, root: root, writer!) else {
+                throw KuraError(.corrupt, "table \"\(name)\" (catalog ID \(info.id)) has no counters entry; run `kura check` on the store", path: database.path, page: root)
+            }
+            info = info.with(c)
+        }
+        counted.insert(info.id)
+        catalog!.entries[name] = info
+        return info
+    }
+
+    override func withCounters(_ info: TableInfo) throws(KuraError) -> TableInfo {
+        guard info.kind == "table" else { return info }
+        guard let current = try countedEntry(info.name), current.id == info.id else { return info }
+        return current
+    }
+
+    /// Puts `info` (with its counters) into the catalog as a new or changed
+    /// object, written at commit (compaction's copy builds its catalog so).
+    func installEntry(_ info: TableInfo) throws(KuraError) {
+        var c = try loadCatalog()
+        c.entries[info.name] = info
+        c.nextID = max(c.nextID, info.id + 1)
+        catalog = c
+        counted.insert(info.id)
+        schemaChanged.insert(info.name)
+        if info.kind == "table" { changedTables.insert(info.name) }
+        noteSchemaChange()
     }
 
     /// The table most recently inserted into, resolved once (catalog entry,
@@ -205,10 +319,11 @@ public final class WriteTransaction: ReadTransaction {
 
     override func currentCatalog() throws(KuraError) -> Catalog { try loadCatalog() }
 
-    /// Current catalog entry for `table`, by name, checking it is the same table.
+    /// Current catalog entry for `table` with its counters, by name, checking it
+    /// is the same table.
     func entry(_ table: TableInfo) throws(KuraError) -> TableInfo {
         try checkActive()
-        guard let info = try loadCatalog().entries[table.name], info.id == table.id else {
+        guard let info = try countedEntry(table.name), info.id == table.id else {
             throw KuraError(.notFound, "no table named \"\(table.name)\" (was it dropped?)", path: database.path)
         }
         return info
@@ -250,7 +365,10 @@ public final class WriteTransaction: ReadTransaction {
         c.nextID = id + 1
         c.entries[name] = info
         catalog = c
-        changedTables.insert(name)
+        counted.insert(id)
+        schemaChanged.insert(name)
+        if kind == "table" { changedTables.insert(name) }
+        noteSchemaChange()
         changeCount += 1
         return info
     }
@@ -279,7 +397,9 @@ public final class WriteTransaction: ReadTransaction {
         c.entries[name] = nil
         catalog = c
         changedTables.remove(name)
+        schemaChanged.remove(name)
         droppedTables.append(info)
+        noteSchemaChange()
         changeCount += 1
     }
 
@@ -329,7 +449,8 @@ public final class WriteTransaction: ReadTransaction {
         var info = try entry(table)
         info.definition = definition
         catalog!.entries[info.name] = info
-        changedTables.insert(info.name)
+        schemaChanged.insert(info.name)
+        noteSchemaChange()
     }
 
     // MARK: Rows
@@ -527,14 +648,40 @@ public final class WriteTransaction: ReadTransaction {
         try collectExternalGarbage()
         if catalog != nil { flushHotTable() }
         let w = writer!
-        let root = w.header.headerCatalogRoot
         if let c = catalog {
-            for info in droppedTables { try Catalog.remove(info, root: root, w) }
-            for name in changedTables.sorted() {
+            let root = w.header.headerCatalogRoot
+            for info in droppedTables {
+                try Catalog.remove(info, root: root, w)
+                if info.kind == "table" && w.header.headerCountersRoot != 0 {
+                    try TableCounters.remove(id: info.id, root: w.header.headerCountersRoot, w)
+                }
+            }
+            for name in schemaChanged.sorted() {
                 if let info = c.entries[name] { try Catalog.store(info, root: root, w) }
+            }
+            for name in changedTables.sorted() {
+                guard let info = c.entries[name], info.kind == "table" else { continue }
+                // Created with the first table's counters (after its tree's pages).
+                if w.header.headerCountersRoot == 0 { w.header.headerCountersRoot = try BTree.create(.table, in: w) }
+                try TableCounters.store(info.counters, id: info.id, root: w.header.headerCountersRoot, w)
+            }
+            if localSchemaGeneration != 0 {
+                w.header.headerSchemaCookie += 1
+                w.markModified()
             }
         }
         guard w.modified else { return }
         try w.commit()
     }
+}
+
+/// Numbers that tell the schemas of uncommitted write transactions apart.
+final class SchemaGenerations: @unchecked Sendable {
+    // @unchecked Sendable: `last` is guarded by `lock`.
+    static let shared = SchemaGenerations()
+    private let lock = ThreadLock()
+    private var last: UInt64 = 0
+
+    /// A number no earlier call returned (never 0).
+    func next() -> UInt64 { lock.withLock { last += 1; return last } }
 }

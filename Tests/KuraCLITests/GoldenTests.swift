@@ -45,10 +45,10 @@ final class GoldenTests: XCTestCase {
         try golden(["info", "s.kura"], """
             store:           s.kura
             file size:       2560 bytes
-            format version:  1
+            format version:  2
             page size:       512
             page count:      5
-            free pages:      1 (freelist head 5)
+            free pages:      0
             change counter:  2
             database ID:     <ID>
             catalog root:    2
@@ -79,30 +79,31 @@ final class GoldenTests: XCTestCase {
 
     func testStats() throws {
         try golden(["stats", "s.kura"], """
-            object                  kind     pages  leaf  interior  overflow  entries  payload  fill  depth
-            catalog                 catalog      1     1         0         0        2      153   33%      1
-            people                  table        1     1         0         0        4      124   29%      1
-            people_age (on people)  index        1     1         0         0        4       18    7%      1
-            store: 5 pages of 512 bytes = 2560 bytes; 1 header, 3 in trees, 1 free, 0 leaked
+            object                  kind      pages  leaf  interior  overflow  entries  payload  fill  depth
+            catalog                 catalog       1     1         0         0        2      155   33%      1
+            counters                counters      1     1         0         0        1        7    2%      1
+            people                  table         1     1         0         0        4      124   29%      1
+            people_age (on people)  index         1     1         0         0        4       18    7%      1
+            store: 5 pages of 512 bytes = 2560 bytes; 1 header, 4 in trees, 0 free, 0 leaked
 
             """)
     }
 
     func testPages() throws {
         try golden(["pages", "s.kura"], """
-            page  kind            owner               items  fill  overflow
-               1  header          -                       0     -  0
-               2  table-leaf      catalog                 2   33%  0
-               3  table-leaf      table "people"          4   29%  0
-               4  index-leaf      index "people_age"      4    7%  0
-               5  freelist-trunk  freelist                0    0%  0
+            page  kind        owner               items  fill  overflow
+               1  header      -                       0     -  0
+               2  table-leaf  catalog                 2   33%  0
+               3  table-leaf  table "people"          4   29%  0
+               4  index-leaf  index "people_age"      4    7%  0
+               5  table-leaf  counters                1    2%  0
 
             """)
     }
 
     func testCheck() throws {
         try golden(["check", "s.kura"], """
-            checked s.kura: 5 pages of 512 bytes, 1 tables, 1 indexes, 4 rows, 1 free pages
+            checked s.kura: 5 pages of 512 bytes, 1 tables, 1 indexes, 4 rows, 0 free pages
             ok: no problems found
 
             """)
@@ -181,7 +182,7 @@ final class GoldenTests: XCTestCase {
     func testHeaderPage() throws {
         let r = try kura(["page", "s.kura", "1"])
         XCTAssertEqual(r.status, 0, r.stderr)
-        XCTAssertTrue(r.stdout.contains("  magic:              KuraDB\\n\\0\n  format version:     1\n  page size:          512\n  page count:         5\n"), r.stdout)
+        XCTAssertTrue(r.stdout.contains("  magic:              KuraDB\\n\\0\n  format version:     2\n  page size:          512\n  page count:         5\n"), r.stdout)
     }
 
     func testQuery() throws {
@@ -252,18 +253,18 @@ final class GoldenTests: XCTestCase {
             header: magic ok, version 1, page size 512, generation <G>, salts <S>
                     database ID <ID> (matches the store), checksum ok
             header valid: yes
-            committed log: 10 frames in 2 transactions, page count after the last commit 5
+            committed log: 10 frames in 2 transactions, page count after the last commit 6
             frame  offset  page  commit  salts  chain  page checksum  status
                 1      40     1       -  ok     ok     ok             committed
                 2     576     2       -  ok     ok     ok             committed
                 3    1112     3       -  ok     ok     ok             committed
                 4    1648     4       -  ok     ok     ok             committed
-                5    2184     5       5  ok     ok     ok             committed (commit)
-                6    2720     1       -  ok     ok     ok             committed
-                7    3256     2       -  ok     ok     ok             committed
+                5    2184     5       -  ok     ok     ok             committed
+                6    2720     6       6  ok     ok     ok             committed (commit)
+                7    3256     1       -  ok     ok     ok             committed
                 8    3792     3       -  ok     ok     ok             committed
                 9    4328     4       -  ok     ok     ok             committed
-               10    4864     5       5  ok     ok     ok             committed (commit)
+               10    4864     5       6  ok     ok     ok             committed (commit)
 
             """)
         let info = try kura(["info", "s.kura"])
@@ -272,7 +273,7 @@ final class GoldenTests: XCTestCase {
         // The raw readers see the committed log: page 3 now comes from frame 8.
         XCTAssertTrue(try kura(["page", "s.kura", "3"]).stdout.hasPrefix("page 3 of s.kura (512 bytes), from log frame 8\n"))
         try golden(["check", "s.kura"], """
-            checked s.kura: 5 pages of 512 bytes, 1 tables, 1 indexes, 6 rows, 0 free pages
+            checked s.kura: 6 pages of 512 bytes, 1 tables, 1 indexes, 6 rows, 0 free pages
             ok: no problems found
 
             """)
@@ -284,10 +285,10 @@ final class GoldenTests: XCTestCase {
 
     func testCompact() throws {
         let before = try kura(["dump", "s.kura"]).stdout
-        try golden(["compact", "s.kura"], "compacted s.kura: 5 pages (1 free) -> 4 pages of 512 bytes\n")
-        XCTAssertEqual(dir.bytes("s.kura")?.count, 2048)
+        try golden(["compact", "s.kura"], "compacted s.kura: 5 pages (0 free) -> 5 pages of 512 bytes\n")
+        XCTAssertEqual(dir.bytes("s.kura")?.count, 2560)
         try golden(["check", "s.kura"], """
-            checked s.kura: 4 pages of 512 bytes, 1 tables, 1 indexes, 4 rows, 0 free pages
+            checked s.kura: 5 pages of 512 bytes, 1 tables, 1 indexes, 4 rows, 0 free pages
             ok: no problems found
 
             """)
@@ -316,7 +317,7 @@ final class GoldenTests: XCTestCase {
         }
         let info = parseJSON(try kura(["info", "s.kura", "--json"]).stdout) as? [String: Any]
         XCTAssertEqual(info?["pageCount"] as? Int, 5)
-        XCTAssertEqual(info?["freePages"] as? Int, 1)
+        XCTAssertEqual(info?["freePages"] as? Int, 0)
         let tables = info?["tables"] as? [[String: Any]]
         XCTAssertEqual(tables?.first?["name"] as? String, "people")
         XCTAssertEqual(tables?.first?["rows"] as? Int, 4)

@@ -13,6 +13,14 @@ struct StoreState: Equatable {
     var tables: [String: [Int64: [Value]]] = [:]
     /// Table name -> names of its indexes, sorted.
     var indexes: [String: [String]] = [:]
+    /// Table name -> its next row ID (the counters a crash must not lose or
+    /// roll back apart from the rows: compared for the tables in `tables`).
+    var nextRowIDs: [String: Int64] = [:]
+
+    static func == (a: StoreState, b: StoreState) -> Bool {
+        a.tables == b.tables && a.indexes == b.indexes
+            && a.nextRowIDs.filter { a.tables[$0.key] != nil } == b.nextRowIDs.filter { b.tables[$0.key] != nil }
+    }
 
     /// Reads the state of `db` as of a new snapshot.
     static func read(_ db: Database) throws -> StoreState {
@@ -30,6 +38,7 @@ struct StoreState: Equatable {
                 throw KuraError(.corrupt, "table \(name): row count \(try tx.rowCount(t)) but \(rows.count) rows")
             }
             s.tables[name] = rows
+            s.nextRowIDs[name] = t.nextRowID
             let idx = try tx.indexes(of: name).map(\.name).sorted()
             if !idx.isEmpty { s.indexes[name] = idx }
         }
@@ -53,6 +62,9 @@ struct StoreState: Equatable {
             }
         }
         if indexes != other.indexes { out.append("indexes \(indexes) vs \(other.indexes)") }
+        for (name, next) in nextRowIDs.sorted(by: { $0.key < $1.key }) where tables[name] != nil && other.tables[name] != nil && other.nextRowIDs[name] != next {
+            out.append("table \(name): next row ID \(next) vs \(other.nextRowIDs[name].map(String.init) ?? "none")")
+        }
         return out.isEmpty ? "equal" : out.joined(separator: "; ")
     }
 }
@@ -85,11 +97,16 @@ enum ModelOp {
 
     func apply(to s: inout StoreState) {
         switch self {
-        case .createTable(let name, _): s.tables[name] = [:]
+        case .createTable(let name, _):
+            s.tables[name] = [:]
+            s.nextRowIDs[name] = 1
         case .dropTable(let name):
             s.tables[name] = nil
             s.indexes[name] = nil
-        case .insert(let table, let id, let values), .update(let table, let id, let values): s.tables[table]![id] = values
+        case .insert(let table, let id, let values):
+            s.tables[table]![id] = values
+            s.nextRowIDs[table] = max(s.nextRowIDs[table] ?? 1, id + 1)
+        case .update(let table, let id, let values): s.tables[table]![id] = values
         case .delete(let table, let id): s.tables[table]![id] = nil
         case .createIndex(let name, let table, _, _): s.indexes[table, default: []].append(name); s.indexes[table]!.sort()
         case .dropIndex(let name, let table):

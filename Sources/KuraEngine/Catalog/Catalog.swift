@@ -8,14 +8,23 @@
 //     0  kind          text: "table" (or "index")
 //     1  name          text, unique among objects of the store
 //     2  root page     integer
-//     3  next row ID   integer: the row ID the next insert without one gets
-//     4  row count     integer
+//     3  next row ID   format 1: integer, the row ID the next insert without
+//                      one gets; format 2: -1 (the counters tree holds it)
+//     4  row count     format 1: integer; format 2: -1 (as field 3)
 //     5  definition    blob: the schema layer's description (empty for raw tables)
 //     6  owner         text: for an index, its table's name; null otherwise
+//
+// Format 2 keeps the counters in the counters tree (TableCounters.swift) and
+// writes -1 in fields 3 and 4, which a format-1 build reads as a malformed
+// entry: it fails loudly instead of trusting stale counters.
 //
 // Invariants: names are unique; row IDs of a table are all < next row ID, so a
 // row ID is never handed out twice, even after deletes; row count equals the
 // number of rows in the tree (kura check verifies both).
+//
+// A connection caches the decoded catalog keyed by the header's schema cookie
+// (Database.swift, `catalog(_:)`), which changes only with schema changes; the
+// counters are looked up per transaction.
 
 /// What the catalog records about one table.
 public struct TableInfo: Sendable, Hashable {
@@ -37,10 +46,21 @@ public struct TableInfo: Sendable, Hashable {
     /// For an index: the table it belongs to.
     public let owner: String?
 
+    /// The format-2 catalog record (counters live in the counters tree).
     var record: [Value] {
-        [.text(kind), .text(name), .integer(Int64(rootPage)), .integer(nextRowID), .integer(rowCount),
+        [.text(kind), .text(name), .integer(Int64(rootPage)), .integer(-1), .integer(-1),
          .blob(definition), owner.map { .text($0) } ?? .null]
     }
+
+    /// This entry with `c`'s counters.
+    func with(_ c: TableCounters) -> TableInfo {
+        var i = self
+        i.nextRowID = c.nextRowID
+        i.rowCount = c.rowCount
+        return i
+    }
+
+    var counters: TableCounters { TableCounters(nextRowID: nextRowID, rowCount: rowCount) }
 
     init(name: String, id: Int64, rootPage: UInt32, rowCount: Int64, nextRowID: Int64, definition: [UInt8], kind: String, owner: String?) {
         self.name = name
@@ -54,12 +74,15 @@ public struct TableInfo: Sendable, Hashable {
     }
 
     /// Decodes a catalog row; throws `corrupt` naming the catalog page otherwise.
-    init(id: Int64, values v: [Value], page: UInt32) throws(KuraError) {
+    /// `legacy` (format 1) takes the counters from the record; otherwise they
+    /// read as 0 and 1 until the counters tree's are laid over them.
+    init(id: Int64, values v: [Value], page: UInt32, legacy: Bool) throws(KuraError) {
         guard v.count >= 6, case .text(let kind) = v[0], case .text(let name) = v[1],
               case .integer(let root) = v[2], root > 0, root <= Int64(UInt32.max),
-              case .integer(let next) = v[3], case .integer(let count) = v[4], count >= 0 else {
+              case .integer(var next) = v[3], case .integer(var count) = v[4], !legacy || count >= 0 else {
             throw KuraError(.corrupt, "catalog entry \(id) is malformed", page: page)
         }
+        if !legacy { (next, count) = (1, 0) }
         var definition: [UInt8] = []
         if case .blob(let d) = v[5] { definition = d }
         var owner: String?
@@ -73,11 +96,48 @@ public struct TableInfo: Sendable, Hashable {
 struct Catalog {
     var entries: [String: TableInfo] = [:]
     var nextID: Int64 = 1
+    /// Each table's schema decoded once (by catalog ID), filled by
+    /// `decodeSchemas` before the catalog is shared; a definition that does not
+    /// decode keeps its error, thrown when the table is used.
+    var decodedSchemas: [Int64: Result<TableSchema?, KuraError>] = [:]
+
+    /// Decodes every table's schema into `decodedSchemas`.
+    mutating func decodeSchemas() {
+        for info in entries.values where info.kind == "table" {
+            do { decodedSchemas[info.id] = .success(try TableSchema.decode(info.definition, table: info.name)) } catch {
+                decodedSchemas[info.id] = .failure(error)
+            }
+        }
+    }
 
     static func tree(_ root: UInt32) -> BTree { BTree(root: root, kind: .table) }
 
+    /// Reads every catalog row of the snapshot whose header is `header`; table
+    /// counters are those of format 1 or placeholders (see `withCounters`).
+    static func load<S: PageSource>(header: Page, _ s: S) throws(KuraError) -> Catalog {
+        try load(root: header.headerCatalogRoot, legacy: header.headerVersion == 1, s)
+    }
+
+    /// Reads every catalog row and lays the counters tree's entries over its
+    /// tables (for callers that need every table's counters: compaction).
+    ///
+    /// - Throws: `.corrupt` if a table has no counters entry.
+    static func loadWithCounters<S: PageSource>(header: Page, _ s: S) throws(KuraError) -> Catalog {
+        var c = try load(header: header, s)
+        let root = header.headerCountersRoot
+        guard header.headerVersion != 1, root != 0 else { return c }
+        let all = try TableCounters.loadAll(root: root, s)
+        for (name, info) in c.entries where info.kind == "table" {
+            guard let counters = all[info.id] else {
+                throw KuraError(.corrupt, "table \"\(name)\" (catalog ID \(info.id)) has no counters entry", page: root)
+            }
+            c.entries[name] = info.with(counters)
+        }
+        return c
+    }
+
     /// Reads every catalog row.
-    static func load<S: PageSource>(root: UInt32, _ s: S) throws(KuraError) -> Catalog {
+    static func load<S: PageSource>(root: UInt32, legacy: Bool, _ s: S) throws(KuraError) -> Catalog {
         var c = Catalog()
         guard root != 0 else { return c }
         let tree = tree(root)
@@ -92,7 +152,7 @@ struct Catalog {
                 throw KuraError(.corrupt, "catalog key is not a row ID", page: leaf.number)
             }
             let bytes = try tree.value(leaf, cursor.index, s)
-            let info = try TableInfo(id: id, values: RecordCodec.decode(bytes), page: leaf.number)
+            let info = try TableInfo(id: id, values: RecordCodec.decode(bytes), page: leaf.number, legacy: legacy)
             guard c.entries[info.name] == nil else {
                 throw KuraError(.corrupt, "catalog names \"\(info.name)\" twice", page: leaf.number)
             }

@@ -100,6 +100,8 @@ extension RawStore {
                 ("change counter", .integer(Int64(bitPattern: h.changeCounter))),
                 ("database ID", .text(hex(h.databaseID))),
                 ("next catalog ID", .integer(h.nextCatalogID)),
+                ("counters root", .integer(Int64(h.countersRoot))),
+                ("schema cookie", .integer(Int64(bitPattern: h.schemaCookie))),
             ]
             d.regions = [PageRegion(start: 0, end: FileHeader.endOffset, what: "header fields"),
                          PageRegion(start: FileHeader.endOffset, end: usable, what: "zero")]

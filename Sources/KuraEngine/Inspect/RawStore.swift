@@ -41,6 +41,10 @@ package struct HeaderFields: Sendable, Equatable {
     package var changeCounter: UInt64
     package var databaseID: UInt64
     package var nextCatalogID: Int64
+    /// Root of the counters tree (format 2; 0 in format 1 or before the first table).
+    package var countersRoot: UInt32
+    /// Schema cookie (format 2).
+    package var schemaCookie: UInt64
     /// Stored and computed checksums (nil when the page is incomplete).
     package var storedChecksum: UInt64?
     package var computedChecksum: UInt64?
@@ -57,6 +61,8 @@ package struct HeaderFields: Sendable, Equatable {
         changeCounter = p.headerChangeCounter
         databaseID = p.headerDatabaseID
         nextCatalogID = p.headerNextCatalogID
+        countersRoot = p.headerCountersRoot
+        schemaCookie = p.headerSchemaCookie
         storedChecksum = p.u64(p.size - pageTrailerSize)
         computedChecksum = p.computeChecksum()
     }
@@ -313,7 +319,7 @@ package final class RawStore {
         var problem: String?
         if !complete { problem = size == 0 ? "the log is empty (no header yet)" : "the log is \(size) bytes, shorter than its 40-byte header" }
         else if !magicValid { problem = "the log header has the wrong magic number" }
-        else if u32(4) != FileHeader.formatVersion { problem = "the log header has format version \(u32(4))" }
+        else if u32(4) != WriteAheadLog.formatVersion { problem = "the log header has format version \(u32(4))" }
         else if Int(u32(8)) != pageSize { problem = "the log header names page size \(u32(8)), the store has \(pageSize)" }
         else if !idMatches { problem = "the log belongs to another store (database ID \(hex(u64(24))), the store's is \(hex(databaseID)))" }
         else if !sumValid { problem = "the log header checksum does not match" }

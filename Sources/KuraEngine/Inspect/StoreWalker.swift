@@ -167,7 +167,7 @@ package final class StoreWalker {
                 }
                 do throws(KuraError) {
                     let bytes = try BTree(root: header.catalogRoot, kind: .table).value(p, i, self.store)
-                    let info = try TableInfo(id: id, values: RecordCodec.decode(bytes), page: p.number)
+                    let info = try TableInfo(id: id, values: RecordCodec.decode(bytes), page: p.number, legacy: header.version == 1)
                     if !names.insert(info.name).inserted {
                         self.report(p.number, "catalog names \"\(info.name)\" twice")
                     } else {
@@ -179,10 +179,41 @@ package final class StoreWalker {
             }
             result.objects.append(space)
         }
+        if header.version != 1 { walkCounters(root: header.countersRoot, &entries) }
         entries.sort { $0.id < $1.id }
         checkObjects(entries)
         if !catalogOnly { checkLeaks() }
         return result
+    }
+
+    /// Walks the counters tree (format 2) and lays its entries over `entries`'
+    /// tables, reporting tables without an entry and entries without a table.
+    func walkCounters(root: UInt32, _ entries: inout [TableInfo]) {
+        let tables = entries.indices.filter { entries[$0].kind == "table" }
+        guard root != 0 else {
+            if let t = tables.first { report(1, "the header names no counters tree, but table \"\(entries[t].name)\" needs one") }
+            return
+        }
+        var found: [Int64: TableCounters] = [:]
+        var space = ObjectSpace(name: "counters", kind: "counters", rootPage: root)
+        walkTree(TableCounters.tree(root), label: "counters", space: &space) { p, i in
+            let (ko, kl) = p.cellKey(i)
+            guard let (id, used) = RowIDKey.decode(p.bytes, ko, ko + kl), used == kl else {
+                self.report(p.number, "counters: cell \(i) key is not a catalog ID")
+                return
+            }
+            do throws(KuraError) {
+                found[id] = try TableCounters(id: id, record: TableCounters.tree(root).value(p, i, self.store), page: p.number)
+            } catch {
+                self.report(p.number, "counters: \(error.message)")
+            }
+        }
+        result.objects.append(space)
+        for t in tables {
+            if let c = found.removeValue(forKey: entries[t].id) { entries[t] = entries[t].with(c) }
+            else if space.complete { report(root, "table \"\(entries[t].name)\" (catalog ID \(entries[t].id)) has no counters entry") }
+        }
+        for id in found.keys.sorted() { report(root, "counters entry for catalog ID \(id), which is not a table") }
     }
 
     // MARK: Header
@@ -204,7 +235,7 @@ package final class StoreWalker {
             }
             report(1, "header page checksum mismatch \(from): stored \(hex(h.storedChecksum ?? 0)), computed \(hex(h.computedChecksum ?? 0))")
         }
-        if !h.magicValid || h.version != FileHeader.formatVersion || Int(h.pageSize) != store.pageSize || h.databaseID != store.databaseID {
+        if !h.magicValid || !FileHeader.readableVersions.contains(h.version) || Int(h.pageSize) != store.pageSize || h.databaseID != store.databaseID {
             report(1, "header page's fixed fields (magic, version, page size, database ID) differ from the store file's")
         }
         if let claimedCount = store.claimedPageCount {
@@ -446,7 +477,7 @@ package final class StoreWalker {
             }
             if !rowsComplete { space.complete = false }
             if space.complete && Int64(space.entries) != info.rowCount {
-                report(info.rootPage, "\(label) holds \(space.entries) rows but the catalog counts \(info.rowCount)")
+                report(info.rootPage, "\(label) holds \(space.entries) rows but its row count says \(info.rowCount)")
             }
             if space.complete { for d in indexes { comparable.insert(d.name) } }
             spaces[info.id] = space

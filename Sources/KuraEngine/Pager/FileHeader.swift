@@ -15,7 +15,15 @@
 //                   too, so a log left over from another store is never applied
 //     48      8     next catalog ID: the ID the next table or index gets (IDs
 //                   are never reused, even after a drop); 0 means 1
-//     56      -     zero up to the trailer
+//     56      4     counters tree root page (format 2), 0 until the first table
+//     60      4     zero
+//     64      8     schema cookie (format 2): changes with every commit that
+//                   creates, drops or alters a table or index, and only then
+//     72      -     zero up to the trailer
+//
+// Format 1 stores have zeros at 56...71 and keep row counts and next row IDs
+// in the catalog records; the first write transaction that loads the catalog
+// migrates them to format 2 (Transaction.swift, `migrateCounters`).
 //     size-8  8     page checksum
 //
 // All integers little-endian. Page 1 is written through the log like any other
@@ -24,7 +32,10 @@
 enum FileHeader {
     static let magic: [UInt8] = Array("KuraDB\n\0".utf8)
     /// Bumped by every change to the on-disk format (FORMAT.md, "Version history").
-    static let formatVersion: UInt32 = 1
+    static let formatVersion: UInt32 = 2
+    /// Versions this build opens: format 1 is migrated by the first write
+    /// transaction that loads the catalog.
+    static let readableVersions: ClosedRange<UInt32> = 1...2
 
     static let magicOffset = 0
     static let magicLength = 8
@@ -37,7 +48,9 @@ enum FileHeader {
     static let changeCounterOffset = catalogRootOffset + 4
     static let databaseIDOffset = changeCounterOffset + 8
     static let nextCatalogIDOffset = databaseIDOffset + 8
-    static let endOffset = nextCatalogIDOffset + 8
+    static let countersRootOffset = nextCatalogIDOffset + 8
+    static let schemaCookieOffset = countersRootOffset + 8
+    static let endOffset = schemaCookieOffset + 8
 
     static let minPageSize = 512
     static let maxPageSize = 65536
@@ -56,8 +69,8 @@ enum FileHeader {
             throw KuraError(.notADatabase, "file does not start with Kura's magic number \"KuraDB\\n\\0\"; it is not a Kura store", path: path, page: 1)
         }
         let version = UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: versionOffset, as: UInt32.self))
-        guard version == formatVersion else {
-            throw KuraError(.unsupportedVersion, "file has format version \(version); this build reads version \(formatVersion) only", path: path, page: 1)
+        guard readableVersions.contains(version) else {
+            throw KuraError(.unsupportedVersion, "file has format version \(version); this build reads versions \(readableVersions.lowerBound) to \(readableVersions.upperBound)", path: path, page: 1)
         }
         let ps = Int(UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: pageSizeOffset, as: UInt32.self)))
         guard isValidPageSize(ps) else {
@@ -91,6 +104,18 @@ extension Page {
     var headerNextCatalogID: Int64 {
         get { max(Int64(bitPattern: u64(FileHeader.nextCatalogIDOffset)), 1) }
         set { setU64(FileHeader.nextCatalogIDOffset, UInt64(bitPattern: newValue)) }
+    }
+    var headerVersion: UInt32 {
+        get { u32(FileHeader.versionOffset) }
+        set { setU32(FileHeader.versionOffset, newValue) }
+    }
+    var headerCountersRoot: UInt32 {
+        get { u32(FileHeader.countersRootOffset) }
+        set { setU32(FileHeader.countersRootOffset, newValue) }
+    }
+    var headerSchemaCookie: UInt64 {
+        get { u64(FileHeader.schemaCookieOffset) }
+        set { setU64(FileHeader.schemaCookieOffset, newValue) }
     }
     var headerChangeCounter: UInt64 {
         get { u64(FileHeader.changeCounterOffset) }

@@ -178,9 +178,13 @@ final class PageWriter: PageSource {
         precondition(!pages.isEmpty && pages.indices.allSatisfy { pages[$0].number == UInt32($0 + 1) } && pages[0].size == pageSize)
         let databaseID = header.headerDatabaseID
         let counter = header.headerChangeCounter
+        let cookie = header.headerSchemaCookie
         header.buffer.copyMemory(from: UnsafeRawBufferPointer(pages[0].buffer))
         header.headerDatabaseID = databaseID
         header.headerChangeCounter = counter
+        // Every root page may have moved: the schema cookie moves on, never back,
+        // so no connection keeps a catalog decoded before the replacement.
+        header.headerSchemaCookie = max(cookie, header.headerSchemaCookie) + 1
         dirty = [1: header]
         for p in pages.dropFirst() { dirty[p.number] = p }
         modified = true

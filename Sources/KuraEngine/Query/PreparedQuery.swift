@@ -10,8 +10,8 @@
 // `score < 900` deserve different plans) and the compiled predicate.
 //
 // Schema changes: each run compares the schema it was resolved against (the
-// table's catalog ID and definition, and its indexes' IDs and roots: the
-// `SchemaFingerprint`) with the running transaction's. When they differ — an
+// store's schema cookie, plus a per-transaction number for uncommitted schema
+// changes: the `SchemaFingerprint`) with the running transaction's. When they differ — an
 // index added or dropped, the table altered, dropped and re-created — the query
 // is resolved again and re-planned, so it keeps giving the same answers and picks
 // up new indexes; if it no longer resolves (table dropped, column removed), the
@@ -73,13 +73,12 @@ struct ResolvedQuery {
 }
 
 /// Identifies the schema a query was resolved against: equal fingerprints mean the
-/// same table tree, definition and index trees.
+/// same catalog (store, format, schema cookie), so the same table tree,
+/// definition and index trees. A write transaction that changed the schema has
+/// a `local` number no other transaction has.
 struct SchemaFingerprint: Equatable {
-    let tableID: Int64
-    let rootPage: UInt32
-    let definition: [UInt8]
-    /// (catalog ID, root page) of each index of the table, sorted.
-    let indexes: [Int64: UInt32]
+    let catalog: CatalogCache.Key
+    let local: UInt64
 }
 
 extension ReadTransaction {
@@ -129,13 +128,14 @@ extension ReadTransaction {
     ///
     /// - Throws: `.notFound` if there is no such table.
     func schemaFingerprint(of table: String) throws(KuraError) -> SchemaFingerprint {
-        let catalog = try currentCatalog()
-        guard let info = catalog.entries[table], info.kind == "table" else {
-            throw KuraError(.notFound, "no table named \"\(table)\"")
+        if let w = self as? WriteTransaction {
+            return SchemaFingerprint(catalog: CatalogCache.Key(w.writer!.header), local: w.localSchemaGeneration)
         }
-        var indexes: [Int64: UInt32] = [:]
-        for e in catalog.entries.values where e.kind == "index" && e.owner == table { indexes[e.id] = e.rootPage }
-        return SchemaFingerprint(tableID: info.id, rootPage: info.rootPage, definition: info.definition, indexes: indexes)
+        // A read transaction's snapshot never changes: compute it once.
+        if let f = fingerprintMemo { return f }
+        let f = SchemaFingerprint(catalog: CatalogCache.Key(try headerPage()), local: 0)
+        fingerprintMemo = f
+        return f
     }
 }
 

@@ -49,6 +49,10 @@ struct WALFrameIndex {
 }
 
 final class WriteAheadLog {
+    /// Version of the log's own format, written in its header. Unchanged by
+    /// store format 2 (which changed only the header page and the catalog), so
+    /// a format-1 store's log is still recovered.
+    static let formatVersion: UInt32 = 1
     static let magic: UInt32 = 0x4B57_414C
     static let headerSize = 40
     static let frameHeaderSize = 24
@@ -134,7 +138,7 @@ final class WriteAheadLog {
     private func parseHeader(_ h: [UInt8]) -> (generation: UInt32, salt1: UInt32, salt2: UInt32, checksum: UInt64)? {
         h.withUnsafeBytes { b in
             func u32(_ o: Int) -> UInt32 { UInt32(littleEndian: b.loadUnaligned(fromByteOffset: o, as: UInt32.self)) }
-            guard u32(0) == Self.magic, u32(4) == FileHeader.formatVersion, Int(u32(8)) == pageSize else { return nil }
+            guard u32(0) == Self.magic, u32(4) == Self.formatVersion, Int(u32(8)) == pageSize else { return nil }
             guard UInt64(littleEndian: b.loadUnaligned(fromByteOffset: 24, as: UInt64.self)) == databaseID else { return nil }
             let sum = UInt64(littleEndian: b.loadUnaligned(fromByteOffset: 32, as: UInt64.self))
             guard Checksum.xxh64(b.baseAddress!, count: 32, seed: 0) == sum else { return nil }
@@ -207,7 +211,7 @@ final class WriteAheadLog {
         let s2 = UInt32.random(in: 0...UInt32.max)
         h.withUnsafeMutableBytes { b in
             b.storeBytes(of: Self.magic.littleEndian, toByteOffset: 0, as: UInt32.self)
-            b.storeBytes(of: FileHeader.formatVersion.littleEndian, toByteOffset: 4, as: UInt32.self)
+            b.storeBytes(of: Self.formatVersion.littleEndian, toByteOffset: 4, as: UInt32.self)
             b.storeBytes(of: UInt32(pageSize).littleEndian, toByteOffset: 8, as: UInt32.self)
             b.storeBytes(of: newGeneration.littleEndian, toByteOffset: 12, as: UInt32.self)
             b.storeBytes(of: s1.littleEndian, toByteOffset: 16, as: UInt32.self)
