@@ -425,13 +425,16 @@ public final class WriteTransaction: ReadTransaction {
         c.entries[name] = nil
         c.entries[newName] = TableInfo(name: newName, id: info.id, rootPage: info.rootPage, rowCount: info.rowCount, nextRowID: info.nextRowID,
                                        definition: info.definition, kind: info.kind, owner: info.owner)
-        changedTables.remove(name)
-        changedTables.insert(newName)
+        // Catalog records are keyed by catalog ID: the renamed record replaces
+        // the old one at commit. Counters follow the name they are kept under.
+        if changedTables.remove(name) != nil { changedTables.insert(newName) }
+        schemaChanged.remove(name)
+        schemaChanged.insert(newName)
         if info.kind == "table" {
             for (n, e) in c.entries where e.kind == "index" && e.owner == name {
                 c.entries[n] = TableInfo(name: n, id: e.id, rootPage: e.rootPage, rowCount: e.rowCount, nextRowID: e.nextRowID,
                                          definition: e.definition, kind: e.kind, owner: newName)
-                changedTables.insert(n)
+                schemaChanged.insert(n)
             }
             indexCache[name] = nil
             indexCache[newName] = nil
@@ -440,6 +443,7 @@ public final class WriteTransaction: ReadTransaction {
         }
         schemaCache[name] = nil
         catalog = c
+        noteSchemaChange()
         changeCount += 1
     }
 
