@@ -143,7 +143,7 @@ struct BatchDeletePlan {
             guard let layout = container.layouts[x.name] else { throw PersistentContainer.missingLayout(x) }
             let t = try tx.table(x.hierarchy.table)
             guard var row = try tx.values(in: t, rowID: y.rowID) else { continue }
-            while row.count < layout.columns.count { row.append(layout.defaults[row.count]) }
+            layout.pad(&row)
             for r in rs {
                 guard let slot = layout.relationships.first(where: { $0.name == r.name }) else { continue }
                 row[slot.column] = .null

@@ -270,9 +270,9 @@ extension PersistentContainer {
     }
 
     /// An engine error with where it happened prefixed.
-    static func located(_ error: any Error, _ where_: String) -> KuraError {
-        guard let e = error as? KuraError else { return KuraError(.io, "\(where_): \(error)") }
-        return KuraError(e.code, "\(where_): \(e.message); nothing was written", path: e.path, page: e.page, offset: e.offset)
+    static func located(_ error: any Error, _ place: String) -> KuraError {
+        guard let e = error as? KuraError else { return KuraError(.io, "\(place): \(error)") }
+        return KuraError(e.code, "\(place): \(e.message); nothing was written", path: e.path, page: e.page, offset: e.offset)
     }
 }
 
@@ -282,15 +282,21 @@ extension RowLayout {
         guard let i = e.attributes.firstIndex(where: { $0.name == a.name }), let c = attributeColumns[i] else {
             throw KuraError(.notFound, "entity \"\(e.name)\" has no stored attribute \"\(a.name)\"")
         }
-        while row.count < columns.count { row.append(defaults[row.count]) }
+        pad(&row)
         row[c] = a.type.engineValue(v)
         if let x = exactColumns[i] { row[x] = { if case .text = v { return v } else { return .null } }() }
+    }
+
+    /// Extends a stored row written before its table's last columns were
+    /// added with those columns' defaults (records may be shorter than the table).
+    func pad(_ row: inout [Value]) {
+        while row.count < columns.count { row.append(defaults[row.count]) }
     }
 
     /// Advances a stored row's version (a context holding the old version
     /// meets a conflict when it saves).
     func bumpVersion(_ row: inout [Value]) {
-        while row.count < columns.count { row.append(defaults[row.count]) }
+        pad(&row)
         if case .integer(let n) = row[version] { row[version] = .integer(n &+ 1) } else { row[version] = .integer(1) }
     }
 }

@@ -105,8 +105,6 @@ struct BatchInsertRun {
 
     /// Runs `body`, prefixing an error with the object's position.
     func located<T>(_ body: () throws(KuraError) -> T) throws(KuraError) -> T {
-        do { return try body() } catch {
-            throw KuraError(error.code, "batch insert into \"\(entity.name)\", object \(position): \(error.message); nothing was written")
-        }
+        do { return try body() } catch { throw PersistentContainer.located(error, "batch insert into \"\(entity.name)\", object \(position)") }
     }
 }
