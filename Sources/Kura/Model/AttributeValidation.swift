@@ -79,11 +79,15 @@ extension AttributeDescription {
             if let mx = v.maximum, m.amount > mx { out.append("\(at) \(m.what) (rule: maximum \(unit) \(Self.bound(mx, type)))") }
         }
         if let r = v.regularExpression, case .text(let s) = value {
-            // The pattern compiled when the model was built (validationModelProblem).
-            if let re = try? NSRegularExpression(pattern: r) {
+            do {
+                let re = try CompiledPatterns.shared.expression(r)
                 let whole = NSRange(s.startIndex..., in: s)
                 let m = re.firstMatch(in: s, options: [.anchored], range: whole)
                 if m?.range != whole { out.append("\(at) is \"\(s)\", which does not match the regular expression \"\(r)\" (rule: regular expression)") }
+            } catch {
+                // The model check compiles every pattern, so this is reached only
+                // by a model built around that check; the save still fails, by name.
+                out.append("\(at): the regular expression \"\(r)\" does not compile (\(error)), so the value cannot be checked")
             }
         }
         return out
@@ -92,5 +96,26 @@ extension AttributeDescription {
     private static func bound(_ b: Double, _ type: AttributeType) -> String {
         if type == .date { return "\(Date(timeIntervalSinceReferenceDate: b))" }
         return b.rounded() == b && abs(b) < 1e15 ? String(Int64(b)) : "\(b)"
+    }
+}
+
+/// Regular expressions of validation rules, compiled once per pattern for the
+/// life of the process (a save used to compile the pattern again for every value).
+///
+/// Thread rules: any thread; `lock` guards `compiled`. NSRegularExpression
+/// matching is documented thread-safe once the object is built.
+final class CompiledPatterns: @unchecked Sendable {
+    // @unchecked Sendable: `compiled` is read and written only under `lock`.
+    static let shared = CompiledPatterns()
+    private let lock = NSLock()
+    private var compiled: [String: NSRegularExpression] = [:]
+
+    /// The compiled form of `pattern`.
+    /// - Throws: the compiler's error if the pattern does not compile (not cached).
+    func expression(_ pattern: String) throws -> NSRegularExpression {
+        if let re = lock.withLock({ compiled[pattern] }) { return re }
+        let re = try NSRegularExpression(pattern: pattern)
+        lock.withLock { compiled[pattern] = re }
+        return re
     }
 }
