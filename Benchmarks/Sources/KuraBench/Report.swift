@@ -78,11 +78,13 @@ final class Results {
         }
     }
 
-    /// The main table: one line per workload, engines side by side.
+    /// The main table: one line per workload, engines side by side. "GRDB" is
+    /// GRDB's fast path, "GRDB idiomatic" its plain query-interface calls
+    /// (GRDBBench.swift); the objects ratios are to SQLite and to GRDB's fast path.
     func table(rows: Int, engines: [String]) -> String {
         let objects = engines.contains("kura-objects")
-        var out = "| workload | SQLite | Kura | GRDB | Kura/SQLite | goal | Kura objects | objects/SQLite | objects/GRDB |\n"
-        out += "| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |\n"
+        var out = "| workload | SQLite | Kura | GRDB (fast path) | GRDB idiomatic | Kura/SQLite | goal | Kura objects | objects/SQLite | objects/GRDB | objects/GRDB idiomatic |\n"
+        out += "| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |\n"
         for w in workloadInfos {
             func cell(_ e: String) -> String {
                 find(w.id, e, rows: rows).map { Self.format($0.median, w.unit) } ?? "–"
@@ -96,15 +98,17 @@ final class Results {
             var objectsCell = "–"
             var objectsSQLite = "–"
             var objectsRatio = "–"
+            var objectsIdiomatic = "–"
             if objects, let o = find(w.id, "kura-objects", rows: rows) {
                 objectsCell = Self.format(o.median, w.unit)
                 if let r = ratio(o, to: "sqlite") { objectsSQLite = String(format: "%.2f", r) }
                 if let r = ratio(o, to: "grdb") { objectsRatio = String(format: "%.2f", r) }
+                if let r = ratio(o, to: "grdb-idiomatic") { objectsIdiomatic = String(format: "%.2f", r) }
             }
             if w.id == "W10 compacted" && find(w.id, "kura", rows: rows) == nil {
                 ratioText = "not measured (the file was not cut: another reader)"
             }
-            out += "| \(w.id): \(w.title) | \(cell("sqlite")) | \(cell("kura")) | \(cell("grdb")) | \(ratioText) | \(goalText) | \(objectsCell) | \(objectsSQLite) | \(objectsRatio) |\n"
+            out += "| \(w.id): \(w.title) | \(cell("sqlite")) | \(cell("kura")) | \(cell("grdb")) | \(cell("grdb-idiomatic")) | \(ratioText) | \(goalText) | \(objectsCell) | \(objectsSQLite) | \(objectsRatio) | \(objectsIdiomatic) |\n"
         }
         return out
     }
@@ -123,6 +127,7 @@ final class Results {
             }
             if m.engine != "sqlite", let r = ratio(m, to: "sqlite") { d["ratio"] = r; d["ratio_to"] = "sqlite" }
             if m.engine == "kura-objects", let r = ratio(m, to: "grdb") { d["ratio_to_grdb"] = r }
+            if m.engine == "kura-objects", let r = ratio(m, to: "grdb-idiomatic") { d["ratio_to_grdb_idiomatic"] = r }
             items.append(d)
         }
         let root: [String: Any] = ["settings": settings, "results": items]

@@ -16,7 +16,7 @@
 import Foundation
 
 /// Every contender, in the order of the first round.
-var allEngines: [any BenchEngine.Type] { [KuraEngineBench.self, SQLiteBench.self, GRDBBench.self] }
+var allEngines: [any BenchEngine.Type] { [KuraEngineBench.self, SQLiteBench.self, GRDBBench.self, GRDBIdiomaticBench.self] }
 
 struct RunOptions {
     var rows = 1_000_000
@@ -30,6 +30,13 @@ struct RunOptions {
     /// Only W12 (FRCBench.swift).
     var frc = false
     var findOrCreate = false
+    /// Only the relationship queries (RelationsBench.swift).
+    var relations = false
+    /// Only the import row (ImportBench.swift), with this kura executable if given.
+    var importRow = false
+    var kuraPath: String?
+    /// --scale sizes, if given (else N/100, N/10, N).
+    var scaleSizes: [Int]?
 }
 
 struct CheckMismatch: Error, CustomStringConvertible {
@@ -44,6 +51,8 @@ final class Runner {
     var failures: [String] = []
     /// Check values of the current round: workload → engine → value.
     private var checks: [String: [String: Int]] = [:]
+
+    static let printTimes = ProcessInfo.processInfo.environment["KURA_BENCH_TIMES"] != nil
 
     init(options: RunOptions, directory: String) {
         self.options = options
@@ -75,9 +84,13 @@ final class Runner {
     /// Times `body`, records the sample, checks its value.
     @discardableResult
     func measure(_ workload: String, _ engine: String, rows: Int, expect: Int? = nil, _ body: () throws -> Int) throws -> Int {
+        let start = now()
         let (value, seconds) = try timed(body)
         results.add(workload, engine, rows: rows, .seconds, seconds)
-        progress("  \(engine) \(workload): \(formatSeconds(seconds)) (check \(value))")
+        // With KURA_BENCH_TIMES set, the workload's CLOCK_MONOTONIC interval, to
+        // cut a profile recorded with `perf record -k mono` (`perf report --time A,B`).
+        let interval = Self.printTimes ? String(format: " [monotonic %.6f,%.6f]", start, start + seconds) : ""
+        progress("  \(engine) \(workload): \(formatSeconds(seconds)) (check \(value))\(interval)")
         try check(workload, engine, value)
         if let expect, value != expect {
             throw CheckMismatch(description: "\(engine) \(workload) returned \(value), expected \(expect)")
@@ -189,7 +202,7 @@ final class Runner {
     // MARK: --scale
 
     /// N/100, N/10 and N: 10000, 100000 and 1000000 by default.
-    var scaleSizes: [Int] { [max(options.rows / 100, 1), max(options.rows / 10, 1), options.rows] }
+    var scaleSizes: [Int] { options.scaleSizes ?? [max(options.rows / 100, 1), max(options.rows / 10, 1), options.rows] }
     static let scaleWorkloads = ["W1", "W2", "W3", "W5"]
 
     /// W1, W2, W3 and W5 at each size; the report divides by the rows touched

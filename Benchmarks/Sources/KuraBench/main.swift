@@ -6,22 +6,31 @@
 import Foundation
 
 let usage = """
-usage: kura-bench [--rows N] [--runs R] [--engines kura,sqlite,grdb,kura-objects] [--w9-seconds S]
-                  [--dir DIR] [--json [FILE]] [--scale] [--no-w11] [--frc] [--find-or-create]
+usage: kura-bench [--rows N] [--runs R] [--engines kura,sqlite,grdb,grdb-idiomatic,kura-objects]
+                  [--w9-seconds S] [--dir DIR] [--json [FILE]] [--scale] [--scale-sizes LIST] [--no-w11]
+                  [--frc] [--find-or-create] [--relations] [--import] [--kura PATH]
 
   --rows N        rows in the table (default 1000000)
   --runs R        runs of every workload per engine; the median is reported (default 3, at least 3 for a report)
-  --engines LIST  engines to run (default kura,sqlite,grdb,kura-objects)
+  --engines LIST  engines to run (default kura,sqlite,grdb,grdb-idiomatic,kura-objects; grdb is
+                  GRDB's fastest documented path, grdb-idiomatic its plain query-interface calls)
   --w9-seconds S  length of W9 (default 5; 0 skips it)
   --dir DIR       where the stores are created (default: a new directory under $TMPDIR or /tmp)
   --json [FILE]   also write the results as JSON (default file kura-bench.json)
   --scale         run W1, W2, W3, W5 at N/100, N/10 and N rows (10000, 100000, 1000000
                   by default) and print how time per row grows
+  --scale-sizes LIST  with --scale, the sizes to run instead (e.g. 100000,1000000,10000000)
   --no-w11        skip W11 (the child processes measuring peak memory)
   --frc           run only W12: one change delivered to a fetched-results controller
                   of --rows rows (default 100000), against SQLite's update + re-query
   --find-or-create  run only the find-or-create import: up to --rows children (default 80000)
                   of 200 parents, each parent fetched by code in one context before its child
+  --relations     run only the relationship queries (R0–R4) over --rows students (default
+                  100000): Kura objects, SQLite by hand, GRDB fast path and GRDB associations
+  --import        run only the import row: `kura import` against `sqlite3 .import` on the same
+                  CSV of --rows rows (default 1000000), time and peak memory
+  --kura PATH     the kura executable for --import (default: next to kura-bench, then the
+                  root package's .build/release/kura)
 """
 
 func parseOptions(_ args: [String]) -> RunOptions {
@@ -48,6 +57,13 @@ func parseOptions(_ args: [String]) -> RunOptions {
         case "--no-w11": o.w11 = false
         case "--frc": o.frc = true
         case "--find-or-create": o.findOrCreate = true
+        case "--relations": o.relations = true
+        case "--import": o.importRow = true
+        case "--kura": o.kuraPath = value()
+        case "--scale-sizes":
+            let sizes = value().split(separator: ",").compactMap { Int($0) }
+            guard !sizes.isEmpty, sizes.allSatisfy({ $0 > 0 }) else { fail("--scale-sizes takes positive numbers separated by commas") }
+            o.scaleSizes = sizes
         case "-h", "--help": print(usage); exit(0)
         default: fail("unknown option \(args[i])\n\n\(usage)")
         }
@@ -55,6 +71,7 @@ func parseOptions(_ args: [String]) -> RunOptions {
     }
     if o.frc && !args.contains("--rows") { o.rows = 100_000 }
     if o.findOrCreate && !args.contains("--rows") { o.rows = 80_000 }
+    if o.relations && !args.contains("--rows") { o.rows = 100_000 }
     return o
 }
 
@@ -77,7 +94,7 @@ func machineDescription() -> [String: String] {
 }
 
 func runnerSizes(_ o: RunOptions) -> String {
-    [o.rows / 100, o.rows / 10, o.rows].map(String.init).joined(separator: ", ")
+    (o.scaleSizes ?? [o.rows / 100, o.rows / 10, o.rows]).map(String.init).joined(separator: ", ")
 }
 
 func main() throws {
@@ -125,8 +142,8 @@ func main() throws {
     Fair settings:
       Kura engine: page size \(Settings.pageSize), cacheSize \(Settings.cacheBytes / 1_048_576) MiB, durability .normal (W8: .full), checkpointThreshold \(Settings.checkpointPages) frames
       SQLite \(SQLiteBench.libraryVersion) (C API): page_size \(Settings.pageSize), journal_mode=WAL, synchronous=NORMAL (W8: FULL), cache_size=-\(Settings.cacheBytes / 1024) (\(Settings.cacheBytes / 1_048_576) MiB), wal_autocheckpoint=\(Settings.checkpointPages); prepared statements reused, bound parameters
-      GRDB 7.10.0 records (same SQLite library): DatabasePool (WAL), same pragmas; records with hand-written init(row:)/encode(to:)
-      Kura objects: Kura's object layer on the same engine options (one entity, a context, one save; lookups by object ID in a fresh context; fetchBatchSize 1000)
+      GRDB 7.10.0 (same SQLite library): DatabasePool (WAL), same pragmas; "grdb" = fastest documented path (db.cachedStatement, rows decoded by position, cursors), "grdb-idiomatic" = query interface and records (init(row:) by column name, fetchOne(db, key:), filter/fetchAll, insert, updateAll, deleteAll)
+      Kura objects: Kura's object layer on the same engine options (one entity, a context, one save; lookups by object ID in a fresh context; W3–W7 fetch requests on a second store whose model indexes score; fetchBatchSize 1000 for W11)
       Rows are read into Swift values (String, Int64, Double) by every engine.
     Ratios are engine/SQLite with lower = better for the engine (time, bytes; for W9 throughputs, time per operation).
 
@@ -138,6 +155,14 @@ func main() throws {
     }
     if options.frc {
         try FRCBench.run(rows: options.rows, directory: directory)
+        return
+    }
+    if options.relations {
+        try RelationsBench.run(rows: options.rows, runs: options.runs, engines: options.engines, directory: directory)
+        return
+    }
+    if options.importRow {
+        try ImportBench.run(rows: options.rows, runs: options.runs, directory: directory, kuraPath: options.kuraPath)
         return
     }
     let runner = Runner(options: options, directory: directory)
@@ -158,7 +183,8 @@ func main() throws {
         }
         print("""
         W10 compaction: Kura's row is after Database.compact() (in place, through the log); SQLite's is after VACUUM.
-        Kura objects: W1, W2 and W11 so far; the other workloads are marked as a hook in Sources/KuraBench/KuraObjectsBench.swift.
+        Kura objects: W1, W2, W11 on the index-free store, W3–W7 on a second store whose model indexes score (KuraObjectsBench.swift);
+        W1b, W8, W9 and W10 have no object form here. objects/GRDB is to GRDB's fast path.
         """)
     }
     if let path = options.jsonPath {

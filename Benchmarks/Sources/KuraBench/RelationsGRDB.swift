@@ -1,0 +1,196 @@
+// RelationsGRDB: the GRDB contenders of the relationship queries
+// (RelationsBench.swift): records with associations for the idiomatic path,
+// the hand-written SQL through cached statements for the fast path.
+
+import GRDB
+
+// MARK: GRDB records
+
+/// A student decoded by column name (the idiomatic record).
+struct GStudent: FetchableRecord, PersistableRecord {
+    static let databaseTableName = "student"
+    static let record = hasOne(GRecord.self, using: ForeignKey(["student_id"]))
+    static let courses = hasMany(GCourse.self, using: ForeignKey(["student_id"]))
+    var id: Int64
+    var number: Int64
+    var name: String
+
+    init(id: Int64, number: Int64, name: String) {
+        self.id = id
+        self.number = number
+        self.name = name
+    }
+
+    init(row: Row) throws {
+        id = row["id"]
+        number = row["number"]
+        name = row["name"]
+    }
+
+    func encode(to container: inout PersistenceContainer) throws {
+        container["id"] = id
+        container["number"] = number
+        container["name"] = name
+    }
+}
+
+struct GRecord: FetchableRecord, PersistableRecord {
+    static let databaseTableName = "record"
+    var studentID: Int64
+    var number: Int64
+    var grade: Int64
+
+    init(studentID: Int64, number: Int64, grade: Int64) {
+        self.studentID = studentID
+        self.number = number
+        self.grade = grade
+    }
+
+    init(row: Row) throws {
+        studentID = row["student_id"]
+        number = row["number"]
+        grade = row["grade"]
+    }
+
+    func encode(to container: inout PersistenceContainer) throws {
+        container["student_id"] = studentID
+        container["number"] = number
+        container["grade"] = grade
+    }
+}
+
+struct GCourse: FetchableRecord, PersistableRecord {
+    static let databaseTableName = "course"
+    var studentID: Int64
+    var title: String
+
+    init(studentID: Int64, title: String) {
+        self.studentID = studentID
+        self.title = title
+    }
+
+    init(row: Row) throws {
+        studentID = row["student_id"]
+        title = row["title"]
+    }
+
+    func encode(to container: inout PersistenceContainer) throws {
+        container["student_id"] = studentID
+        container["title"] = title
+    }
+}
+
+/// A student row decoded by position (`SELECT s.id, s.number, s.name`): GRDB's fast path.
+struct GStudentFast: FetchableRecord {
+    var id: Int64
+    var number: Int64
+    var name: String
+    init(row: Row) throws {
+        id = row[0]
+        number = row[1]
+        name = row[2]
+    }
+}
+
+extension RelationsBench {
+    static func grdb(_ runner: Runner, _ data: RelationsData, path: String, idiomatic: Bool) throws {
+        let name = idiomatic ? "grdb-idiomatic" : "grdb"
+        let n = data.students
+        let pool = try DatabasePool(path: path, configuration: GRDBBench.configuration())
+        defer { try? pool.close() }
+        try pool.write { db in try db.execute(sql: schema) }
+
+        try runner.measure("R insert", name, rows: n, expect: data.objectCount) {
+            try pool.write { db in
+                var made = 0
+                if idiomatic {
+                    for i in 0..<n {
+                        let id = Int64(i + 1)
+                        try GStudent(id: id, number: id, name: "student\(i + 1)").insert(db)
+                        try GRecord(studentID: id, number: id, grade: data.grades[i]).insert(db)
+                        made += 2
+                        for t in data.titles[i] {
+                            try GCourse(studentID: id, title: t).insert(db)
+                            made += 1
+                        }
+                    }
+                    return made
+                }
+                let s = try db.cachedStatement(sql: insertStudent)
+                let r = try db.cachedStatement(sql: insertRecord)
+                let c = try db.cachedStatement(sql: insertCourse)
+                for i in 0..<n {
+                    let id = Int64(i + 1)
+                    try s.execute(arguments: [id, id, "student\(i + 1)"])
+                    try r.execute(arguments: [id, id, data.grades[i]])
+                    made += 2
+                    for t in data.titles[i] {
+                        try c.execute(arguments: [id, t])
+                        made += 1
+                    }
+                }
+                return made
+            }
+        }
+        try pool.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
+
+        /// The fast path: `sql` from the statement cache, rows by position.
+        func fast(_ sql: String, _ arguments: StatementArguments) throws -> Int {
+            try pool.read { db in
+                let cursor = try GStudentFast.fetchCursor(db.cachedStatement(sql: sql), arguments: arguments)
+                var total = 0
+                while let s = try cursor.next() {
+                    _ = s.name
+                    total += Int(s.number)
+                }
+                return total
+            }
+        }
+        /// The idiomatic path: `request` fetched as an array of records.
+        func records(_ request: QueryInterfaceRequest<GStudent>) throws -> Int {
+            try pool.read { db in
+                var total = 0
+                for s in try request.fetchAll(db) {
+                    _ = s.name
+                    total += Int(s.number)
+                }
+                return total
+            }
+        }
+
+        try measureQueries(runner, "R0", name, rows: n) { q in
+            let k = RelationsData.gradeKeys[q]
+            if idiomatic {
+                return try pool.read { db in try GRecord.filter(Column("grade") == k).fetchAll(db).reduce(0) { $0 + Int($1.number) } }
+            }
+            return try pool.read { db in
+                let cursor = try Row.fetchCursor(db.cachedStatement(sql: r0), arguments: [k])
+                var total = 0
+                while let row = try cursor.next() { total += Int(row[1] as Int64) }
+                return total
+            }
+        }
+        try measureQueries(runner, "R1", name, rows: n) { q in
+            let k = RelationsData.gradeKeys[q]
+            if idiomatic { return try records(GStudent.joining(required: GStudent.record.filter(Column("grade") == k))) }
+            return try fast(r1, [k])
+        }
+        try measureQueries(runner, "R2", name, rows: n) { _ in
+            if idiomatic {
+                let record = TableAlias<GRecord>()
+                return try records(GStudent.joining(required: GStudent.record.aliased(record))
+                    .order(record["grade"].desc, Column("number")).limit(10))
+            }
+            return try fast(r2, [])
+        }
+        try measureQueries(runner, "R3", name, rows: n) { q in
+            let x = RelationsData.titleKeys[q]
+            if idiomatic { return try records(GStudent.having(GStudent.courses.filter(Column("title") == x).isEmpty == false)) }
+            return try fast(r3, [x])
+        }
+        try measureQueries(runner, "R4", name, rows: n) { _ in
+            if idiomatic { return try records(GStudent.having(GStudent.courses.count > RelationsData.countThreshold)) }
+            return try fast(r4, [RelationsData.countThreshold])
+        }
+    }
+}
