@@ -248,7 +248,7 @@ final class IntegrityChecker<S: IntegritySource> {
                 use(trunk, PageUsage(kind: "unreadable", owner: "freelist", note: error.message))
                 break
             }
-            guard p.u8(0) == NodeKind.freelistTrunk.rawValue else {
+            guard p.u8(0) == PageKind.freelistTrunk.rawValue else {
                 report(trunk, "freelist trunk has kind \(p.u8(0)), not 6")
                 use(trunk, PageUsage(kind: "unreadable", owner: "freelist", note: "kind \(p.u8(0))"))
                 break
