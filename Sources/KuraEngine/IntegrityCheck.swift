@@ -330,9 +330,17 @@ final class IntegrityChecker<S: IntegritySource> {
                     let v = p.leafValue(i)
                     space.payloadBytes += p.cellKey(i).length + v.length
                     if v.overflow != 0 {
+                        // A hostile length would have the chain walk follow a
+                        // cycle millions of times: no chain is longer than the store.
+                        let cap = BTree.overflowCapacity(source.pageSize)
+                        let needed = (v.length - v.local + cap - 1) / cap
+                        if needed > Int(pageCount) {
+                            report(number, "\(label): cell \(i): a \(v.length)-byte value needs \(needed) overflow pages, more than the \(pageCount) pages of the store")
+                            space.complete = false
+                            continue
+                        }
                         do {
                             let chain = try tree.overflowPages(p, i, source)
-                            let cap = BTree.overflowCapacity(source.pageSize)
                             var remaining = v.length - v.local
                             for o in chain {
                                 if claim(o, "\(label) overflow") {
