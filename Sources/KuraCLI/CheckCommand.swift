@@ -1,7 +1,8 @@
-// kura check: a full integrity check from raw pages (KuraEngine's StoreWalker):
-// checksums, tree order, depth and fill invariants, every page used once or free,
-// freelist accounting, records decode, index entries equal table rows. Finishes
-// on any file, however damaged; never writes.
+// kura check: the engine's integrity check (IntegrityCheck.swift, the same one
+// `ReadTransaction.checkIntegrity` runs) over raw pages (StoreWalker): checksums,
+// tree order, depth and fill invariants, every page used once or free, freelist
+// accounting, records decode, index entries equal table rows; then external
+// value files. Finishes on any file, however damaged; never writes.
 
 import KuraEngine
 

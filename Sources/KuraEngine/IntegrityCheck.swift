@@ -1,22 +1,41 @@
-// IntegrityCheck: a full check of one snapshot of a store.
+// IntegrityCheck: the one integrity check of a store, shared by the engine's
+// `ReadTransaction.checkIntegrity` (over the transaction's snapshot) and the
+// `kura` tool's `check`, `pages`, `stats`, `schema` and `info` (over a
+// `RawStore`: the file's pages with the committed log frames applied, read
+// without the engine's pager, so that it works on stores the engine refuses).
+// Both hand the checker an `IntegritySource`; only page 1's own checks and the
+// note on a leaked page differ between them.
 //
-// What it verifies (each violation is reported with its page, never thrown):
-//   - every page's checksum (by reading it) and node structure;
-//   - each tree: page kinds and owner, key order inside pages and against the
-//     parent's separators, every leaf at the same depth, no empty non-root page,
-//     depth bound, overflow chains of the right length and kind;
-//   - records in table trees decode; row keys are row IDs below the table's next
-//     row ID; the table's row count equals the rows found (counters from the
-//     counters tree in format 2, from the catalog record in format 1); every
-//     table has one counters entry and no entry names anything but a table;
-//   - every index holds exactly one entry per row of its table, equal to the key
-//     computed from the row now (so a stale entry, a missing one, or a key
-//     computed under other Unicode tables is reported);
-//   - the freelist: trunk kinds, entries in range, the header's free count;
+// What it verifies (FORMAT.md, "Validation", "Tree pages", "Freelist", "Index
+// trees"); each violation is reported with its page, never thrown:
+//   - the header page: readable; from raw pages also its checksum, fixed fields
+//     (magic, version, page size, database ID) and page count against the file
+//     and the log; the free count not above the page count;
+//   - every page read: in range, present, checksum, tree-page structure
+//     (`Node.validate`);
+//   - each tree: page kinds and owner, key order in pages and against the
+//     parent's separators, every leaf at one depth, no empty non-root page, depth
+//     <= 40, the content area holding exactly the cells and the fragmented bytes,
+//     overflow chains of the right length and kind;
+//   - the catalog: keys are catalog IDs, entries decode, no name twice, known
+//     kinds, table schemas and index definitions decode, every index on an
+//     existing table with a schema and columns inside it;
+//   - the counters tree (format 2): every table has one entry and no entry names
+//     anything but a table (format 1 keeps counters in the catalog record);
+//   - table rows: keys are row IDs below the table's next row ID, every record
+//     and every column decodes, the row count equals the rows found;
+//   - indexes: entries have empty values, every entry equals the key computed
+//     from its row now and every row has its entry (so a stale entry, a missing
+//     one, or a key computed under other Unicode tables is reported), unique
+//     indexes hold no duplicate non-null values;
+//   - the freelist: trunk kinds and entry counts, the header's free count;
 //   - every page from 2 to the page count is used exactly once or is free.
+// External value files are checked apart (`checkExternalValues`).
 //
-// Loops are bounded by the page count, so a cyclic or garbage structure ends the
-// walk with a report instead of hanging.
+// Bounds: each page is claimed at most once, so every walk visits at most
+// `pageCount` pages; loops over cells are bounded by validated cell counts,
+// overflow chains by their value length, the leak scan by the problems kept. A
+// cyclic or garbage structure ends in a report, never a hang or a trap.
 
 /// One problem found by an integrity check.
 public struct IntegrityProblem: Sendable, CustomStringConvertible, Hashable {
@@ -33,246 +52,487 @@ public struct IntegrityProblem: Sendable, CustomStringConvertible, Hashable {
 }
 
 extension ReadTransaction {
-    /// Checks the whole snapshot. Returns at most `limit` problems; empty means
-    /// the store is consistent.
+    /// Checks the whole snapshot (the one check `kura check` runs). Returns at
+    /// most `limit` problems, in the order found; empty means the store is
+    /// consistent. External value files are not looked at: see
+    /// `checkExternalValues(limit:)`.
     ///
     /// - Throws: only `.misuse`; damage is reported, not thrown.
     public func checkIntegrity(limit: Int = 100) throws(KuraError) -> [IntegrityProblem] {
         try checkActive()
-        if let w = writer {
-            var checker = IntegrityChecker(source: w, limit: limit)
-            return checker.run()
+        if let w = writer { return Self.check(w, limit: limit) }
+        return Self.check(snapshotPages!, limit: limit)
+    }
+
+    private static func check<P: PageSource>(_ pages: P, limit: Int) -> [IntegrityProblem] {
+        let header: Page
+        do { header = try pages.page(1) } catch {
+            return limit > 0 ? [IntegrityProblem(page: 1, message: "header page unreadable: \(error.message)")] : []
         }
-        var checker = IntegrityChecker(source: snapshotPages!, limit: limit)
-        return checker.run()
+        return IntegrityChecker(SnapshotCheckSource(pages: pages, header: header), limit: limit).run().problems
     }
 }
 
-struct IntegrityChecker<S: PageSource> {
+/// Pages an integrity check reads: a snapshot of the store (`PageSource`: page
+/// `n` checked for range, checksum and node structure) and page 1's own checks.
+protocol IntegritySource: PageSource {
+    /// The pages the check covers: 1 ... pageCount.
+    var pageCount: UInt32 { get }
+    /// Page 1's fields (nil if they cannot be read at all), after reporting what
+    /// is wrong with page 1 itself.
+    func checkHeader(report: (UInt32, String) -> Void) -> HeaderFields?
+    /// What a page that nothing claims holds (for `kura pages`).
+    func leakedPageNote(_ page: UInt32) -> String
+}
+
+/// A transaction's snapshot as an integrity source. The pager checked page 1's
+/// checksum and fixed fields when it read them, and a writer's own header page
+/// has no checksum until it commits, so only the page count is judged here.
+struct SnapshotCheckSource<P: PageSource>: IntegritySource {
+    let pages: P
+    let header: Page
+    var pageSize: Int { pages.pageSize }
+    var pageCount: UInt32 { header.headerPageCount }
+
+    func page(_ number: UInt32) throws(KuraError) -> Page { try pages.page(number) }
+
+    func checkHeader(report: (UInt32, String) -> Void) -> HeaderFields? {
+        let h = HeaderFields(header)
+        if h.freeCount > h.pageCount {
+            report(1, "header counts \(h.freeCount) free pages, more than the \(h.pageCount) pages of the store")
+        }
+        return h
+    }
+
+    func leakedPageNote(_ page: UInt32) -> String {
+        do { return "kind byte \(try pages.page(page).u8(0))" } catch { return "unreadable: \(error.message)" }
+    }
+}
+
+/// The integrity checker. See the header comment.
+///
+/// Thread rules: one thread; one `run()` per checker.
+final class IntegrityChecker<S: IntegritySource> {
     let source: S
     let limit: Int
-    var problems: [IntegrityProblem] = []
-    var owner: [UInt32: String] = [:]
-    var pageCount: UInt32 = 0
+    let collectUsage: Bool
+    let catalogOnly: Bool
+    var result = Inspection()
+    var claimed: [UInt32: String] = [:]
+    let pageCount: UInt32
 
-    init(source: S, limit: Int) {
+    /// - Parameters:
+    ///   - limit: how many problems to keep (all are counted).
+    ///   - collectUsage: record what every page is used for (for `kura pages`).
+    ///   - catalogOnly: read the header, freelist and catalog only (for `kura
+    ///     info` and `kura schema`): no table or index is walked.
+    init(_ source: S, limit: Int, collectUsage: Bool = false, catalogOnly: Bool = false) {
         self.source = source
-        self.limit = limit
+        self.catalogOnly = catalogOnly
+        self.limit = max(limit, 0)
+        self.collectUsage = collectUsage
+        pageCount = source.pageCount
+        if collectUsage {
+            result.usage = Array(repeating: PageUsage(kind: "leaked", owner: "-"), count: Int(pageCount))
+        }
     }
 
-    var full: Bool { problems.count >= limit }
-
-    mutating func report(_ page: UInt32, _ message: String) {
-        if problems.count < limit { problems.append(IntegrityProblem(page: page, message: message)) }
+    func report(_ page: UInt32, _ message: String) {
+        result.problemCount += 1
+        if result.problems.count < limit { result.problems.append(IntegrityProblem(page: page, message: message)) }
     }
 
-    /// Marks `page` as used by `what`; false if it was already used or is out of range.
-    mutating func claim(_ page: UInt32, _ what: String) -> Bool {
+    func use(_ page: UInt32, _ u: PageUsage) {
+        guard collectUsage, page >= 1, page <= pageCount else { return }
+        result.usage[Int(page) - 1] = u
+    }
+
+    /// Marks `page` as used by `what`; false if it was used already or is out of range.
+    func claim(_ page: UInt32, _ what: String) -> Bool {
         guard page >= 2 && page <= pageCount else {
             report(page, "\(what) refers to page \(page), outside 2...\(pageCount)")
             return false
         }
-        if let other = owner[page] {
+        if let other = claimed[page] {
             report(page, "used twice: by \(other) and by \(what)")
             return false
         }
-        owner[page] = what
+        claimed[page] = what
         return true
     }
 
-    mutating func run() -> [IntegrityProblem] {
-        let header: Page
-        do { header = try source.page(1) } catch {
-            report(1, "header page unreadable: \(error)")
-            return problems
-        }
-        pageCount = header.headerPageCount
-        checkFreelist(head: header.headerFreelistHead, expected: header.headerFreeCount)
-        let catalogRoot = header.headerCatalogRoot
-        var catalog = Catalog()
-        if catalogRoot != 0 {
-            _ = walkTree(BTree(root: catalogRoot, kind: .table), name: "catalog", nextRowID: nil)
-            do { catalog = try Catalog.load(header: header, source) } catch {
-                report(catalogRoot, "catalog unreadable: \(error)")
+    /// Runs the whole check.
+    func run() -> Inspection {
+        checkHeader()
+        guard let header = result.header else { return result }
+        checkFreelist(head: header.freelistHead, expected: header.freeCount)
+        var entries: [TableInfo] = []
+        if header.catalogRoot != 0 {
+            var names = Set<String>()
+            var space = ObjectSpace(name: "catalog", kind: "catalog", rootPage: header.catalogRoot)
+            walkTree(BTree(root: header.catalogRoot, kind: .table), label: "catalog", space: &space) { p, i in
+                let (ko, kl) = p.cellKey(i)
+                guard let (id, used) = RowIDKey.decode(p.bytes, ko, ko + kl), used == kl else {
+                    self.report(p.number, "catalog: cell \(i) key is not a catalog ID")
+                    return
+                }
+                do throws(KuraError) {
+                    let bytes = try BTree(root: header.catalogRoot, kind: .table).value(p, i, self.source)
+                    let info = try TableInfo(id: id, values: RecordCodec.decode(bytes), page: p.number, legacy: header.version == 1)
+                    if !names.insert(info.name).inserted {
+                        self.report(p.number, "catalog names \"\(info.name)\" twice")
+                    } else {
+                        entries.append(info)
+                    }
+                } catch {
+                    self.report(p.number, "catalog entry \(id): \(error.message)")
+                }
             }
+            result.objects.append(space)
         }
-        if header.headerVersion != 1 { checkCounters(root: header.headerCountersRoot, &catalog) }
-        for info in catalog.entries.values.sorted(by: { $0.id < $1.id }) where !full {
-            let isIndex = info.kind == "index"
-            let rows = walkTree(BTree(root: info.rootPage, kind: isIndex ? .index : .table),
-                                name: "\(info.kind) \"\(info.name)\"", nextRowID: isIndex ? nil : info.nextRowID)
-            if let rows, !isIndex, rows != info.rowCount {
-                report(info.rootPage, "table \"\(info.name)\" holds \(rows) rows but its row count says \(info.rowCount)")
-            }
-        }
-        for info in catalog.entries.values.sorted(by: { $0.id < $1.id }) where info.kind == "index" && !full {
-            checkIndexEntries(info, catalog)
-        }
-        if !full && pageCount >= 2 {
-            for p in 2...pageCount where owner[p] == nil {
-                report(p, "page is neither in a tree nor free (leaked)")
-                if full { break }
-            }
-        }
-        return problems
+        if header.version != 1 { walkCounters(root: header.countersRoot, &entries) }
+        entries.sort { $0.id < $1.id }
+        checkObjects(entries)
+        if !catalogOnly { checkLeaks() }
+        return result
     }
 
-    /// Walks the counters tree and lays its entries over the catalog's tables,
-    /// reporting tables without an entry and entries without a table.
-    mutating func checkCounters(root: UInt32, _ catalog: inout Catalog) {
-        let tables = catalog.entries.values.filter { $0.kind == "table" }
+    /// Walks the counters tree (format 2) and lays its entries over `entries`'
+    /// tables, reporting tables without an entry and entries without a table.
+    func walkCounters(root: UInt32, _ entries: inout [TableInfo]) {
+        let tables = entries.indices.filter { entries[$0].kind == "table" }
         guard root != 0 else {
-            if let t = tables.first { report(1, "the header names no counters tree, but table \"\(t.name)\" needs one") }
+            if let t = tables.first { report(1, "the header names no counters tree, but table \"\(entries[t].name)\" needs one") }
             return
         }
-        _ = walkTree(BTree(root: root, kind: .table), name: "counters", nextRowID: nil)
-        let all: [Int64: TableCounters]
-        do { all = try TableCounters.loadAll(root: root, source) } catch {
-            report(root, "counters unreadable: \(error)")
-            return
-        }
-        for t in tables {
-            if let c = all[t.id] { catalog.entries[t.name] = t.with(c) }
-            else { report(root, "table \"\(t.name)\" (catalog ID \(t.id)) has no counters entry") }
-        }
-        let ids = Set(tables.map(\.id))
-        for id in all.keys.sorted() where !ids.contains(id) {
-            report(root, "counters entry for catalog ID \(id), which is not a table")
-        }
-    }
-
-    /// Compares an index's entries with the keys its table's rows produce.
-    mutating func checkIndexEntries(_ info: TableInfo, _ catalog: Catalog) {
-        do {
-            let index = try IndexDefinition(info: info)
-            guard let table = catalog.entries[index.table], table.kind == "table" else {
-                report(info.rootPage, "index \"\(info.name)\" belongs to table \"\(index.table)\", which does not exist")
+        var found: [Int64: TableCounters] = [:]
+        var space = ObjectSpace(name: "counters", kind: "counters", rootPage: root)
+        walkTree(TableCounters.tree(root), label: "counters", space: &space) { p, i in
+            let (ko, kl) = p.cellKey(i)
+            guard let (id, used) = RowIDKey.decode(p.bytes, ko, ko + kl), used == kl else {
+                self.report(p.number, "counters: cell \(i) key is not a catalog ID")
                 return
             }
-            let schema = try TableSchema.decode(table.definition, table: table.name)
-            var expected = Set<[UInt8]>()
-            var rows = TreeCursor(tree: BTree(root: table.rootPage, kind: .table))
-            try rows.first(source)
-            // Bounded by what the pages can hold, never by on-disk counts (which
-            // may be hostile): at most one cell per 4 bytes of every page.
-            let maxEntries = Int(pageCount) * (source.pageSize / 4) + 1
-            var steps = 0
-            while rows.isValid && steps <= maxEntries {
-                steps += 1
-                let k = rows.key
-                guard let (rowID, _) = RowIDKey.decode(k.baseAddress!, 0, k.count) else { try rows.next(source); continue }
-                let record = try rows.tree.value(rows.leaf, rows.index, source)
-                try record.withBytes { b throws(KuraError) in
-                    let view = try RecordView(b)
-                    var (key, _) = try index.valuePrefix { (i: Int) throws(KuraError) -> Value in
-                        if let schema, i < schema.columns.count { return try schema.value(view, i) }
-                        return try view.value(at: i)
-                    }
-                    RowIDKey.append(rowID, to: &key)
-                    expected.insert(key)
-                }
-                try rows.next(source)
+            do throws(KuraError) {
+                found[id] = try TableCounters(id: id, record: TableCounters.tree(root).value(p, i, self.source), page: p.number)
+            } catch {
+                self.report(p.number, "counters: \(error.message)")
             }
-            var entries = TreeCursor(tree: index.tree)
-            try entries.first(source)
-            steps = 0
-            while entries.isValid && steps <= maxEntries {
-                steps += 1
-                let key = Array(entries.key)
-                if expected.remove(key) == nil {
-                    report(entries.leaf.number, "index \"\(info.name)\" has an entry that matches no row of table \"\(table.name)\" (\(hexBytes(key)))")
-                    if full { return }
-                }
-                try entries.next(source)
-            }
-            if !expected.isEmpty {
-                report(info.rootPage, "index \"\(info.name)\" is missing \(expected.count) entries for rows of table \"\(table.name)\"")
-            }
-        } catch {
-            report(info.rootPage, "index \"\(info.name)\": \(error.message)")
         }
+        result.objects.append(space)
+        for t in tables {
+            if let c = found.removeValue(forKey: entries[t].id) { entries[t] = entries[t].with(c) }
+            else if space.complete { report(root, "table \"\(entries[t].name)\" (catalog ID \(entries[t].id)) has no counters entry") }
+        }
+        for id in found.keys.sorted() { report(root, "counters entry for catalog ID \(id), which is not a table") }
     }
 
-    mutating func checkFreelist(head: UInt32, expected: UInt32) {
+    // MARK: Header
+
+    func checkHeader() {
+        use(1, PageUsage(kind: "header", owner: "-", items: 0, fill: nil))
+        result.header = source.checkHeader { self.report($0, $1) }
+    }
+
+    // MARK: Freelist
+
+    func checkFreelist(head: UInt32, expected: UInt32) {
         var trunk = head
-        var count: UInt32 = 0
-        while trunk != 0 && !full {
-            guard claim(trunk, "freelist trunk") else { return }
+        var count = 0
+        while trunk != 0 {
+            guard claim(trunk, "freelist trunk") else { break }
             count += 1
             let p: Page
             do { p = try source.page(trunk) } catch {
                 report(trunk, "freelist trunk unreadable: \(error.message)")
-                return
+                use(trunk, PageUsage(kind: "unreadable", owner: "freelist", note: error.message))
+                break
             }
-            guard p.u8(0) == NodeKind.freelistTrunk.rawValue else {
-                report(trunk, "freelist trunk has kind \(p.u8(0))")
-                return
+            guard p.u8(0) == PageKind.freelistTrunk.rawValue else {
+                report(trunk, "freelist trunk has kind \(p.u8(0)), not 6")
+                use(trunk, PageUsage(kind: "unreadable", owner: "freelist", note: "kind \(p.u8(0))"))
+                break
             }
             let n = Int(p.u32(8))
-            guard n <= (Node.usable(p.size) - 12) / 4 else { report(trunk, "freelist trunk claims \(n) entries"); return }
+            let capacity = (Node.usable(p.size) - 12) / 4
+            use(trunk, PageUsage(kind: "freelist-trunk", owner: "freelist", items: n, fill: Double(min(n, capacity)) / Double(capacity)))
+            guard n <= capacity else {
+                report(trunk, "freelist trunk claims \(n) entries; it holds at most \(capacity)")
+                break
+            }
             for i in 0..<n {
-                if claim(p.u32(12 + 4 * i), "freelist") { count += 1 }
+                let leaf = p.u32(12 + 4 * i)
+                if claim(leaf, "freelist") {
+                    count += 1
+                    use(leaf, PageUsage(kind: "free", owner: "freelist"))
+                }
             }
             trunk = p.u32(4)
         }
-        if count != expected { report(1, "header counts \(expected) free pages, freelist holds \(count)") }
+        result.freePages = count
+        if count != Int(expected) { report(1, "header counts \(expected) free pages, the freelist holds \(count)") }
     }
 
-    /// Walks a tree; returns its number of leaf cells (nil if the walk failed).
-    mutating func walkTree(_ tree: BTree, name: String, nextRowID: Int64?) -> Int64? {
+    // MARK: Trees
+
+    /// Walks a tree, claiming its pages, calling `leafCell` for every cell of
+    /// every readable leaf, and measuring it into `space`.
+    func walkTree(_ tree: BTree, label: String, space: inout ObjectSpace, leafCell: (Page, Int) -> Void) {
         var leafDepth: Int?
-        var rows: Int64 = 0
         // (page, depth, lower bound exclusive, upper bound inclusive)
-        var stack: [(UInt32, Int, [UInt8]?, [UInt8]?)] = [(tree.root, 0, nil, nil)]
+        var stack: [(UInt32, Int, [UInt8]?, [UInt8]?)] = [(tree.root, 1, nil, nil)]
         var steps = 0
         while let (number, depth, lo, hi) = stack.popLast() {
             steps += 1
-            if full || steps > Int(pageCount) + 1 { return nil }
-            guard claim(number, name) else { continue }
+            if steps > Int(pageCount) + 1 { break }
+            guard claim(number, label) else { space.complete = false; continue }
             let p: Page
             do { p = try tree.node(number, source) } catch {
-                report(number, "\(name): \(error.message)")
+                report(number, "\(label): \(error.message)")
+                use(number, PageUsage(kind: "unreadable", owner: label, note: error.message))
+                space.complete = false
                 continue
             }
-            if depth > BTree.maxDepth { report(number, "\(name) is deeper than \(BTree.maxDepth)"); return nil }
+            if depth > BTree.maxDepth {
+                report(number, "\(label) is deeper than \(BTree.maxDepth) levels (a cycle?)")
+                space.complete = false
+                continue
+            }
+            space.depth = max(space.depth, depth)
             let n = p.cellCount
-            if n == 0 && number != tree.root { report(number, "\(name): empty non-root page") }
+            if n == 0 && number != tree.root { report(number, "\(label): empty non-root page") }
             var prev = lo
             for i in 0..<n {
                 let key = p.keyBytes(i)
-                if let pk = prev, !bytesPrecede(pk, key) { report(number, "\(name): key \(i) out of order"); break }
-                if let h = hi, bytesPrecede(h, key) { report(number, "\(name): key \(i) above its parent's separator") }
+                if let pk = prev, !bytesPrecede(pk, key) { report(number, "\(label): key \(i) out of order"); break }
+                if let h = hi, bytesPrecede(h, key) { report(number, "\(label): key \(i) above its parent's separator") }
                 prev = key
             }
+            // The writer's bookkeeping (Node.swift): the content area holds the
+            // cells and the fragments, nothing else. A page that breaks this
+            // would let the next insert overwrite a cell.
+            var cellBytes = 0
+            for i in 0..<n { cellBytes += p.cellSize(i) }
+            if Node.usable(p.size) - p.contentStart != cellBytes + p.fragmented {
+                report(number, "\(label): the content area spans \(Node.usable(p.size) - p.contentStart) bytes, but its cells take \(cellBytes) and the page counts \(p.fragmented) fragmented bytes (overlapping cells or a wrong count)")
+            }
+            let available = Node.usable(p.size) - Node.headerSize
+            let fill = min(max(Double(p.usedSpace) / Double(available), 0), 1)
             if p.isLeafNode {
-                if let d = leafDepth, d != depth { report(number, "\(name): leaf at depth \(depth), others at \(d)") }
+                if let d = leafDepth, d != depth { report(number, "\(label): leaf at depth \(depth), others at \(d)") }
                 leafDepth = depth
-                rows += Int64(n)
+                space.leafPages += 1
+                space.entries += n
+                space.leafBytesUsed += max(0, min(p.usedSpace, available))
+                space.leafBytesAvailable += available
+                var overflow = 0
                 for i in 0..<n {
-                    do {
-                        for o in try tree.overflowPages(p, i, source) { _ = claim(o, "\(name) overflow") }
-                        if tree.kind == .table {
-                            let (ko, kl) = p.cellKey(i)
-                            guard let (rid, used) = RowIDKey.decode(p.bytes, ko, ko + kl), used == kl else {
-                                report(number, "\(name): cell \(i) key is not a row ID")
-                                continue
-                            }
-                            if let next = nextRowID, rid >= next { report(number, "\(name): row \(rid) is not below the next row ID \(next)") }
-                            _ = try RecordCodec.decode(tree.value(p, i, source))
+                    let v = p.leafValue(i)
+                    space.payloadBytes += p.cellKey(i).length + v.length
+                    if v.overflow != 0 {
+                        // A hostile length would have the chain walk follow a
+                        // cycle millions of times: no chain is longer than the store.
+                        let cap = BTree.overflowCapacity(source.pageSize)
+                        let needed = (v.length - v.local + cap - 1) / cap
+                        if needed > Int(pageCount) {
+                            report(number, "\(label): cell \(i): a \(v.length)-byte value needs \(needed) overflow pages, more than the \(pageCount) pages of the store")
+                            space.complete = false
+                            continue
                         }
-                    } catch {
-                        report(number, "\(name): cell \(i): \(error.message)")
+                        do {
+                            let chain = try tree.overflowPages(p, i, source)
+                            var remaining = v.length - v.local
+                            for o in chain {
+                                if claim(o, "\(label) overflow") {
+                                    use(o, PageUsage(kind: "overflow", owner: label, items: min(remaining, cap),
+                                                     fill: Double(min(remaining, cap)) / Double(cap)))
+                                }
+                                remaining -= cap
+                            }
+                            overflow += chain.count
+                            space.overflowPages += chain.count
+                        } catch {
+                            report(number, "\(label): cell \(i): \(error.message)")
+                            space.complete = false
+                            continue
+                        }
                     }
+                    leafCell(p, i)
                 }
+                use(number, PageUsage(kind: tree.kind == .table ? "table-leaf" : "index-leaf", owner: label, items: n, fill: fill, overflowPages: overflow))
             } else {
+                space.interiorPages += 1
+                use(number, PageUsage(kind: tree.kind == .table ? "table-interior" : "index-interior", owner: label, items: n, fill: fill))
+                var children: [(UInt32, Int, [UInt8]?, [UInt8]?)] = []
                 var lower = lo
                 for i in 0...n {
                     let upper = i < n ? p.keyBytes(i) : hi
-                    stack.append((p.child(i), depth + 1, lower, upper))
+                    children.append((p.child(i), depth + 1, lower, upper))
                     lower = upper
                 }
+                stack.append(contentsOf: children.reversed())
             }
         }
-        return rows
+    }
+
+    // MARK: Tables and indexes
+
+    func checkObjects(_ entries: [TableInfo]) {
+        // Decode every definition first: tables' schemas, indexes' columns.
+        var schemas: [String: TableSchema] = [:]
+        var tableNames = Set<String>()
+        var indexesOf: [String: [IndexDefinition]] = [:]
+        var objects: [CatalogObject] = []
+        for info in entries {
+            switch info.kind {
+            case "table":
+                tableNames.insert(info.name)
+                do {
+                    let s = try TableSchema.decode(info.definition, table: info.name)
+                    if let s { schemas[info.name] = s }
+                    objects.append(CatalogObject(info: info, schema: s, index: nil, definitionError: nil))
+                } catch {
+                    report(info.rootPage, "table \"\(info.name)\": \(error.message)")
+                    objects.append(CatalogObject(info: info, schema: nil, index: nil, definitionError: error.message))
+                }
+            case "index":
+                do {
+                    let d = try IndexDefinition(info: info)
+                    objects.append(CatalogObject(info: info, schema: nil, index: d, definitionError: nil))
+                } catch {
+                    report(info.rootPage, "index \"\(info.name)\": \(error.message)")
+                    objects.append(CatalogObject(info: info, schema: nil, index: nil, definitionError: error.message))
+                }
+            default:
+                report(info.rootPage, "catalog entry \(info.id) \"\(info.name)\" has unknown kind \"\(info.kind)\"")
+                objects.append(CatalogObject(info: info, schema: nil, index: nil, definitionError: "unknown kind \"\(info.kind)\""))
+            }
+        }
+        for o in objects {
+            guard let d = o.index else { continue }
+            if !tableNames.contains(d.table) {
+                report(o.info.rootPage, "index \"\(d.name)\" belongs to table \"\(d.table)\", which does not exist")
+            } else if schemas[d.table] == nil {
+                report(o.info.rootPage, "index \"\(d.name)\" is on table \"\(d.table)\", which has no schema")
+            } else if let bad = d.columns.first(where: { $0.position >= schemas[d.table]!.columns.count }) {
+                report(o.info.rootPage, "index \"\(d.name)\" names column position \(bad.position), past the \(schemas[d.table]!.columns.count) columns of table \"\(d.table)\"")
+            } else {
+                indexesOf[d.table, default: []].append(d)
+            }
+        }
+        result.catalog = objects
+        if catalogOnly { return }
+
+        // Tables, computing the index entries their rows need.
+        var expected: [String: Set<[UInt8]>] = [:]
+        var comparable = Set<String>()
+        var spaces: [Int64: ObjectSpace] = [:]
+        for o in objects where o.info.kind == "table" {
+            let info = o.info
+            let label = "table \"\(info.name)\""
+            let schema = schemas[info.name]
+            let indexes = indexesOf[info.name] ?? []
+            var uniques: [String: Set<[UInt8]>] = [:]
+            var space = ObjectSpace(name: info.name, kind: "table", rootPage: info.rootPage, catalogRowCount: info.rowCount)
+            let tree = BTree(root: info.rootPage, kind: .table)
+            for d in indexes { expected[d.name] = [] }
+            var rowsComplete = true
+            walkTree(tree, label: label, space: &space) { p, i in
+                let (ko, kl) = p.cellKey(i)
+                guard let (rowID, used) = RowIDKey.decode(p.bytes, ko, ko + kl), used == kl else {
+                    self.report(p.number, "\(label): cell \(i) key is not a row ID")
+                    return
+                }
+                if rowID >= info.nextRowID {
+                    self.report(p.number, "\(label): row \(rowID) is not below the next row ID \(info.nextRowID)")
+                }
+                do throws(KuraError) {
+                    let record = try tree.value(p, i, self.source)
+                    try record.withBytes { b throws(KuraError) in
+                        let view = try RecordView(b)
+                        for c in 0..<view.count { _ = try view.value(at: c) }
+                        for d in indexes {
+                            var (key, hasNull) = try d.valuePrefix { (c: Int) throws(KuraError) -> Value in
+                                if let schema, c < schema.columns.count { return try schema.value(view, c) }
+                                return try view.value(at: c)
+                            }
+                            if d.isUnique && !hasNull && !uniques[d.name, default: []].insert(key).inserted {
+                                self.report(p.number, "unique index \"\(d.name)\": row \(rowID) repeats values another row of \(label) has")
+                            }
+                            RowIDKey.append(rowID, to: &key)
+                            expected[d.name]!.insert(key)
+                        }
+                    }
+                } catch {
+                    self.report(p.number, "\(label): row \(rowID): \(error.message)")
+                    rowsComplete = false
+                }
+            }
+            if !rowsComplete { space.complete = false }
+            if space.complete && Int64(space.entries) != info.rowCount {
+                report(info.rootPage, "\(label) holds \(space.entries) rows but its row count says \(info.rowCount)")
+            }
+            if space.complete { for d in indexes { comparable.insert(d.name) } }
+            spaces[info.id] = space
+        }
+
+        // Indexes: every entry must be one of the expected keys.
+        for o in objects where o.info.kind == "index" {
+            let info = o.info
+            let label = "index \"\(info.name)\""
+            var space = ObjectSpace(name: info.name, kind: "index", table: info.owner, rootPage: info.rootPage)
+            let compare = comparable.contains(info.name)
+            var unmatched = 0
+            var firstUnmatched: (UInt32, [UInt8])?
+            walkTree(BTree(root: info.rootPage, kind: .index), label: label, space: &space) { p, i in
+                if p.leafValue(i).length != 0 {
+                    self.report(p.number, "\(label): entry \(i) has a \(p.leafValue(i).length)-byte value; index entries have none")
+                }
+                guard compare else { return }
+                let key = p.keyBytes(i)
+                if expected[info.name]!.remove(key) == nil {
+                    unmatched += 1
+                    if firstUnmatched == nil { firstUnmatched = (p.number, key) }
+                }
+            }
+            if let (page, key) = firstUnmatched {
+                report(page, "\(label) has \(unmatched) \(unmatched == 1 ? "entry" : "entries") that match no row of table \"\(info.owner ?? "?")\" (first: \(hexBytes(key)))")
+            }
+            if compare && space.complete, let missing = expected[info.name], !missing.isEmpty {
+                report(info.rootPage, "\(label) is missing \(missing.count) \(missing.count == 1 ? "entry" : "entries") for rows of table \"\(info.owner ?? "?")\"")
+            }
+            expected[info.name] = nil
+            spaces[info.id] = space
+        }
+        for o in objects {
+            if let s = spaces[o.info.id] { result.objects.append(s) }
+        }
+    }
+
+    // MARK: Leaks
+
+    /// Reports every page from 2 to the page count that nothing claimed. Claimed
+    /// pages are all in that range, so the number of leaks is known up front:
+    /// once the kept problems are full (and no usage is wanted), the rest are
+    /// counted without visiting them, however large a hostile page count is.
+    func checkLeaks() {
+        guard pageCount >= 2 else { return }
+        let leaked = Int(pageCount) - 1 - claimed.count
+        var found = 0
+        var p: UInt32 = 2
+        while found < leaked {
+            if claimed[p] == nil {
+                found += 1
+                report(p, "page is neither in a tree nor free (leaked)")
+                if collectUsage {
+                    use(p, PageUsage(kind: "leaked", owner: "-", note: source.leakedPageNote(p)))
+                } else if result.problems.count >= limit {
+                    result.problemCount += leaked - found
+                    return
+                }
+            }
+            if p == pageCount { break }
+            p += 1
+        }
     }
 }

@@ -20,8 +20,8 @@ enum TreeKind: Sendable {
     case table
     case index
 
-    var leaf: NodeKind { self == .table ? .tableLeaf : .indexLeaf }
-    var interior: NodeKind { self == .table ? .tableInterior : .indexInterior }
+    var leaf: PageKind { self == .table ? .tableLeaf : .indexLeaf }
+    var interior: PageKind { self == .table ? .tableInterior : .indexInterior }
 }
 
 struct BTree {
@@ -122,7 +122,7 @@ struct BTree {
                 throw KuraError(.corrupt, "overflow chain of a value on page \(owner) ends early (\(remaining) bytes missing)", page: owner)
             }
             let op = try s.page(next)
-            guard op.u8(0) == NodeKind.overflow.rawValue else {
+            guard op.u8(0) == PageKind.overflow.rawValue else {
                 throw KuraError(.corrupt, "page \(next) in an overflow chain has kind \(op.u8(0))", page: next)
             }
             let n = min(remaining, cap)
@@ -144,7 +144,7 @@ struct BTree {
         while next != 0 && out.count < bound {
             out.append(next)
             let op = try s.page(next)
-            guard op.u8(0) == NodeKind.overflow.rawValue else {
+            guard op.u8(0) == PageKind.overflow.rawValue else {
                 throw KuraError(.corrupt, "page \(next) in an overflow chain has kind \(op.u8(0))", page: next)
             }
             next = op.u32(4)

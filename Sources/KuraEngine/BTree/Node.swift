@@ -1,8 +1,9 @@
 // Node: the layout of B-tree pages (FORMAT.md, "Tree pages" and "Cells").
 //
 //     offset  size  field
-//     0       1     kind: 1 table interior, 2 table leaf, 3 index interior,
-//                   4 index leaf (5 overflow and 6 freelist trunk are not nodes)
+//     0       1     kind (`PageKind`, Pager/PageKind.swift): 1 table interior,
+//                   2 table leaf, 3 index interior, 4 index leaf (5 overflow
+//                   and 6 freelist trunk are not nodes)
 //     1       1     reserved, 0
 //     2       2     cell count
 //     4       2     start of the cell content area
@@ -34,19 +35,6 @@
 // pointers, cell bounds) before any code reads it, so tree code can read cells
 // without further checks.
 
-enum NodeKind: UInt8 {
-    case tableInterior = 1
-    case tableLeaf = 2
-    case indexInterior = 3
-    case indexLeaf = 4
-    case overflow = 5
-    case freelistTrunk = 6
-
-    var isLeaf: Bool { self == .tableLeaf || self == .indexLeaf }
-    var isNode: Bool { rawValue >= 1 && rawValue <= 4 }
-    var isTable: Bool { self == .tableLeaf || self == .tableInterior }
-}
-
 enum Node {
     static let kindOffset = 0
     static let cellCountOffset = kindOffset + 2
@@ -60,7 +48,7 @@ enum Node {
     static func maxCell(_ pageSize: Int) -> Int { (usable(pageSize) - headerSize) / 4 - 2 }
     static func maxKey(_ pageSize: Int) -> Int { maxCell(pageSize) - 24 }
 
-    static func initialize(_ p: Page, kind: NodeKind, treeRoot: UInt32) {
+    static func initialize(_ p: Page, kind: PageKind, treeRoot: UInt32) {
         p.zero()
         p.setU8(kindOffset, kind.rawValue)
         p.setU16(contentStartOffset, UInt16(usable(p.size)))
@@ -80,7 +68,7 @@ enum Node {
 
     /// Checks a node page's structure. Pages of other kinds pass unchanged.
     static func validate(_ p: Page) throws(KuraError) {
-        guard let kind = NodeKind(rawValue: p.u8(kindOffset)), kind.isNode else { return }
+        guard let kind = PageKind(rawValue: p.u8(kindOffset)), kind.isNode else { return }
         let use = usable(p.size)
         let n = Int(p.u16(cellCountOffset))
         let start = Int(p.u16(contentStartOffset))
@@ -125,7 +113,7 @@ enum Node {
 /// Typed accessors for a node page. The page must have passed `Node.validate`
 /// (or have been built by this code).
 extension Page {
-    var nodeKind: NodeKind? { NodeKind(rawValue: u8(Node.kindOffset)) }
+    var nodeKind: PageKind? { PageKind(rawValue: u8(Node.kindOffset)) }
     var isLeafNode: Bool { let k = u8(Node.kindOffset); return k == 2 || k == 4 }
     var cellCount: Int {
         get { Int(u16(Node.cellCountOffset)) }
@@ -289,7 +277,7 @@ extension Page {
 
     /// Replaces the node's cells with `cells` (which must fit) and sets the
     /// right-most child.
-    func rebuild(kind: NodeKind, treeRoot: UInt32, cells: ArraySlice<[UInt8]>, rightChild: UInt32) {
+    func rebuild(kind: PageKind, treeRoot: UInt32, cells: ArraySlice<[UInt8]>, rightChild: UInt32) {
         Node.initialize(self, kind: kind, treeRoot: treeRoot)
         var top = Node.usable(size)
         for (i, c) in cells.enumerated() {

@@ -72,7 +72,7 @@ extension RawStore {
         let kindName: String
         if number == 1 { kindName = "header" }
         else {
-            switch NodeKind(rawValue: kindByte) {
+            switch PageKind(rawValue: kindByte) {
             case .tableInterior: kindName = "table interior"
             case .tableLeaf: kindName = "table leaf"
             case .indexInterior: kindName = "index interior"
@@ -109,9 +109,9 @@ extension RawStore {
                 d.problems.append("byte \(nonzero) should be zero")
             }
         } else {
-            switch NodeKind(rawValue: kindByte) {
+            switch PageKind(rawValue: kindByte) {
             case .tableInterior, .tableLeaf, .indexInterior, .indexLeaf:
-                describeTreePage(p, kind: NodeKind(rawValue: kindByte)!, into: &d)
+                describeTreePage(p, kind: PageKind(rawValue: kindByte)!, into: &d)
             case .overflow:
                 let next = p.u32(4)
                 d.fields = [("kind", .integer(Int64(kindByte))), ("next overflow page", .integer(Int64(next)))]
@@ -141,7 +141,7 @@ extension RawStore {
         return d
     }
 
-    func describeTreePage(_ p: Page, kind: NodeKind, into d: inout PageDescription) {
+    func describeTreePage(_ p: Page, kind: PageKind, into d: inout PageDescription) {
         let usable = Node.usable(pageSize)
         let n = Int(p.u16(Node.cellCountOffset))
         let start = Int(p.u16(Node.contentStartOffset))

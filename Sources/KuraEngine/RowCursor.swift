@@ -1,22 +1,5 @@
-// RowCursor: iteration over a table's rows in row-ID order.
-
-/// One row read through a cursor: its row ID and encoded record.
-public struct Row: Sendable {
-    /// The row's ID.
-    public let rowID: Int64
-    /// The encoded record (see `RecordCodec`, `RecordView`).
-    public let record: [UInt8]
-
-    /// All values of the row.
-    ///
-    /// - Throws: `.corrupt` if the record does not decode.
-    public func values() throws(KuraError) -> [Value] { try RecordCodec.decode(record) }
-
-    /// Value of column `i` (`.null` past the end of the record).
-    public func value(at i: Int) throws(KuraError) -> Value {
-        try record.withBytes { b throws(KuraError) in try RecordView(b).value(at: i) }
-    }
-}
+// RowCursor: iteration over a table's rows in row-ID order, inside the
+// transaction that made it (the transaction layer, over BTree's `TreeCursor`).
 
 /// A cursor over the rows of one table, forward or backward.
 ///
