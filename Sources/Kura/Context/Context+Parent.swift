@@ -105,7 +105,7 @@ extension ManagedObjectContext {
     func adopt(_ p: ManagedObject, into o: ManagedObject) {
         var values = Self.withTransientDefaults(p.values, o.entity)
         if !o.isFault {
-            for a in o.entity.attributes where a.isTransient { values[a.name] = o.values[a.name] ?? .null }
+            for (i, a) in o.entity.attributes.enumerated() where a.isTransient { values[ordinal: i] = o.values[ordinal: i] ?? .null }
         }
         o.values = values
         o.toOne = p.toOne
@@ -119,9 +119,9 @@ extension ManagedObjectContext {
     }
 
     /// `values` with every transient attribute of `e` at its default.
-    static func withTransientDefaults(_ values: [String: Value], _ e: EntityDescription) -> [String: Value] {
+    static func withTransientDefaults(_ values: AttributeValues, _ e: EntityDescription) -> AttributeValues {
         var out = values
-        for a in e.attributes where a.isTransient { out[a.name] = a.defaultValue.map { a.type.stored($0) } ?? .null }
+        for (i, a) in e.attributes.enumerated() where a.isTransient { out[ordinal: i] = a.defaultValue.map { a.type.stored($0) } ?? .null }
         return out
     }
 
@@ -233,9 +233,9 @@ extension ManagedObjectContext {
         }
         for o in upd {
             guard let p = targets[ObjectIdentifier(o)] else { continue }
-            for a in o.entity.attributes where !a.isTransient && o.savedValues?[a.name] != o.values[a.name] {
-                parent.willChange(p, key: a.name)
-                p.values[a.name] = o.values[a.name] ?? .null
+            for (i, a) in o.entity.attributes.enumerated() where !a.isTransient && o.savedValues?[ordinal: i] != o.values[ordinal: i] {
+                parent.willChangeAttribute(p, key: a.name)
+                p.values[ordinal: i] = o.values[ordinal: i] ?? .null
             }
             for r in o.entity.relationships where !r.isToMany {
                 let orderKey = r.name + "_order"

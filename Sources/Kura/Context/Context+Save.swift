@@ -42,7 +42,6 @@ extension ManagedObjectContext {
         let ins = inserted.filter { !$0.isDeleted }
         let upd = updatedObjects
         let del = deletedObjects
-        try validate(ins + upd, deleted: del)
 
         var assigned: [ObjectIdentifier: Int64] = [:]
         var tempToObject: [ManagedObjectID: ManagedObject] = [:]
@@ -57,6 +56,22 @@ extension ManagedObjectContext {
 
         do {
             try database.write { tx in
+                // Validation reads (uniqueness, relationship counts) run in this
+                // transaction: no read transaction of their own per object, and
+                // what they check is what this transaction writes over.
+                let outer = self.enclosingTransaction
+                self.enclosingTransaction = tx
+                defer { self.enclosingTransaction = outer }
+                try self.validate(ins + upd, deleted: del)
+                self.enclosingTransaction = outer
+                // Table handles, resolved once per save.
+                var tables: [String: TableInfo] = [:]
+                func table(_ e: EntityDescription) throws(KuraError) -> TableInfo {
+                    if let t = tables[e.hierarchy.table] { return t }
+                    let t = try tx.table(e.hierarchy.table)
+                    tables[e.hierarchy.table] = t
+                    return t
+                }
                 var next: [String: Int64] = [:]
                 for o in ins {
                     // An ID made permanent early (obtainPermanentIDs) names its reserved row.
@@ -65,7 +80,7 @@ extension ManagedObjectContext {
                         continue
                     }
                     // Keyed by table: a hierarchy's entities share row IDs.
-                    let n = try next[o.entity.hierarchy.table] ?? tx.table(o.entity.hierarchy.table).nextRowID
+                    let n = try next[o.entity.hierarchy.table] ?? table(o.entity).nextRowID
                     assigned[ObjectIdentifier(o)] = n
                     next[o.entity.hierarchy.table] = n + 1
                 }
@@ -77,7 +92,7 @@ extension ManagedObjectContext {
                 // Check every saved object against its stored row first, so a
                 // refusal writes nothing.
                 for o in upd + del {
-                    let t = try tx.table(o.entity.hierarchy.table)
+                    let t = try table(o.entity)
                     let stored = try tx.values(in: t, rowID: o.objectID.rowID)
                     let row = o.isDeleted ? nil : try self.row(o, rowID)
                     let (conflict, resolution) = self.resolve(o, stored: stored, row: row, original: self.originalRow(o))
@@ -88,18 +103,19 @@ extension ManagedObjectContext {
                 for o in ins {
                     // `assigned` holds every inserted object (filled above).
                     guard let rid = assigned[ObjectIdentifier(o)] else { continue }
-                    var row = try self.row(o, rowID)
-                    row[self.layout(of: o.entity).version] = .integer(1)
-                    try tx.insert(row, into: try tx.table(o.entity.hierarchy.table), rowID: rid)
+                    let layout = self.layout(of: o.entity)
+                    var row = layout.row(o, saved: false) { id in self.registered(id)?.isDeleted == true ? nil : rowID(id) }
+                    row[layout.version] = .integer(1)
+                    try tx.insert(row, into: try table(o.entity), rowID: rid)
                 }
                 for o in upd {
                     if case .write(let row)? = resolutions[ObjectIdentifier(o)] {
-                        try tx.update(row, in: try tx.table(o.entity.hierarchy.table), rowID: o.objectID.rowID)
+                        try tx.update(row, in: try table(o.entity), rowID: o.objectID.rowID)
                     }
                 }
                 for o in del {
                     guard case .delete? = resolutions[ObjectIdentifier(o)] else { continue }
-                    try tx.delete(from: try tx.table(o.entity.hierarchy.table), rowID: o.objectID.rowID)
+                    try tx.delete(from: try table(o.entity), rowID: o.objectID.rowID)
                     for r in o.entity.relationships {
                         if case .joinTable(let table, let forward) = self.model.storage(of: r, in: o.entity) {
                             try tx.delete(from: table, where: .comparison(KuraComparison(.keyPath([forward ? "source" : "target"]), .equalTo, .constant(.integer(o.objectID.rowID)))))
@@ -237,7 +253,7 @@ extension ManagedObjectContext {
         }
         var changes = inserted.map { PersistentHistoryChange(kind: .insert, objectID: $0) }
         for o in updated {
-            var keys = Set(o.entity.attributes.filter { !$0.isTransient && o.savedValues?[$0.name] != o.values[$0.name] }.map(\.name))
+            var keys = Set(o.entity.attributes.indices.filter { !o.entity.attributes[$0].isTransient && o.savedValues?[ordinal: $0] != o.values[ordinal: $0] }.map { o.entity.attributes[$0].name })
             keys.formUnion(o.entity.relationships.filter { !$0.isToMany && o.savedToOne[$0.name] != o.toOne[$0.name] }.map(\.name))
             if let names = joinUpdates.removeValue(forKey: o.objectID) { keys.formUnion(names) }
             changes.append(PersistentHistoryChange(kind: .update, objectID: o.objectID, updatedProperties: keys.sorted()))
@@ -253,8 +269,8 @@ extension ManagedObjectContext {
         changes += deleted.map { o in
             // Core Data's tombstone: the preserved attributes' last saved values.
             var tombstone: [String: Value] = [:]
-            for a in o.entity.attributes where a.preservesValueInHistoryOnDeletion {
-                tombstone[a.name] = a.type.engineValue((o.savedValues ?? o.values)[a.name] ?? .null)
+            for (i, a) in o.entity.attributes.enumerated() where a.preservesValueInHistoryOnDeletion {
+                tombstone[a.name] = a.type.engineValue((o.savedValues ?? o.values)[ordinal: i] ?? .null)
             }
             return PersistentHistoryChange(kind: .delete, objectID: o.objectID, tombstone: tombstone)
         }
@@ -277,10 +293,12 @@ extension ManagedObjectContext {
         var problems: [String] = []
         for o in objects {
             for e in o.deferredErrors { problems.append("\(o.objectID): \(e.message)") }
-            for a in o.entity.attributes where !a.isOptional && (o.values[a.name] ?? .null).isNull {
-                problems.append("\(o.objectID): attribute \"\(a.name)\" is required (rule: not optional) but is nil")
+            // By index: iterating the descriptions would copy each one.
+            let attributes = o.entity.attributes
+            for i in attributes.indices where !attributes[i].isOptional && (o.values[ordinal: i] ?? .null).isNull {
+                problems.append("\(o.objectID): attribute \"\(attributes[i].name)\" is required (rule: not optional) but is nil")
             }
-            for a in o.entity.attributes where a.validation != nil { problems += a.validationProblems(o.values[a.name] ?? .null, of: o.objectID) }
+            for i in attributes.indices where attributes[i].validation != nil { problems += attributes[i].validationProblems(o.values[ordinal: i] ?? .null, of: o.objectID) }
             for r in o.entity.relationships {
                 if !r.isToMany {
                     if !r.isOptional, try relatedObject(o, r) == nil {

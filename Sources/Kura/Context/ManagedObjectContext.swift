@@ -296,8 +296,12 @@ public final class ManagedObjectContext {
 
     func register(inserted o: ManagedObject) {
         o.managedObjectContext = self
-        for a in o.entity.attributes {
-            o.values[a.name] = a.defaultValue.map { a.type.stored($0) } ?? .null
+        // Defaults in stored form, computed once per entity (RowLayout.insertValues);
+        // a store that is not loaded has no layouts.
+        if let l = store.layouts[o.entity.name], l.insertValues.count == o.entity.attributes.count {
+            for (i, v) in l.insertValues.enumerated() { o.values[ordinal: i] = v }
+        } else {
+            for (i, a) in o.entity.attributes.enumerated() { o.values[ordinal: i] = a.defaultValue.map { a.type.stored($0) } ?? .null }
         }
         o.isNew = true
         inserted.append(o)
@@ -372,8 +376,9 @@ public final class ManagedObjectContext {
             try loadBatch(group)
             if !o.isFault { return }
         }
+        let layout = self.layout(of: o.entity)
         let row = try read { tx throws(KuraError) -> [Value]? in
-            try tx.values(in: try tx.table(o.entity.hierarchy.table), rowID: o.objectID.rowID)
+            try layout.values(tx, try tx.table(layout.table), rowID: o.objectID.rowID)
         }
         guard let row else {
             throw KuraError(.notFound, "\(o.objectID) no longer exists in the store (deleted by another context?)")
@@ -397,7 +402,7 @@ public final class ManagedObjectContext {
             var out: [[Value]?] = []
             for o in faults {
                 if t.name != o.entity.hierarchy.table { t = try tx.table(o.entity.hierarchy.table) }
-                out.append(try tx.values(in: t, rowID: o.objectID.rowID))
+                out.append(try self.layout(of: o.entity).values(tx, t, rowID: o.objectID.rowID))
             }
             return out
         }
@@ -422,23 +427,24 @@ public final class ManagedObjectContext {
     /// then the version).
     func apply(_ row: [Value], to o: ManagedObject) {
         let layout = self.layout(of: o.entity)
-        var values: [String: Value] = [:]
+        var values = AttributeValues(o.entity)
         var toOne: [String: ManagedObjectID] = [:]
         var order: [String: Double] = [:]
         // Transient relationships start over when a fault fires (RelationshipDescription.isTransient).
         if o.isFault { o.transientRelated = [:] }
-        for (k, a) in o.entity.attributes.enumerated() {
+        // By ordinal, from the layout (iterating the descriptions would copy each one).
+        for k in layout.attributeColumns.indices {
             if let cols = layout.compositeColumns[k] {
-                values[a.name] = RowLayout.compositeValue(cols.map { $0 < row.count ? row[$0] : layout.defaults[$0] })
+                values[ordinal: k] = RowLayout.compositeValue(cols.map { $0 < row.count ? row[$0] : layout.defaults[$0] })
                 continue
             }
             // A transient attribute starts over from its default (AttributeDescription.isTransient).
-            guard let i = layout.attributeColumns[k] else { values[a.name] = a.defaultValue.map { a.type.stored($0) } ?? .null; continue }
+            guard let i = layout.attributeColumns[k] else { values[ordinal: k] = layout.insertValues[k]; continue }
             let v = i < row.count ? row[i] : layout.defaults[i]
             if let x = layout.exactColumns[k] {
-                values[a.name] = AttributeType.storedDecimal(number: v, exact: x < row.count ? row[x] : nil)
+                values[ordinal: k] = AttributeType.storedDecimal(number: v, exact: x < row.count ? row[x] : nil)
             } else {
-                values[a.name] = v
+                values[ordinal: k] = v
             }
         }
         for slot in layout.relationships {
@@ -489,6 +495,16 @@ public final class ManagedObjectContext {
     /// the next objects-did-change batch).
     func willChange(_ o: ManagedObject, key: String) {
         noteUpdated(o, key)
+        noteTouched(o, key: key)
+    }
+
+    /// `willChange` for a key known to name an attribute.
+    func willChangeAttribute(_ o: ManagedObject, key: String) {
+        noteUpdated(o, key, attribute: true)
+        noteTouched(o, key: key)
+    }
+
+    private func noteTouched(_ o: ManagedObject, key: String) {
         if undo != nil { recordUndo(o, key: key) }
         guard !o.isNew, touched[ObjectIdentifier(o)] == nil else { return }
         touched[ObjectIdentifier(o)] = o
@@ -663,7 +679,10 @@ public final class ManagedObjectContext {
             return
         }
         let values = object.values, toOne = object.toOne, order = object.order, links = object.transientRelated
-        let changedValues = values.filter { object.savedValues?[$0.key] != $0.value }
+        var changedValues: [(Int, Value)] = []
+        for i in 0..<values.count {
+            if let v = values[ordinal: i], object.savedValues?[ordinal: i] != v { changedValues.append((i, v)) }
+        }
         let changedToOne = object.entity.relationships.filter { !$0.isToMany && object.savedToOne[$0.name] != toOne[$0.name] }.map(\.name)
         let changedOrder = order.filter { object.savedOrder[$0.key] != $0.value }
         let droppedOrder = object.savedOrder.keys.filter { order[$0] == nil }
@@ -674,7 +693,7 @@ public final class ManagedObjectContext {
             object.isFault = false  // `load` changed nothing else
             throw error
         }
-        for (k, v) in changedValues { object.values[k] = v }
+        for (i, v) in changedValues { object.values[ordinal: i] = v }
         for k in changedToOne { object.toOne[k] = toOne[k] }
         for (k, v) in changedOrder { object.order[k] = v }
         for k in droppedOrder { object.order[k] = nil }

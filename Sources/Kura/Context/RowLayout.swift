@@ -8,8 +8,9 @@
 // needs no lookups that could fail. In a shared table an entity's attributes
 // are not contiguous: `attributeColumns` says where each one is.
 
-/// Column positions of one entity in its table.
-struct RowLayout: Sendable {
+/// Column positions of one entity in its table (a class: contexts look it up
+/// for every object they load or save, and share it).
+final class RowLayout: Sendable {
     struct Slot: Sendable {
         let name: String
         let destination: String
@@ -40,6 +41,26 @@ struct RowLayout: Sendable {
     /// The stored default of each column: what a row written before the
     /// column was added holds there (records may be shorter than the table).
     let defaults: [Value]
+    /// Whether the table has external columns (values kept in files).
+    let hasExternal: Bool
+    /// Each attribute's value in a newly inserted object (its default in
+    /// stored form, or null), parallel to the entity's `attributes`.
+    let insertValues: [Value]
+
+    init(table: String, attributeColumns: [Int?], compositeColumns: [[Int]?], exactColumns: [Int?], relationships: [Slot], version: Int,
+         entityColumn: Int?, columns: [String], defaults: [Value], hasExternal: Bool, insertValues: [Value]) {
+        self.table = table
+        self.attributeColumns = attributeColumns
+        self.compositeColumns = compositeColumns
+        self.exactColumns = exactColumns
+        self.relationships = relationships
+        self.version = version
+        self.entityColumn = entityColumn
+        self.columns = columns
+        self.defaults = defaults
+        self.hasExternal = hasExternal
+        self.insertValues = insertValues
+    }
 
     /// The layouts of every entity of `model`, by entity name, over the
     /// stored schemas of its tables (by table name): columns are found by
@@ -82,9 +103,24 @@ struct RowLayout: Sendable {
             let entityColumn = e.hierarchy.isShared ? try position(ManagedObjectModel.entityColumn) : nil
             out[e.name] = RowLayout(table: e.hierarchy.table, attributeColumns: attributes, compositeColumns: composites, exactColumns: exact, relationships: slots, version: version,
                                     entityColumn: entityColumn, columns: schema.columns.map(\.name),
-                                    defaults: schema.columns.map(\.defaultValue))
+                                    defaults: schema.columns.map(\.defaultValue), hasExternal: schema.columns.contains { $0.type == .external },
+                                    insertValues: e.attributes.map { a in a.defaultValue.map { a.type.stored($0) } ?? .null })
         }
         return out
+    }
+
+    /// The row `rowID` of this layout's table as `ReadTransaction.values`
+    /// gives it (decoded, padded with the column defaults), without looking
+    /// up the table's schema: the layout has the defaults. Tables with
+    /// external columns go through `values`, which reads their files.
+    ///
+    /// - Throws: `.corrupt` for an undecodable record; engine read errors.
+    func values(_ tx: ReadTransaction, _ table: TableInfo, rowID: Int64) throws(KuraError) -> [Value]? {
+        if hasExternal { return try tx.values(in: table, rowID: rowID) }
+        guard let bytes = try tx.record(in: table, rowID: rowID) else { return nil }
+        var values = try RecordCodec.decode(bytes)
+        if values.count < defaults.count { values += defaults[values.count...] }
+        return values
     }
 
     /// The stored row of `o` (width of the table; other entities' columns
@@ -92,20 +128,22 @@ struct RowLayout: Sendable {
     /// `saved` takes the values the context last read instead of the current ones.
     func row(_ o: ManagedObject, saved: Bool, targetRowID: (ManagedObjectID) -> Int64?) -> [Value] {
         var out = [Value](repeating: .null, count: columns.count)
-        let values = saved ? (o.savedValues ?? [:]) : o.values
+        let values = saved ? (o.savedValues ?? AttributeValues(o.entity)) : o.values
         let toOne = saved ? o.savedToOne : o.toOne
         let order = saved ? o.savedOrder : o.order
-        for (i, a) in o.entity.attributes.enumerated() {
-            if let cols = compositeColumns[i], let elements = a.compositeElements {
+        // By ordinal (iterating the descriptions would copy each one).
+        let types = o.entity.attributeStorageTypes
+        for i in attributeColumns.indices {
+            if let cols = compositeColumns[i], let elements = o.entity.attributes[i].compositeElements {
                 // Cannot fail: values[a.name] is only ever set by compositeStoredValue or
                 // compositeValue, which write null or a record of exactly one value per element.
-                let parts = (try? a.compositeElementValues(values[a.name] ?? .null, elements, of: o.objectID)) ?? []
+                let parts = (try? o.entity.attributes[i].compositeElementValues(values[ordinal: i] ?? .null, elements, of: o.objectID)) ?? []
                 for (c, v) in zip(cols, parts) { out[c] = v }
                 continue
             }
             guard let c = attributeColumns[i] else { continue }
-            let v = values[a.name] ?? .null
-            out[c] = a.type.engineValue(v)
+            let v = values[ordinal: i] ?? .null
+            out[c] = types[i] == .decimal ? AttributeType.decimal.engineValue(v) : v
             if let x = exactColumns[i], case .text = v { out[x] = v }
         }
         for slot in relationships {

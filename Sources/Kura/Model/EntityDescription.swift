@@ -240,6 +240,12 @@ public final class EntityDescription: Sendable {
     /// class of its own (`ManagedObject`) takes its parent's class in a model.
     public let objectClass: ManagedObject.Type
     public let attributesByName: [String: AttributeDescription]
+    /// Each attribute's ordinal (its index in ``attributes``), by name: where
+    /// its value sits in an object's storage (AttributeValues.swift).
+    let attributeOrdinals: [String: Int]
+    /// Each attribute's type by ordinal, nil for a composite attribute (read
+    /// and written by the object layer without copying descriptions).
+    let attributeStorageTypes: [AttributeType?]
     public let relationshipsByName: [String: RelationshipDescription]
     /// Application data attached to the entity (Core Data's `userInfo`).
     public let userInfo: [String: String]
@@ -350,6 +356,8 @@ public final class EntityDescription: Sendable {
         self.versionHashModifier = versionHashModifier
         self.representedClassName = representedClassName
         attributesByName = Dictionary(resolved.0.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+        attributeOrdinals = Dictionary(resolved.0.enumerated().map { ($0.element.name, $0.offset) }, uniquingKeysWith: { a, _ in a })
+        attributeStorageTypes = resolved.0.map { $0.compositeElements == nil ? $0.type : nil }
         relationshipsByName = Dictionary(resolved.1.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
     }
 }

@@ -91,7 +91,7 @@ extension ManagedObject {
         guard !isFault, hasChangedValues else { return false }
         guard let saved = savedValues else { return true }
         return savedToOne != toOne || savedOrder != order
-            || entity.attributes.contains { !$0.isTransient && saved[$0.name] != values[$0.name] }
+            || entity.attributes.indices.contains { !entity.attributes[$0].isTransient && saved[ordinal: $0] != values[ordinal: $0] }
     }
 }
 
@@ -107,7 +107,7 @@ extension ManagedObjectContext {
     func runWillSave() throws(KuraError) {
         /// Each object's state when its `willSave()` was last called: an object
         /// changed since (by its own hook or another's) is due again.
-        var seen: [ObjectIdentifier: ([String: Value], [String: ManagedObjectID], Bool)] = [:]
+        var seen: [ObjectIdentifier: (AttributeValues, [String: ManagedObjectID], Bool)] = [:]
         func changedSinceLastCall(_ o: ManagedObject) -> Bool {
             guard let s = seen[ObjectIdentifier(o)] else { return true }
             return s.0 != o.values || s.1 != o.toOne || s.2 != o.isDeleted
@@ -137,11 +137,12 @@ extension ManagedObjectContext {
         var problems: [String] = []
         for o in objects {
             let isNew = o.isNew
-            for a in o.entity.attributes {
-                let v = o.values[a.name] ?? .null
-                if isNew ? v.isNull : o.savedValues?[a.name] == v { continue }
-                do { try o.validateValue(try a.swiftValue(v, of: o.objectID), forKey: a.name) } catch {
-                    problems.append("\(o.objectID): attribute \"\(a.name)\": \(error.message)")
+            let attributes = o.entity.attributes
+            for i in attributes.indices {
+                let v = o.values[ordinal: i] ?? .null
+                if isNew ? v.isNull : o.savedValues?[ordinal: i] == v { continue }
+                do { try o.validateValue(try attributes[i].swiftValue(v, of: o.objectID), forKey: attributes[i].name) } catch {
+                    problems.append("\(o.objectID): attribute \"\(attributes[i].name)\": \(error.message)")
                 }
             }
             do {

@@ -44,7 +44,8 @@ open class ManagedObject: CustomStringConvertible {
     /// The context the object belongs to (nil once it was removed from it).
     public internal(set) weak var managedObjectContext: ManagedObjectContext?
 
-    var values: [String: Value] = [:] {
+    /// Attribute values by ordinal (AttributeValues.swift).
+    var values: AttributeValues {
         // A pending object filed in its context's pending indexes is re-filed
         // at the next fetch (PendingIndex.swift).
         didSet { if indexWatch { managedObjectContext?.pendingValuesChanged(self) } }
@@ -55,7 +56,7 @@ open class ManagedObject: CustomStringConvertible {
     /// Position in an ordered to-many of the target (`<relationship>_order`).
     var order: [String: Double] = [:]
     /// Last saved state (nil for an object never saved).
-    var savedValues: [String: Value]?
+    var savedValues: AttributeValues?
     var savedToOne: [String: ManagedObjectID] = [:]
     var savedOrder: [String: Double] = [:]
     /// The targets of transient relationships, by name, in order (never
@@ -95,6 +96,7 @@ open class ManagedObject: CustomStringConvertible {
     public required init(entity: EntityDescription, objectID: ManagedObjectID) {
         self.entity = entity
         self.objectID = objectID
+        values = AttributeValues(entity)
     }
 
     deinit {
@@ -197,9 +199,9 @@ open class ManagedObject: CustomStringConvertible {
 
     /// The attribute and to-one names whose current values differ from `values`
     /// and `toOne` (an object's state before or after a reload).
-    func differingKeys(values other: [String: Value], toOne otherToOne: [String: ManagedObjectID]) -> Set<String> {
+    func differingKeys(values other: AttributeValues, toOne otherToOne: [String: ManagedObjectID]) -> Set<String> {
         var keys = Set<String>()
-        for a in entity.attributes where values[a.name] != other[a.name] { keys.insert(a.name) }
+        for (i, a) in entity.attributes.enumerated() where values[ordinal: i] != other[ordinal: i] { keys.insert(a.name) }
         for r in entity.relationships where !r.isToMany && toOne[r.name] != otherToOne[r.name] { keys.insert(r.name) }
         return keys
     }
@@ -209,9 +211,9 @@ open class ManagedObject: CustomStringConvertible {
     public func changedValues() -> [String: Any?] {
         fireFault()
         var out: [String: Any?] = [:]
-        for a in entity.attributes where !a.isTransient && savedValues?[a.name] != values[a.name] {
+        for (i, a) in entity.attributes.enumerated() where !a.isTransient && savedValues?[ordinal: i] != values[ordinal: i] {
             // A value that does not decode goes to the failure channel (readError).
-            do { out[a.name] = try a.swiftValue(values[a.name] ?? .null, of: objectID) } catch {
+            do { out[a.name] = try a.swiftValue(values[ordinal: i] ?? .null, of: objectID) } catch {
                 noteReadError(error)
                 out[a.name] = .some(nil)
             }
@@ -243,9 +245,9 @@ open class ManagedObject: CustomStringConvertible {
     /// - Throws: `.notFound` for an unknown key (naming entity and key);
     ///   `.corrupt`/`.io` if loading from the store fails.
     public func value(forKey key: String) throws(KuraError) -> Any? {
-        if let a = entity.attributesByName[key] {
+        if let i = entity.attributeOrdinals[key] {
             try loadIfFault()
-            return try swiftValue(of: a)
+            return try swiftValue(of: entity.attributes[i], ordinal: i)
         }
         if let r = entity.relationshipsByName[key] {
             let ctx = try context()
@@ -263,11 +265,11 @@ open class ManagedObject: CustomStringConvertible {
     ///   attribute and the rejected value; `.invalidArgument` for an object of
     ///   the wrong entity or another context.
     public func setValue(_ value: Any?, forKey key: String) throws(KuraError) {
-        if let a = entity.attributesByName[key] {
+        if let i = entity.attributeOrdinals[key] {
             try loadIfFault()
-            let stored = try a.storedValue(value, entity: entity.name)
-            try context().willChange(self, key: key)
-            values[key] = stored
+            let stored = try entity.attributes[i].storedValue(value, entity: entity.name)
+            try context().willChangeAttribute(self, key: key)
+            values[ordinal: i] = stored
             return
         }
         if let r = entity.relationshipsByName[key] {
@@ -349,26 +351,100 @@ open class ManagedObject: CustomStringConvertible {
     /// An attribute's Swift value for a typed property; failures go to the
     /// failure channel and read nil (the property's zero value).
     func typedAttribute(_ key: String) -> Any? {
-        guard let a = entity.attributesByName[key] else {
-            noteReadError(KuraError(.notFound, "\(type(of: self)) reads @Managed(\"\(key)\"), but entity \"\(entity.name)\" has no attribute \"\(key)\" (attributes: \(entity.attributes.map(\.name).joined(separator: ", ")))"))
-            return nil
-        }
+        guard let i = attributeOrdinal(key) else { return nil }
         if isFault {
             fireFault()
             if isFault { return nil }
         }
-        do { return try swiftValue(of: a) } catch {
+        do { return try swiftValue(of: entity.attributes[i], ordinal: i) } catch {
             noteReadError(error)
             return nil
         }
     }
 
-    /// The Swift value of a loaded attribute.
+    /// The ordinal of the attribute a typed property names; an unknown name
+    /// goes to the failure channel (the model checks bindings, so only a
+    /// class used with another entity's model gets here).
+    @inline(__always)
+    func attributeOrdinal(_ key: String) -> Int? {
+        if let i = entity.attributeOrdinals[key] { return i }
+        noteReadError(KuraError(.notFound, "\(type(of: self)) reads @Managed(\"\(key)\"), but entity \"\(entity.name)\" has no attribute \"\(key)\" (attributes: \(entity.attributes.map(\.name).joined(separator: ", ")))"))
+        return nil
+    }
+
+    /// A typed property's value read straight from its stored form, without
+    /// going through `Any`, for the common scalar types (nil: not one of
+    /// them, or a value the general path must judge: null, a mismatch, a
+    /// composite or transformable attribute). Loads a fault first.
+    func directAttribute<T>(_ key: String, as _: T.Type) -> T? {
+        guard let i = entity.attributeOrdinals[key] else { return nil }
+        if isFault {
+            fireFault()
+            if isFault { return nil }
+        }
+        guard let type = entity.attributeStorageTypes[i], let v = values[ordinal: i] else { return nil }
+        // Each branch casts a value to the type it was just compared with.
+        switch (type, v) {
+        case (.string, .text(let s)):
+            if T.self == String.self { return unsafeBitCast(s, to: T.self) }
+            if T.self == String?.self { return unsafeBitCast(String?.some(s), to: T.self) }
+        case (.int64, .integer(let x)):
+            if T.self == Int64.self { return unsafeBitCast(x, to: T.self) }
+            if T.self == Int.self { return unsafeBitCast(Int(x), to: T.self) }
+            if T.self == Int64?.self { return unsafeBitCast(Int64?.some(x), to: T.self) }
+        case (.int32, .integer(let x)):
+            if T.self == Int32.self { return unsafeBitCast(Int32(truncatingIfNeeded: x), to: T.self) }
+            if T.self == Int.self { return unsafeBitCast(Int(Int32(truncatingIfNeeded: x)), to: T.self) }
+        case (.int16, .integer(let x)):
+            if T.self == Int16.self { return unsafeBitCast(Int16(truncatingIfNeeded: x), to: T.self) }
+            if T.self == Int.self { return unsafeBitCast(Int(Int16(truncatingIfNeeded: x)), to: T.self) }
+        case (.double, .double(let x)):
+            if T.self == Double.self { return unsafeBitCast(x, to: T.self) }
+            if T.self == Double?.self { return unsafeBitCast(Double?.some(x), to: T.self) }
+        case (.bool, .bool(let x)):
+            if T.self == Bool.self { return unsafeBitCast(x, to: T.self) }
+        case (.date, .double(let x)):
+            if T.self == Date.self { return unsafeBitCast(Date(timeIntervalSinceReferenceDate: x), to: T.self) }
+        default:
+            break
+        }
+        return nil
+    }
+
+    /// Sets an attribute from a typed property without going through `Any`
+    /// for the common scalar types; false if the general path must do it
+    /// (another type, nil, a fault whose load failed, a composite or
+    /// transformable attribute, no context).
+    func setDirectAttribute<T>(_ key: String, _ newValue: T) -> Bool {
+        guard let i = entity.attributeOrdinals[key], let ctx = managedObjectContext else { return false }
+        guard let type = entity.attributeStorageTypes[i] else { return false }
+        let stored: Value
+        // Each branch casts a value to the type it was just compared with.
+        switch type {
+        case .string where T.self == String.self: stored = .text(unsafeBitCast(newValue, to: String.self))
+        case .int64 where T.self == Int64.self: stored = .integer(unsafeBitCast(newValue, to: Int64.self))
+        case .int32 where T.self == Int32.self: stored = .integer(Int64(unsafeBitCast(newValue, to: Int32.self)))
+        case .int16 where T.self == Int16.self: stored = .integer(Int64(unsafeBitCast(newValue, to: Int16.self)))
+        case .double where T.self == Double.self: stored = .double(unsafeBitCast(newValue, to: Double.self))
+        case .bool where T.self == Bool.self: stored = .bool(unsafeBitCast(newValue, to: Bool.self))
+        case .date where T.self == Date.self: stored = .double(unsafeBitCast(newValue, to: Date.self).timeIntervalSinceReferenceDate)
+        default: return false
+        }
+        if isFault {
+            fireFault()
+            if isFault { return false }
+        }
+        ctx.willChangeAttribute(self, key: key)
+        values[ordinal: i] = stored
+        return true
+    }
+
+    /// The Swift value of the loaded attribute `a` at `ordinal`.
     ///
     /// - Throws: `.typeMismatch` if the stored value is not of the attribute's
     ///   type (a malformed UUID or URL string written by other software).
-    func swiftValue(of a: AttributeDescription) throws(KuraError) -> Any? {
-        try a.swiftValue(values[a.name] ?? .null, of: objectID)
+    func swiftValue(of a: AttributeDescription, ordinal i: Int) throws(KuraError) -> Any? {
+        try a.swiftValue(values[ordinal: i] ?? .null, of: objectID)
     }
 }
 

@@ -91,10 +91,16 @@ public struct Managed<Value: AttributeValueConvertible> {
                                                     wrapped wrappedKeyPath: ReferenceWritableKeyPath<Object, Value>,
                                                     storage storageKeyPath: ReferenceWritableKeyPath<Object, Self>) -> Value {
         get {
-            if let probe = object.keyPathProbe { probe.keys.append(object[keyPath: storageKeyPath].key); return Value.fromAttribute(nil) }
-            return Value.fromAttribute(object.typedAttribute(object[keyPath: storageKeyPath].key))
+            let key = object[keyPath: storageKeyPath].key
+            if let probe = object.keyPathProbe { probe.keys.append(key); return Value.fromAttribute(nil) }
+            if let v = object.directAttribute(key, as: Value.self) { return v }
+            return Value.fromAttribute(object.typedAttribute(key))
         }
-        set { object[object[keyPath: storageKeyPath].key] = newValue.attributeValue }
+        set {
+            let key = object[keyPath: storageKeyPath].key
+            if object.setDirectAttribute(key, newValue) { return }
+            object[key] = newValue.attributeValue
+        }
     }
 }
 

@@ -207,11 +207,11 @@ extension ManagedObjectContext {
                 deleted.removeAll { $0 === o }
             case .mergeByPropertyStoreTrump:
                 events.insert(.mergePolicy)
-                let read = (o.savedValues ?? [:], o.savedToOne)
+                let read = (o.savedValues ?? AttributeValues(o.entity), o.savedToOne)
                 try reload(o, mergeChanges: true)
                 // Properties the store changed since this context read them take the store's values.
-                let stored = (o.savedValues ?? [:], o.savedToOne)
-                for a in o.entity.attributes where read.0[a.name] != stored.0[a.name] { o.values[a.name] = stored.0[a.name] }
+                let stored = (o.savedValues ?? AttributeValues(o.entity), o.savedToOne)
+                for i in o.entity.attributes.indices where read.0[ordinal: i] != stored.0[ordinal: i] { o.values[ordinal: i] = stored.0[ordinal: i] }
                 for r in o.entity.relationships where !r.isToMany && read.1[r.name] != stored.1[r.name] { o.toOne[r.name] = stored.1[r.name] }
             }
         }

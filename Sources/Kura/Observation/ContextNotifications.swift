@@ -278,9 +278,9 @@ extension ManagedObjectContext {
 
     /// Notes that `key` of `o` changed (no-op for an object inserted or
     /// deleted in this batch: those are reported as such).
-    func noteUpdated(_ o: ManagedObject, _ key: String) {
+    func noteUpdated(_ o: ManagedObject, _ key: String, attribute: Bool = false) {
         let k = ObjectIdentifier(o)
-        if o.entity.relationshipsByName[key]?.isToMany == true { notices.toManyTouched[k] = o }
+        if !attribute, o.entity.relationshipsByName[key]?.isToMany == true { notices.toManyTouched[k] = o }
         switch notices.noted[k] {
         case nil:
             notices.batch.updated.append(o)

@@ -1,0 +1,56 @@
+// AttributeValues: an object's attribute values, stored by attribute ordinal.
+//
+// Layout: one slot per attribute of the entity, in the order of
+// `EntityDescription.attributes` (an attribute's ordinal is its index there;
+// `EntityDescription.attributeOrdinals` maps names to ordinals, built once per
+// entity). A slot holds the attribute's value in its stored form (Value), or
+// nil when it was never set (an object whose values are not loaded): the same
+// distinction the former name-keyed dictionary made between a missing key and
+// a stored null, so equality and "what changed" comparisons are unchanged.
+//
+// Invariants: `slots` is empty (every slot nil, nothing allocated yet: a
+// fault) or has exactly one slot per attribute of the entity it was made for.
+// Two values compare equal when every slot is equal (empty = all nil); they
+// are only ever compared for the same entity.
+//
+// Access by name resolves the name to its ordinal through the entity's table;
+// an unknown name reads nil and a write to it is ignored (callers check names
+// against the entity first, as they did with the dictionary).
+
+struct AttributeValues: Equatable {
+    /// The values by ordinal (empty: none set yet).
+    private(set) var slots: [Value?]
+    /// The entity's attribute ordinals by name (shared storage, one per entity).
+    let ordinals: [String: Int]
+    /// The number of attributes of the entity.
+    let count: Int
+
+    /// No value set, for an object of `entity`.
+    init(_ entity: EntityDescription) {
+        slots = []
+        ordinals = entity.attributeOrdinals
+        count = entity.attributes.count
+    }
+
+    /// The value of the attribute at `ordinal` (nil if never set).
+    @inline(__always)
+    subscript(ordinal i: Int) -> Value? {
+        get { i < slots.count ? slots[i] : nil }
+        set {
+            if slots.isEmpty { slots = [Value?](repeating: nil, count: count) }
+            slots[i] = newValue
+        }
+    }
+
+    /// The value of the attribute named `name` (nil if never set or unknown).
+    subscript(name: String) -> Value? {
+        get { ordinals[name].flatMap { self[ordinal: $0] } }
+        set { if let i = ordinals[name] { self[ordinal: i] = newValue } }
+    }
+
+    static func == (a: AttributeValues, b: AttributeValues) -> Bool {
+        if a.slots.count == b.slots.count { return a.slots == b.slots }
+        let full = a.slots.isEmpty ? b.slots : a.slots
+        return full.allSatisfy { $0 == nil }
+    }
+}
