@@ -89,16 +89,26 @@ struct SchemaPlan {
         case joinTableToKeys(table: String, column: String, join: String, forward: Bool, entity: String, relationship: String)
         case dropIndex(table: String, name: String)
         case createIndex(table: String, name: String, columns: [IndexColumn], unique: Bool)
+        /// Rewrites renamed entities' old names in `_entity` and `companions` (RowMover.swift).
+        case renameKinds(table: String, companions: [String], renames: [String: String])
+        /// Moves the objects of `kinds` from table `from` into `to` (RowMover.swift).
+        case moveRows(from: String, to: String, kinds: Set<String>, unsharedEntity: String, renames: [String: String],
+                      columnSources: [String: String], dropSource: Bool)
+        /// After the moves: keys and join rows pointing at moved objects get their offset.
+        case remapKeys(keys: [RowMover.Key], sides: [RowMover.JoinSide])
+        /// Every value of an `_entity` or companion column about to be retired is one of `allowed`.
+        case checkKinds(table: String, column: String, allowed: Set<String>, label: String)
 
         var phase: Int {
             switch self {
             case .dropIndex: 0
             case .renameTable: 1
             case .createTable, .createJoinTable, .addColumn, .renameColumn: 2
-            case .convert, .swapJoinColumns, .keysToJoinTable, .joinTableToKeys, .fill: 3
-            case .require: 4
-            case .retireColumn: 5
-            case .createIndex: 6
+            case .renameKinds, .moveRows, .remapKeys: 3
+            case .convert, .swapJoinColumns, .keysToJoinTable, .joinTableToKeys, .fill: 4
+            case .require, .checkKinds: 5
+            case .retireColumn: 6
+            case .createIndex: 7
             }
         }
     }
@@ -120,7 +130,7 @@ struct SchemaPlan {
 
     static let notInferred = "needs a migration kind Kura does not infer; use a custom migration stage"
 
-    private mutating func add(_ kind: StoreChangeKind, _ step: Step?, _ text: String) {
+    mutating func add(_ kind: StoreChangeKind, _ step: Step?, _ text: String) {
         migration.append((step, StoreChange(kind: kind, description: text)))
     }
 
@@ -136,7 +146,9 @@ struct SchemaPlan {
         // A store recorded at this very model: only new hidden columns can be missing.
         let sameModel = plan.stored?.hash == record.hash
         var renamedTables: [String: String] = [:]  // model table → stored table
-        for e in model.entities where e.superentityName != nil && storedTables.contains(e.name) && !sameModel {
+        let entityRenames = Self.entityRenames(model)
+        // Without a record the stored hierarchy is unknown: objects cannot be moved.
+        for e in model.entities where e.superentityName != nil && storedTables.contains(e.name) && !sameModel && plan.stored == nil {
             if try tx.rowCount(try tx.table(e.name)) > 0 {
                 plan.unsupported.append("\(e.name): the store keeps its objects in table \"\(e.name)\", the model in its parent's table \"\(e.hierarchy.table)\" (an inheritance change \(notInferred))")
             }
@@ -147,10 +159,6 @@ struct SchemaPlan {
             if !storedTables.contains(table) {
                 let root = model.entitiesByName[table]
                 if let old = root?.renamingIdentifier, old != table, storedTables.contains(old), model.entitiesByName[old] == nil {
-                    guard let root, root.subentityNames.isEmpty, try tx.schema(of: try tx.table(old))?.position(of: ManagedObjectModel.entityColumn) == nil else {
-                        plan.unsupported.append("\(table): renamed from \"\(old)\" inside an entity hierarchy (rows name their entity; a rename there \(notInferred))")
-                        continue
-                    }
                     storedName = old
                     renamedTables[table] = old
                     plan.add(.renamed, .renameTable(from: old, to: table), "\(table): renamed from \"\(old)\" (table renamed, no row rewritten)")
@@ -187,6 +195,7 @@ struct SchemaPlan {
                 plan.always.append(.createJoinTable(name))
             }
         }
+        if !sameModel { try plan.planInheritance(tx, model, storedTables, renames: entityRenames) }
         if plan.recordChanges && plan.stored != nil && plan.migration.isEmpty && plan.unsupported.isEmpty {
             plan.add(.recorded, nil, "the model's version hash changed (\(plan.stored?.hash ?? "") → \(record.hash)) without a change to storage (recorded)")
         }
@@ -363,7 +372,12 @@ struct SchemaPlan {
                     unsupported.append("\(e.name).\(c.name): to-one in the store, to-many in the model without a join table (a relationship change \(Self.notInferred))")
                 }
             } else if c.name == ManagedObjectModel.entityColumn {
-                unsupported.append("\(table): the store holds several entities in it, the model one (an inheritance change \(Self.notInferred))")
+                // The hierarchy lost its subentities (moved out or removed): every
+                // row left must be of the table's one entity.
+                let retired = Self.retiredName(c.name, stored)
+                add(.rewritten, .checkKinds(table: table, column: c.name, allowed: Set(members.map(\.name)), label: "\(table) (no longer a hierarchy)"),
+                    "\(table): no longer holds several entities (every row checked to be a \(table); an object of another entity fails the migration naming it)")
+                add(.retired, .retireColumn(table: table, from: c.name, to: retired), "\(table).\(c.name): kept unused as \"\(retired)\" (no row rewritten)")
             } else if c.name.hasPrefix("_") && !c.name.hasPrefix(AttributeType.exactColumn("")) {
                 unsupported.append("\(table).\(c.name): in the store, not in the model")
             } else if c.name.hasSuffix("_order"), let base = Self.companionBase(c.name), toOnes[base] != nil, expected.position(of: base) != nil {
@@ -372,6 +386,14 @@ struct SchemaPlan {
                 while stored.position(of: retired) != nil { retired = Self.retiredPrefix + c.name + "_\(n)"; n += 1 }
                 add(.retired, .retireColumn(table: table, from: c.name, to: retired),
                     "\(table).\(base): its inverse is no longer ordered (positions kept unused as \"\(retired)\", no row rewritten)")
+            } else if c.name.hasSuffix(ManagedObjectModel.companionSuffix), let base = Self.companionBase(c.name), let (r, _) = toOnes[base],
+                      expected.position(of: base) != nil, let d = model.entitiesByName[r.destination] {
+                // The destination lost its subentities: every key must point at one of its entities.
+                let retired = Self.retiredName(c.name, stored)
+                renamedFrom.insert(c.name)
+                add(.rewritten, .checkKinds(table: table, column: c.name, allowed: d.hierarchy.kinds, label: "\(table).\(base)"),
+                    "\(table).\(base): its destination \(d.name) no longer has subentities (every key checked to point at a \(d.name))")
+                add(.retired, .retireColumn(table: table, from: c.name, to: retired), "\(table).\(c.name): kept unused as \"\(retired)\" (no row rewritten)")
             } else if let base = Self.companionBase(c.name), stored.position(of: base) != nil {
                 unsupported.append("\(table).\(c.name): in the store, not in the model (a relationship or inheritance change \(Self.notInferred))")
             } else {
@@ -438,8 +460,10 @@ struct SchemaPlan {
         if migrating { steps += migration.compactMap { m in m.step.map { ($0, m.change.description) } } }
         let ordered = steps.enumerated().sorted { ($0.element.0.phase, $0.offset) < ($1.element.0.phase, $1.offset) }.map(\.element)
         var transformed = transform == nil
+        let mover = RowMover(tx: tx, path: path, progress: progress)
+        var moved: [RowMover.Moved] = []
         for (step, text) in ordered {
-            if !transformed && step.phase > 3 {
+            if !transformed && step.phase > 4 {
                 transformed = true
                 try transform?(tx)
             }
@@ -525,6 +549,18 @@ struct SchemaPlan {
             case .require(let table, let column, let entity, let property, let kinds, let fill):
                 try RowRewriter(tx: tx, table: table, kinds: kinds, path: path, progress: progress)
                     .require(column: column, entity: entity, property: property, fill: fill)
+            case .renameKinds(let table, let companions, let renames):
+                try mover.renameKinds(table: table, companions: companions, renames: renames)
+            case .moveRows(let from, let to, let kinds, let unsharedEntity, let renames, let columnSources, let dropSource):
+                moved.append(try mover.move(from: from, to: to, kinds: kinds, unsharedEntity: unsharedEntity, renames: renames,
+                                            columnSources: columnSources, dropSource: dropSource))
+            case .remapKeys(let keys, let sides):
+                try mover.remap(moved, keys: keys, sides: sides) { table, values, _, schema in
+                    if let p = schema.position(of: ManagedObjectModel.entityColumn), p < values.count, case .text(let e) = values[p] { return e }
+                    return table
+                }
+            case .checkKinds(let table, let column, let allowed, let label):
+                try mover.checkKinds(table: table, column: column, allowed: allowed, label: label)
             case .dropIndex(_, let name):
                 try tx.dropIndex(name)
             case .createIndex(let table, let name, let columns, let unique):

@@ -1,0 +1,208 @@
+// Changes of inheritance and renames inside a hierarchy, inferred by a
+// lightweight migration (Migration/RowMover.swift): an entity gaining a parent
+// (its objects move into the hierarchy's table under offset row IDs, every key
+// and join row pointing at them remapped), losing it (objects move out into
+// their own table, IDs kept), and entities renamed inside a hierarchy (the
+// `_entity` column and key companions rewritten). Each on a populated store:
+// values, relationships from both sides after reopen, indexes and integrity;
+// a refused case leaves the store byte-identical.
+
+import Foundation
+import XCTest
+import Kura
+import KuraEngine
+
+final class InheritanceMigrationTests: XCTestCase {
+    func integrity(_ c: PersistentContainer, file: StaticString = #filePath, line: UInt = #line) throws {
+        let problems = try c.database.read { tx in try tx.checkIntegrity() }
+        XCTAssertEqual(problems.map { "\($0)" }, [], file: file, line: line)
+    }
+
+    /// Animals, dogs (a subentity or not, possibly renamed), owners holding a
+    /// dog, toys many-to-many with dogs, and zoos holding an animal.
+    static func model(dogParent: String?, dog: String = "Dog", animal: String = "Animal", renamed: Bool = false) throws -> ManagedObjectModel {
+        let dogAttributes = [AttributeDescription("breed", .string, indexed: true)] + (dogParent == nil ? [AttributeDescription("name", .string)] : [])
+        return try ManagedObjectModel([
+            EntityDescription(animal, attributes: [AttributeDescription("name", .string, indexed: true)], relationships: [],
+                              renamingIdentifier: renamed ? "Animal" : nil),
+            EntityDescription(dog, parent: dogParent, attributes: dogAttributes, relationships: [
+                RelationshipDescription("owners", to: "Owner", inverse: "pet", toMany: true),
+                RelationshipDescription("toys", to: "Toy", inverse: "dogs", toMany: true),
+            ], renamingIdentifier: renamed ? "Dog" : nil),
+            EntityDescription("Owner", attributes: [AttributeDescription("name", .string)], relationships: [
+                RelationshipDescription("pet", to: dog, inverse: "owners"),
+            ]),
+            EntityDescription("Toy", attributes: [AttributeDescription("name", .string)], relationships: [
+                RelationshipDescription("dogs", to: dog, inverse: "toys", toMany: true),
+            ]),
+            EntityDescription("Zoo", attributes: [AttributeDescription("name", .string)], relationships: [
+                RelationshipDescription("star", to: animal),
+            ]),
+        ])
+    }
+
+    /// Everything the object API shows, as text, independent of row IDs.
+    func snapshot(_ c: PersistentContainer, dog: String = "Dog", animal: String = "Animal") throws -> [String] {
+        let ctx = c.newContext()
+        var out: [String] = []
+        func name(_ o: Any?) -> String { ((o as? ManagedObject)?["name"] as? String) ?? "nil" }
+        for d in try ctx.fetch(FetchRequest<ManagedObject>(entityName: dog)) {
+            let owners = try XCTUnwrap(try d.value(forKey: "owners") as? ObjectList).map { name($0) }.sorted()
+            let toys = try XCTUnwrap(try d.value(forKey: "toys") as? ObjectList).map { name($0) }.sorted()
+            out.append("dog \(name(d)) \(d["breed"] as? String ?? "nil") owners \(owners) toys \(toys)")
+        }
+        for o in try ctx.fetch(FetchRequest<ManagedObject>(entityName: "Owner")) {
+            out.append("owner \(name(o)) pet \(name(try o.value(forKey: "pet")))")
+        }
+        for t in try ctx.fetch(FetchRequest<ManagedObject>(entityName: "Toy")) {
+            out.append("toy \(name(t)) dogs \(try XCTUnwrap(try t.value(forKey: "dogs") as? ObjectList).map { name($0) }.sorted())")
+        }
+        for z in try ctx.fetch(FetchRequest<ManagedObject>(entityName: "Zoo")) {
+            let star = try z.value(forKey: "star") as? ManagedObject
+            out.append("zoo \(name(z)) star \(name(star)) \(star?.entity.name ?? "")")
+        }
+        out.append("animals \(try ctx.fetch(FetchRequest<ManagedObject>(entityName: animal)).map { "\($0.entity.name):\(name($0))" }.sorted())")
+        // The index on breed answers as a scan does.
+        var r = FetchRequest<ManagedObject>(entityName: dog)
+        try r.setPredicate("breed == 'collie'")
+        out.append("collies \(try ctx.fetch(r).map { name($0) }.sorted())")
+        return out.sorted()
+    }
+
+    func populate(_ url: URL, dogParent: String?, starIsDog: Bool = false) throws {
+        let c = try PersistentContainer(url: url, model: try Self.model(dogParent: dogParent))
+        try c.save { ctx in
+            var animals: [ManagedObject] = []
+            for n in ["Cat", "Cow"] {
+                let a = try ctx.insert("Animal")
+                try a.setValue(n, forKey: "name")
+                animals.append(a)
+            }
+            var dogs: [ManagedObject] = []
+            for (n, b) in [("Rex", "collie"), ("Fido", "pug"), ("Lassie", "collie")] {
+                let d = try ctx.insert("Dog")
+                try d.setValue(n, forKey: "name")
+                try d.setValue(b, forKey: "breed")
+                dogs.append(d)
+            }
+            for (i, n) in ["Ann", "Bob", "Cid"].enumerated() {
+                let o = try ctx.insert("Owner")
+                try o.setValue(n, forKey: "name")
+                try o.setValue(dogs[i == 2 ? 0 : i], forKey: "pet")
+            }
+            for (i, n) in ["ball", "bone"].enumerated() {
+                let t = try ctx.insert("Toy")
+                try t.setValue(n, forKey: "name")
+                try t.setValue(i == 0 ? dogs : [dogs[1]], forKey: "dogs")
+            }
+            let z = try ctx.insert("Zoo")
+            try z.setValue("City", forKey: "name")
+            try z.setValue(starIsDog && dogParent != nil ? dogs[2] : animals[1], forKey: "star")
+        }
+        c.close()
+    }
+
+    static let expected = [
+        "animals [\"Animal:Cat\", \"Animal:Cow\"]",
+        "collies [\"Lassie\", \"Rex\"]",
+        "dog Fido pug owners [\"Bob\"] toys [\"ball\", \"bone\"]",
+        "dog Lassie collie owners [] toys [\"ball\"]",
+        "dog Rex collie owners [\"Ann\", \"Cid\"] toys [\"ball\"]",
+        "owner Ann pet Rex", "owner Bob pet Fido", "owner Cid pet Rex",
+        "toy ball dogs [\"Fido\", \"Lassie\", \"Rex\"]", "toy bone dogs [\"Fido\"]",
+        "zoo City star Cow Animal",
+    ]
+
+    func testAnEntityGainingAParentMovesIntoTheHierarchyWithEveryKeyRemapped() throws {
+        let tmp = try TempDir()
+        let url = tmp.url.appendingPathComponent("zoo.kura")
+        try populate(url, dogParent: nil)
+        let c0 = try PersistentContainer(url: url, model: try Self.model(dogParent: nil))
+        XCTAssertEqual(try snapshot(c0), Self.expected)
+        c0.close()
+        let v2 = try Self.model(dogParent: "Animal")
+        let plan = try PersistentContainer.compatibility(ofStoreAt: url, with: v2)
+        XCTAssertTrue(plan.canMigrateLightweight, "\(plan.unsupported)")
+        XCTAssertTrue(plan.changes.contains { $0.description.contains("Dog: now in hierarchy \"Animal\"") }, "\(plan.changes)")
+        try PersistentContainer(url: url, model: v2, migration: .lightweight).close()
+        let c2 = try PersistentContainer(url: url, model: v2)
+        var want = Self.expected
+        want[0] = "animals [\"Animal:Cat\", \"Animal:Cow\", \"Dog:Fido\", \"Dog:Lassie\", \"Dog:Rex\"]"
+        XCTAssertEqual(try snapshot(c2), want.sorted())
+        try c2.database.read { tx in
+            XCTAssertFalse(try tx.tableExists("Dog"))
+            XCTAssertEqual(try tx.rowCount(try tx.table("Animal")), 5)
+        }
+        // The moved dogs took IDs after the animals' (an offset), and new objects follow them.
+        let ctx = c2.newContext()
+        let ids = try ctx.fetch(FetchRequest<ManagedObject>(entityName: "Dog")).map(\.objectID.uriRepresentation).sorted()
+        XCTAssertEqual(ids, ["kura:///Dog/p3", "kura:///Dog/p4", "kura:///Dog/p5"])
+        let d = try ctx.insert("Dog")
+        try d.setValue("New", forKey: "name")
+        try ctx.save()
+        XCTAssertEqual(d.objectID.uriRepresentation, "kura:///Dog/p6")
+        try integrity(c2)
+    }
+
+    func testAnEntityLosingItsParentMovesOutKeepingItsIDs() throws {
+        let tmp = try TempDir()
+        let url = tmp.url.appendingPathComponent("zoo.kura")
+        try populate(url, dogParent: "Animal")
+        let c1 = try PersistentContainer(url: url, model: try Self.model(dogParent: "Animal"))
+        let before = try c1.newContext().fetch(FetchRequest<ManagedObject>(entityName: "Dog")).map(\.objectID.uriRepresentation).sorted()
+        var want = Self.expected
+        want[0] = "animals [\"Animal:Cat\", \"Animal:Cow\", \"Dog:Fido\", \"Dog:Lassie\", \"Dog:Rex\"]"
+        XCTAssertEqual(try snapshot(c1), want.sorted())
+        c1.close()
+        let v1 = try Self.model(dogParent: nil)
+        let plan = try PersistentContainer.compatibility(ofStoreAt: url, with: v1)
+        XCTAssertTrue(plan.canMigrateLightweight, "\(plan.unsupported)")
+        try PersistentContainer(url: url, model: v1, migration: .lightweight).close()
+        let c2 = try PersistentContainer(url: url, model: v1)
+        XCTAssertEqual(try snapshot(c2), Self.expected)
+        XCTAssertEqual(try c2.newContext().fetch(FetchRequest<ManagedObject>(entityName: "Dog")).map(\.objectID.uriRepresentation).sorted(), before)
+        try c2.database.read { tx in
+            XCTAssertEqual(try tx.rowCount(try tx.table("Animal")), 2)
+            XCTAssertEqual(try tx.rowCount(try tx.table("Dog")), 3)
+        }
+        try integrity(c2)
+    }
+
+    func testASplitThatWouldLeaveAKeyPointingAtAMovedObjectIsRefusedByteIdentical() throws {
+        // The zoo's star is a dog: once dogs are no longer animals the key
+        // cannot stay, and the migration must name the zoo and change nothing.
+        let tmp = try TempDir()
+        let url = tmp.url.appendingPathComponent("zoo.kura")
+        try populate(url, dogParent: "Animal", starIsDog: true)
+        let bytes = try Data(contentsOf: url)
+        XCTAssertThrowsError(try PersistentContainer(url: url, model: try Self.model(dogParent: nil), migration: .lightweight)) { error in
+            let e = error as? KuraError
+            XCTAssertEqual(e?.code, .validation, "\(String(describing: e))")
+            XCTAssertTrue(e?.message.contains("Zoo") ?? false, "\(String(describing: e))")
+            XCTAssertTrue(e?.message.contains("Dog") ?? false, "\(String(describing: e))")
+        }
+        XCTAssertEqual(try Data(contentsOf: url), bytes)
+    }
+
+    func testEntitiesRenamedInsideAHierarchyRewriteTheirRowsEntityNames() throws {
+        let tmp = try TempDir()
+        let url = tmp.url.appendingPathComponent("zoo.kura")
+        try populate(url, dogParent: "Animal", starIsDog: true)
+        let v2 = try Self.model(dogParent: "Creature", dog: "Hound", animal: "Creature", renamed: true)
+        let plan = try PersistentContainer.compatibility(ofStoreAt: url, with: v2)
+        XCTAssertTrue(plan.canMigrateLightweight, "\(plan.unsupported)")
+        try PersistentContainer(url: url, model: v2, migration: .lightweight).close()
+        let c2 = try PersistentContainer(url: url, model: v2)
+        let snap = try snapshot(c2, dog: "Hound", animal: "Creature")
+        XCTAssertTrue(snap.contains("animals [\"Creature:Cat\", \"Creature:Cow\", \"Hound:Fido\", \"Hound:Lassie\", \"Hound:Rex\"]"), "\(snap)")
+        XCTAssertTrue(snap.contains("zoo City star Lassie Hound"), "\(snap)")
+        XCTAssertTrue(snap.contains("owner Cid pet Rex"), "\(snap)")
+        XCTAssertTrue(snap.contains("toy ball dogs [\"Fido\", \"Lassie\", \"Rex\"]"), "\(snap)")
+        XCTAssertTrue(snap.contains("dog Rex collie owners [\"Ann\", \"Cid\"] toys [\"ball\"]"), "\(snap)")
+        try c2.database.read { tx in
+            XCTAssertFalse(try tx.tableExists("Animal"))
+            XCTAssertTrue(try tx.tableExists("Creature"))
+        }
+        try integrity(c2)
+    }
+}
