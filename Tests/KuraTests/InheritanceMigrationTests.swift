@@ -206,3 +206,116 @@ final class InheritanceMigrationTests: XCTestCase {
         try integrity(c2)
     }
 }
+
+extension InheritanceMigrationTests {
+    /// People and cards, one-to-one (both keys stored) or one-to-many
+    /// (the keys only in Card.holder).
+    static func cards(toMany: Bool) throws -> ManagedObjectModel {
+        try ManagedObjectModel {
+            EntityDescription("Person") {
+                AttributeDescription("name", .string)
+                RelationshipDescription("cards", to: "Card", inverse: "holder", toMany: toMany)
+            }
+            EntityDescription("Card") {
+                AttributeDescription("name", .string)
+                RelationshipDescription("holder", to: "Person", inverse: "cards")
+            }
+        }
+    }
+
+    func holdings(_ c: PersistentContainer) throws -> [String] {
+        let ctx = c.newContext()
+        var out: [String] = []
+        for p in try ctx.fetch(FetchRequest<ManagedObject>(entityName: "Person")) {
+            let v = try p.value(forKey: "cards")
+            let cards = (v as? ObjectList).map { Array($0) } ?? (v as? ManagedObject).map { [$0] } ?? []
+            out.append("\(p["name"] as? String ?? "") has \(cards.map { $0["name"] as? String ?? "" }.sorted())")
+        }
+        for card in try ctx.fetch(FetchRequest<ManagedObject>(entityName: "Card")) {
+            out.append("\(card["name"] as? String ?? "") held by \((try card.value(forKey: "holder") as? ManagedObject)?["name"] as? String ?? "nobody")")
+        }
+        return out.sorted()
+    }
+
+    func testAToOneBecomingToManyAndBackMovesItsKeysToTheInverseSide() throws {
+        let tmp = try TempDir()
+        let url = tmp.url.appendingPathComponent("cards.kura")
+        let c1 = try PersistentContainer(url: url, model: try Self.cards(toMany: false))
+        try c1.save { ctx in
+            var people: [ManagedObject] = []
+            for n in ["Ann", "Bob", "Cid"] {
+                let p = try ctx.insert("Person")
+                try p.setValue(n, forKey: "name")
+                people.append(p)
+            }
+            for (i, n) in ["visa", "amex"].enumerated() {
+                let card = try ctx.insert("Card")
+                try card.setValue(n, forKey: "name")
+                try card.setValue(people[i], forKey: "holder")
+            }
+        }
+        let expected = ["Ann has [\"visa\"]", "Bob has [\"amex\"]", "Cid has []", "amex held by Bob", "visa held by Ann"]
+        XCTAssertEqual(try holdings(c1), expected)
+        c1.close()
+        let toMany = try Self.cards(toMany: true)
+        let plan = try PersistentContainer.compatibility(ofStoreAt: url, with: toMany)
+        XCTAssertTrue(plan.canMigrateLightweight, "\(plan.unsupported)")
+        let c2 = try PersistentContainer(url: url, model: toMany, migration: .lightweight)
+        XCTAssertEqual(try holdings(c2), expected)
+        try integrity(c2)
+        c2.close()
+        // Back to one-to-one: each person's card comes from Card.holder.
+        let c3 = try PersistentContainer(url: url, model: try Self.cards(toMany: false), migration: .lightweight)
+        XCTAssertEqual(try holdings(c3), expected)
+        try integrity(c3)
+        c3.close()
+        // A person holding two cards cannot go back: refused naming her, store unchanged.
+        let c4 = try PersistentContainer(url: url, model: toMany, migration: .lightweight)
+        try c4.save { ctx in
+            let ann = try XCTUnwrap(try ctx.fetch(FetchRequest<ManagedObject>(entityName: "Person")).first { $0["name"] as? String == "Ann" })
+            let card = try ctx.insert("Card")
+            try card.setValue("mc", forKey: "name")
+            try card.setValue(ann, forKey: "holder")
+        }
+        c4.close()
+        let before = try Data(contentsOf: url)
+        XCTAssertThrowsError(try PersistentContainer(url: url, model: try Self.cards(toMany: false), migration: .lightweight)) { error in
+            let e = error as? KuraError
+            XCTAssertEqual(e?.code, .validation)
+            XCTAssertTrue(e?.message.contains("cannot make Person.cards to-one: object kura:///Person/p1 has several") ?? false, "\(String(describing: e))")
+        }
+        XCTAssertEqual(try Data(contentsOf: url), before)
+    }
+}
+
+extension InheritanceMigrationTests {
+    func testAToOneWithoutInverseBecomingAToManyWritesItsKeysIntoTheNewInverse() throws {
+        let tmp = try TempDir()
+        let url = tmp.url.appendingPathComponent("cards.kura")
+        let v0 = try ManagedObjectModel {
+            EntityDescription("Person") {
+                AttributeDescription("name", .string)
+                RelationshipDescription("cards", to: "Card")
+            }
+            EntityDescription("Card") {
+                AttributeDescription("name", .string)
+            }
+        }
+        let c0 = try PersistentContainer(url: url, model: v0)
+        try c0.save { ctx in
+            for (n, card) in [("Ann", "visa"), ("Bob", "amex"), ("Cid", nil)] {
+                let p = try ctx.insert("Person")
+                try p.setValue(n, forKey: "name")
+                if let card {
+                    let c = try ctx.insert("Card")
+                    try c.setValue(card, forKey: "name")
+                    try p.setValue(c, forKey: "cards")
+                }
+            }
+        }
+        c0.close()
+        let c2 = try PersistentContainer(url: url, model: try Self.cards(toMany: true), migration: .lightweight)
+        XCTAssertEqual(try holdings(c2), ["Ann has [\"visa\"]", "Bob has [\"amex\"]", "Cid has []", "amex held by Bob", "visa held by Ann"])
+        try integrity(c2)
+    }
+}

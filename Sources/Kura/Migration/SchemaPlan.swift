@@ -98,6 +98,11 @@ struct SchemaPlan {
         case remapKeys(keys: [RowMover.Key], sides: [RowMover.JoinSide])
         /// Every value of an `_entity` or companion column about to be retired is one of `allowed`.
         case checkKinds(table: String, column: String, allowed: Set<String>, label: String)
+        /// Each key of `column` written into the inverse's key (to-one → to-many, KeyMover.swift).
+        case keysToInverse(table: String, column: String, kinds: Set<String>?, inverseTable: String, inverseColumn: String, entity: String, relationship: String)
+        /// `column` set from the inverse's keys (to-many → to-one, KeyMover.swift).
+        case inverseKeysToKeys(table: String, column: String, companion: String?, inverseTable: String, inverseColumn: String,
+                               inverseKinds: Set<String>?, inverseEntity: String, entity: String, relationship: String)
 
         var phase: Int {
             switch self {
@@ -105,7 +110,7 @@ struct SchemaPlan {
             case .renameTable: 1
             case .createTable, .createJoinTable, .addColumn, .renameColumn: 2
             case .renameKinds, .moveRows, .remapKeys: 3
-            case .convert, .swapJoinColumns, .keysToJoinTable, .joinTableToKeys, .fill: 4
+            case .convert, .swapJoinColumns, .keysToJoinTable, .joinTableToKeys, .keysToInverse, .inverseKeysToKeys, .fill: 4
             case .require, .checkKinds: 5
             case .retireColumn: 6
             case .createIndex: 7
@@ -335,6 +340,17 @@ struct SchemaPlan {
                         "\(e.name).\(r.name): each object's target copied from join table \"\(join)\" into the key (rows with a target rewritten; an object with several fails the migration), then the join table dropped")
                 } else if storedTables.contains("_\(e.name)_\(r.name)") {
                     unsupported.append("\(e.name).\(r.name): to-many in the store, to-one in the model (a relationship change \(Self.notInferred))")
+                } else if let old = storedEntity(e, renamedFrom: oldTable)?.properties[r.renamingIdentifier ?? r.name] ?? storedEntity(e, renamedFrom: oldTable)?.properties[r.name],
+                          old.kind == "relationship", old.type != "to-one", let inv = model.reciprocalInverse(of: r), !inv.isToMany,
+                          let d = model.entitiesByName[r.destination] {
+                    // One-to-many → one-to-one: each object's key comes from the inverse's keys.
+                    let owner = d.hierarchy.relationshipOwners[inv.name] ?? d.name
+                    let invKinds: Set<String>? = d.hierarchy.isShared ? model.entitiesByName[owner]?.hierarchy.kinds : nil
+                    add(.added, .addColumn(table: table, c), "\(e.name).\(r.name): to-many in the store, to-one in the model (key column added)")
+                    add(.rewritten, .inverseKeysToKeys(table: table, column: c.name, companion: model.needsEntityCompanion(r.destination) ? c.name + ManagedObjectModel.companionSuffix : nil,
+                                                       inverseTable: d.hierarchy.table, inverseColumn: inv.name, inverseKinds: invKinds, inverseEntity: owner,
+                                                       entity: e.name, relationship: r.name),
+                        "\(e.name).\(r.name): each object's target copied from the inverse \(d.name).\(inv.name) (rows with a target rewritten; an object with several fails the migration)")
                 } else {
                     add(.added, .addColumn(table: table, c), "\(e.name).\(r.name): in the model, not in the store (column added, no row rewritten)")
                 }
@@ -362,6 +378,18 @@ struct SchemaPlan {
                     let retired = Self.retiredName(c.name, stored)
                     add(.rewritten, .keysToJoinTable(table: table, column: c.name, join: join, forward: forward, kinds: shared ? e.hierarchy.kinds : nil),
                         "\(e.name).\(r.name): to-one in the store, to-many in the model (each key copied into join table \"\(join)\", join rows written)")
+                    add(.retired, .retireColumn(table: table, from: c.name, to: retired), "\(table).\(c.name): the to-one's key column kept unused as \"\(retired)\" (no row rewritten)")
+                    for suffix in ["_order", ManagedObjectModel.companionSuffix] where stored.position(of: c.name + suffix) != nil {
+                        let rc = Self.retiredName(c.name + suffix, stored)
+                        renamedFrom.insert(c.name + suffix)
+                        add(.retired, .retireColumn(table: table, from: c.name + suffix, to: rc), "\(table).\(c.name)\(suffix): kept unused as \"\(rc)\" (no row rewritten)")
+                    }
+                } else if case .inverseForeignKey(let invEntity, let invColumn, _) = model.storage(of: r, in: e), let d = model.entitiesByName[invEntity] {
+                    // One-to-one → one-to-many: the keys live on the inverse's side.
+                    let retired = Self.retiredName(c.name, stored)
+                    add(.rewritten, .keysToInverse(table: table, column: c.name, kinds: shared ? e.hierarchy.kinds : nil, inverseTable: d.hierarchy.table,
+                                                   inverseColumn: invColumn, entity: e.name, relationship: r.name),
+                        "\(e.name).\(r.name): to-one in the store, to-many in the model (each key written into the inverse \(d.name).\(invColumn); rows rewritten where it differs; a target claimed by two objects fails the migration)")
                     add(.retired, .retireColumn(table: table, from: c.name, to: retired), "\(table).\(c.name): the to-one's key column kept unused as \"\(retired)\" (no row rewritten)")
                     for suffix in ["_order", ManagedObjectModel.companionSuffix] where stored.position(of: c.name + suffix) != nil {
                         let rc = Self.retiredName(c.name + suffix, stored)
@@ -561,6 +589,13 @@ struct SchemaPlan {
                 }
             case .checkKinds(let table, let column, let allowed, let label):
                 try mover.checkKinds(table: table, column: column, allowed: allowed, label: label)
+            case .keysToInverse(let table, let column, let kinds, let inverseTable, let inverseColumn, let entity, let relationship):
+                try KeyMover(tx: tx, path: path, progress: progress).keysToInverse(table: table, column: column, kinds: kinds, inverseTable: inverseTable,
+                                                                                  inverseColumn: inverseColumn, entity: entity, relationship: relationship)
+            case .inverseKeysToKeys(let table, let column, let companion, let inverseTable, let inverseColumn, let inverseKinds, let inverseEntity, let entity, let relationship):
+                try KeyMover(tx: tx, path: path, progress: progress).inverseKeysToKeys(table: table, column: column, companion: companion, inverseTable: inverseTable,
+                                                                                      inverseColumn: inverseColumn, inverseKinds: inverseKinds, inverseEntity: inverseEntity,
+                                                                                      entity: entity, relationship: relationship)
             case .dropIndex(_, let name):
                 try tx.dropIndex(name)
             case .createIndex(let table, let name, let columns, let unique):
