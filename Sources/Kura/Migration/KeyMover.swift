@@ -7,6 +7,8 @@
 // conflict is seen in the store itself, because the column written starts
 // empty (to-many → to-one: a new column) or must hold nothing else
 // (to-one → to-many: the inverse's key of a one-to-one).
+// The same holds for a to-many kept in a join table becoming a to-one
+// (`joinRowsToKeys`: the join table is read, the new key column written).
 // Row IDs do not change. A conflict (an object that would get two targets)
 // throws `.validation` naming it, and the caller's transaction rolls back.
 
@@ -117,6 +119,31 @@ struct KeyMover {
             }
             row[p] = .integer(target)
             if let pc { row[pc] = .text(w.kind) }
+            try tx.update(row, in: mine, rowID: w.rowID)
+        })
+    }
+
+    /// To-many through join table `join` → to-one: each join row sets
+    /// `column` of its object in `table` (the `source` side when `forward`);
+    /// an object with two targets fails the migration naming it. The caller
+    /// drops the join table.
+    func joinRowsToKeys(table: String, column: String, join: String, forward: Bool, entity: String, relationship: String) throws(KuraError) {
+        let mine = try tx.table(table)
+        guard let schema = try tx.schema(of: mine), let p = schema.position(of: column) else { throw corrupt("table \"\(table)\" lost column \"\(column)\"") }
+        try batches(join, kinds: nil, { (rowID, values, _) throws(KuraError) in
+            guard values.count >= 2, case .integer(let s) = values[0], case .integer(let t) = values[1] else {
+                throw KuraError(.corrupt, "row \(rowID) of join table \"\(join)\" does not hold two row IDs; run `kura check` on the store", path: path)
+            }
+            return forward ? (s, .integer(t), entity) : (t, .integer(s), entity)
+        }, write: { w throws(KuraError) in
+            guard case .integer(let target) = w.value else { return }
+            guard var row = try tx.values(in: mine, rowID: w.rowID) else { return }  // a join row of a vanished object: nothing to set
+            while row.count < schema.columns.count { row.append(schema.columns[row.count].defaultValue) }
+            if row[p] == .integer(target) { return }
+            if case .integer(let other) = row[p] {
+                throw KuraError(.validation, "cannot make \(entity).\(relationship) to-one: object kura:///\(entity)/p\(w.rowID) has several (row IDs \(other) and \(target)); reduce them to one in a custom migration stage first; the store was left as it was", path: path)
+            }
+            row[p] = .integer(target)
             try tx.update(row, in: mine, rowID: w.rowID)
         })
     }

@@ -529,29 +529,8 @@ struct SchemaPlan {
                     return false
                 }
             case .joinTableToKeys(let table, let column, let join, let forward, let entity, let relationship):
-                var targets: [Int64: Int64] = [:]
-                let rows = try tx.rows(in: try tx.table(join))
-                while let row = try rows.next() {
-                    let v = try row.values()
-                    guard v.count >= 2, case .integer(let s) = v[0], case .integer(let t) = v[1] else {
-                        throw KuraError(.corrupt, "row \(row.rowID) of join table \"\(join)\" does not hold two row IDs", path: path)
-                    }
-                    let (mine, theirs) = forward ? (s, t) : (t, s)
-                    if let other = targets[mine], other != theirs {
-                        throw KuraError(.validation, "cannot make \(entity).\(relationship) to-one: object kura:///\(entity)/p\(mine) has several (row IDs \(other) and \(theirs)); reduce them to one in a custom migration stage first; the store was left as it was", path: path)
-                    }
-                    targets[mine] = theirs
-                }
-                let info = try tx.table(table)
-                guard let schema = try tx.schema(of: info), let p = schema.position(of: column) else {
-                    throw KuraError(.corrupt, "table \"\(table)\" lost column \"\(column)\" during the migration (a Kura bug)", path: path)
-                }
-                try RowRewriter(tx: tx, table: table, kinds: nil, path: path, progress: progress).forEachRow { (rowID, values) throws(KuraError) -> Bool in
-                    guard let t = targets[rowID] else { return false }
-                    while values.count <= p { values.append(schema.columns[values.count].defaultValue) }
-                    values[p] = .integer(t)
-                    return true
-                }
+                try KeyMover(tx: tx, path: path, progress: progress).joinRowsToKeys(table: table, column: column, join: join, forward: forward,
+                                                                                   entity: entity, relationship: relationship)
                 try tx.dropTable(join)
             case .fill(let table, let column, let value, let whereSet):
                 guard let schema = try tx.schema(of: try tx.table(table)), let p = schema.position(of: column) else {
