@@ -319,3 +319,39 @@ extension InheritanceMigrationTests {
         try integrity(c2)
     }
 }
+
+extension InheritanceMigrationTests {
+    // Moving rows must carry external values (files beside the store) with
+    // them: the raw record holds a reference, not the bytes.
+    func testObjectsWithExternalValuesMoveWithTheirBytes() throws {
+        let tmp = try TempDir()
+        let url = tmp.url.appendingPathComponent("media.kura")
+        func model(parent: String?) throws -> ManagedObjectModel {
+            try ManagedObjectModel([
+                EntityDescription("Media", attributes: [AttributeDescription("name", .string)], relationships: []),
+                EntityDescription("Photo", parent: parent, attributes: [AttributeDescription("image", .data, allowsExternalBinaryDataStorage: true)]
+                                    + (parent == nil ? [AttributeDescription("name", .string)] : []), relationships: []),
+            ])
+        }
+        let big = Data((0..<(200 << 10)).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        let c1 = try PersistentContainer(url: url, model: try model(parent: nil))
+        try c1.save { ctx in
+            let m = try ctx.insert("Media")
+            try m.setValue("m", forKey: "name")
+            for i in 0..<2 {
+                let p = try ctx.insert("Photo")
+                try p.setValue("p\(i)", forKey: "name")
+                try p.setValue(i == 0 ? big : Data([1, 2, 3]), forKey: "image")
+            }
+        }
+        c1.close()
+        try PersistentContainer(url: url, model: try model(parent: "Media"), migration: .lightweight).close()
+        let c2 = try PersistentContainer(url: url, model: try model(parent: "Media"))
+        var r = FetchRequest<ManagedObject>(entityName: "Photo")
+        r.sortDescriptors = [SortKey("name")]
+        let photos = try c2.newContext().fetch(r)
+        XCTAssertEqual(photos.map { $0["name"] as? String }, ["p0", "p1"])
+        XCTAssertEqual(photos.map { $0["image"] as? Data }, [big, Data([1, 2, 3])])
+        try integrity(c2)
+    }
+}

@@ -17,7 +17,8 @@
 //     (columns matched by name, through renaming identifiers when the source
 //     table goes; `_entity` set to the row's entity; columns the target lacks
 //     dropped; columns the source lacks at their default) and deleted from the
-//     source. Row IDs are kept when the target never allocated them (a table
+//     source (external values travel as bytes: new files written, the old
+//     released). Row IDs are kept when the target never allocated them (a table
 //     created by this migration: a hierarchy split keeps every object ID);
 //     otherwise every moved row ID gets the same offset (the target's next row
 //     ID minus the smallest moved one), so the remap below is arithmetic and
@@ -102,6 +103,10 @@ struct RowMover {
         // Target position → source position (nil: the target column's default).
         let map: [Int?] = tSchema.columns.map { sSchema.position(of: columnSources[$0.name] ?? $0.name) }
         let targetEntity = tSchema.position(of: ManagedObjectModel.entityColumn)
+        // A record holds an external value's reference; the row is read whole
+        // (its files' bytes) so the insert writes the target's own files and
+        // the delete releases the source's.
+        let external = sSchema.columns.contains { $0.type == .external }
         // The offset: none when the target never allocated the smallest moved ID.
         var first: Int64?
         let scan = try tx.rows(in: src)
@@ -124,8 +129,9 @@ struct RowMover {
                 last = row.rowID
                 done += 1
                 if let progress, done % RowRewriter.progressEvery == 0 { progress.rows(done, of: total) }
-                let values = try row.values()
+                var values = try row.values()
                 guard let k = try kind(values, row.rowID) else { continue }
+                if external, let whole = try tx.values(in: src, rowID: row.rowID) { values = whole }
                 var out = [Value]()
                 out.reserveCapacity(tSchema.columns.count)
                 for (i, p) in map.enumerated() {

@@ -11,28 +11,36 @@
 // from column types alone (an int16 → int64 change is then invisible, as
 // before records existed).
 //
-// `apply` runs the steps in phases, so each sees the store it needs:
+// `apply` runs the steps in phases (`Step.phase`), so each sees the store it needs:
 //   0. indexes that change or go are dropped (a renamed or converted column
 //      may not carry one);
-//   1. tables created or renamed (entity renames; join tables follow), columns
-//      added, columns renamed;
-//   2. values converted or checked; to-one keys copied into a join table or
-//      back (to-one ↔ to-many);
+//   1. tables renamed (entity renames; join tables follow);
+//   2. tables created, columns added, columns renamed;
+//   3. entity renames inside hierarchies written into `_entity` and key
+//      companions; objects moved between tables by changes of inheritance,
+//      then keys and join rows pointing at moved objects remapped
+//      (SchemaPlan+Inheritance.swift, RowMover.swift);
+//   4. values converted or checked; to-one keys copied into a join table or
+//      the inverse's key column, or back (to-one ↔ to-many, KeyMover.swift);
 //   -  a custom stage's transform, if any (StagedMigration.swift);
-//   3. nulls of newly required attributes filled with the default or reported
-//      (naming up to five objects);
-//   4. removed properties' columns retired (`_retired_<name>`);
-//   5. indexes built from the rows (a unique one that rows violate fails with
+//   5. nulls of newly required attributes filled with the default or reported
+//      (naming up to five objects); `_entity`/companion columns about to go
+//      checked to name only entities still there;
+//   6. removed properties' columns retired (`_retired_<name>`);
+//   7. indexes built from the rows (a unique one that rows violate fails with
 //      `.validation` naming the rows' values);
-//   6. the model recorded (`_kura_model`), if its hash differs.
+//   then the model recorded (`_kura_model`), if its hash differs.
 // Every failure throws inside the transaction, so the store is left as it
 // was: the engine's commit is atomic, and nothing reaches the file before it.
 //
-// Rows rewritten: only by phase 2, and only the rows whose value changes
+// Rows rewritten: only by phases 3-5, and only the rows whose value changes
 // (a conversion between column types rewrites every row holding a value; a
-// fill rewrites the rows holding null). The transaction keeps every page it
-// changes in memory until commit, so a rewrite needs memory in proportion to
-// the rewritten table (ARCHITECTURE.md, "Migration").
+// fill rewrites the rows holding null; a move rewrites every moved row).
+// Every step streams (batches in row-ID order, no map of rows or keys). The
+// transaction keeps every page it changes in memory until commit (unless the
+// pager spills it), so a rewrite needs memory in proportion to the rewritten
+// table (ARCHITECTURE.md, "Migration"); FORMAT.md "Model changes" lists what
+// each change rewrites.
 
 import Foundation
 import KuraEngine
