@@ -355,3 +355,67 @@ extension InheritanceMigrationTests {
         try integrity(c2)
     }
 }
+
+extension InheritanceMigrationTests {
+    // A whole hierarchy (root and subentity, a self-referencing to-one with
+    // an `_entity` companion) merged under another root with objects: row IDs
+    // offset, and keys with a companion, keys without one and the moved rows'
+    // own keys all remapped.
+    func testAHierarchyMergedUnderAnotherRootRemapsKeysWithAndWithoutCompanions() throws {
+        let tmp = try TempDir()
+        let url = tmp.url.appendingPathComponent("garage.kura")
+        func model(merged: Bool) throws -> ManagedObjectModel {
+            try ManagedObjectModel([
+                EntityDescription("Thing", attributes: [AttributeDescription("name", .string)], relationships: []),
+                EntityDescription("Vehicle", parent: merged ? "Thing" : nil,
+                                  attributes: merged ? [] : [AttributeDescription("name", .string)],
+                                  relationships: [RelationshipDescription("tow", to: "Vehicle")]),
+                EntityDescription("Car", parent: "Vehicle", attributes: [AttributeDescription("wheels", .int64)], relationships: []),
+                EntityDescription("Garage", attributes: [AttributeDescription("name", .string)], relationships: [
+                    RelationshipDescription("car", to: "Car"),
+                    RelationshipDescription("vehicle", to: "Vehicle"),
+                ]),
+            ])
+        }
+        let c1 = try PersistentContainer(url: url, model: try model(merged: false))
+        try c1.save { ctx in
+            for n in ["a", "b", "c"] { try ctx.insert("Thing").setValue(n, forKey: "name") }
+            let truck = try ctx.insert("Vehicle")
+            try truck.setValue("truck", forKey: "name")
+            let car = try ctx.insert("Car")
+            try car.setValue("car", forKey: "name")
+            try car.setValue(Int64(4), forKey: "wheels")
+            try car.setValue(truck, forKey: "tow")
+            try truck.setValue(car, forKey: "tow")
+            let g = try ctx.insert("Garage")
+            try g.setValue("g", forKey: "name")
+            try g.setValue(car, forKey: "car")
+            try g.setValue(truck, forKey: "vehicle")
+        }
+        c1.close()
+        func describe(_ c: PersistentContainer) throws -> [String] {
+            let ctx = c.newContext()
+            var out: [String] = []
+            for v in try ctx.fetch(FetchRequest<ManagedObject>(entityName: "Vehicle")) {
+                let tow = try v.value(forKey: "tow") as? ManagedObject
+                out.append("\(v.entity.name) \(v["name"] as? String ?? "") tows \(tow?["name"] as? String ?? "nil")")
+            }
+            for g in try ctx.fetch(FetchRequest<ManagedObject>(entityName: "Garage")) {
+                let car = try g.value(forKey: "car") as? ManagedObject
+                let vehicle = try g.value(forKey: "vehicle") as? ManagedObject
+                out.append("garage car \(car?["name"] as? String ?? "nil") \(car?["wheels"] as? Int64 ?? 0) vehicle \(vehicle?["name"] as? String ?? "nil")")
+            }
+            return out.sorted()
+        }
+        let expected = ["Car car tows truck", "Vehicle truck tows car", "garage car car 4 vehicle truck"]
+        XCTAssertEqual(try describe(try PersistentContainer(url: url, model: try model(merged: false))), expected)
+        try PersistentContainer(url: url, model: try model(merged: true), migration: .lightweight).close()
+        let c2 = try PersistentContainer(url: url, model: try model(merged: true))
+        XCTAssertEqual(try describe(c2), expected)
+        let things = try c2.newContext().fetch(FetchRequest<ManagedObject>(entityName: "Thing"))
+        XCTAssertEqual(things.map { "\($0.entity.name) \($0["name"] as? String ?? "")" }.sorted(), ["Car car", "Thing a", "Thing b", "Thing c", "Vehicle truck"])
+        XCTAssertEqual(Set(things.filter { $0.entity.name != "Thing" }.map(\.objectID.uriRepresentation)), ["kura:///Vehicle/p4", "kura:///Car/p5"])
+        try c2.database.read { tx in XCTAssertFalse(try tx.tableExists("Vehicle")) }
+        try integrity(c2)
+    }
+}
