@@ -419,3 +419,41 @@ extension InheritanceMigrationTests {
         try integrity(c2)
     }
 }
+
+extension InheritanceMigrationTests {
+    // A subentity removed from a hierarchy that stays shared left its objects
+    // naming an entity the model lacks (nothing checked them): the migration
+    // must refuse naming them and leave the store byte-identical.
+    func testASubentityRemovedWithObjectsLeftIsRefusedByNameByteIdentical() throws {
+        let tmp = try TempDir()
+        let url = tmp.url.appendingPathComponent("zoo.kura")
+        func model(cats: Bool) throws -> ManagedObjectModel {
+            try ManagedObjectModel([
+                EntityDescription("Animal", attributes: [AttributeDescription("name", .string)], relationships: []),
+                EntityDescription("Dog", parent: "Animal", attributes: [], relationships: []),
+            ] + (cats ? [EntityDescription("Cat", parent: "Animal", attributes: [], relationships: [])] : []))
+        }
+        let c1 = try PersistentContainer(url: url, model: try model(cats: true))
+        try c1.save { ctx in
+            try ctx.insert("Dog").setValue("Rex", forKey: "name")
+            try ctx.insert("Cat").setValue("Tom", forKey: "name")
+        }
+        c1.close()
+        let before = try Data(contentsOf: url)
+        XCTAssertThrowsError(try PersistentContainer(url: url, model: try model(cats: false), migration: .lightweight)) { error in
+            let e = error as? KuraError
+            XCTAssertEqual(e?.code, .validation)
+            XCTAssertTrue(e?.message.contains("kura:///Cat/p2") ?? false, "\(String(describing: e))")
+        }
+        XCTAssertEqual(try Data(contentsOf: url), before)
+        // Without cat objects, the same change migrates.
+        let c2 = try PersistentContainer(url: url, model: try model(cats: true))
+        let ctx = c2.newContext()
+        for cat in try ctx.fetch(FetchRequest<ManagedObject>(entityName: "Cat")) { try ctx.delete(cat) }
+        try ctx.save()
+        c2.close()
+        let c3 = try PersistentContainer(url: url, model: try model(cats: false), migration: .lightweight)
+        XCTAssertEqual(try c3.newContext().fetch(FetchRequest<ManagedObject>(entityName: "Animal")).map { $0["name"] as? String }, ["Rex"])
+        try integrity(c3)
+    }
+}

@@ -93,6 +93,16 @@ extension SchemaPlan {
             }
             return out
         }
+        // A hierarchy that stays shared but lost entities: their objects would
+        // be left naming an entity the model lacks.
+        for table in model.entityTables where model.entities(inTable: table).count > 1 {
+            guard let old = Self.continuation(of: table, model, storedTables) else { continue }
+            let members = Set(model.entities(inTable: table).map(\.name))
+            let gone = stored.entities.keys.filter { storedRoot($0) == old && model.entitiesByName[newName($0)] == nil }.sorted()
+            guard !gone.isEmpty else { continue }
+            add(.rewritten, .checkKinds(table: table, column: ManagedObjectModel.entityColumn, allowed: members, label: "\(table) (entities removed: \(gone.joined(separator: ", ")))"),
+                "\(table): entities removed from the hierarchy (\(gone.joined(separator: ", "))): every row checked to be of an entity still in it (an object of a removed one fails the migration naming it)")
+        }
         // Moves, grouped by (source table, target table).
         var groups: [String: [String: Set<String>]] = [:]
         for e in model.entities {
