@@ -350,8 +350,10 @@ struct SchemaPlan {
                     unsupported.append("\(e.name).\(r.name): to-many in the store, to-one in the model (a relationship change \(Self.notInferred))")
                 } else if let old = storedEntity(e, renamedFrom: oldTable)?.properties[r.renamingIdentifier ?? r.name] ?? storedEntity(e, renamedFrom: oldTable)?.properties[r.name],
                           old.kind == "relationship", old.type != "to-one", let inv = model.reciprocalInverse(of: r), !inv.isToMany,
-                          let d = model.entitiesByName[r.destination] {
-                    // One-to-many → one-to-one: each object's key comes from the inverse's keys.
+                          let d = model.entitiesByName[r.destination],
+                          storedEntity(d, renamedFrom: nil)?.properties[inv.renamingIdentifier ?? inv.name]?.type == "to-one" {
+                    // One-to-many → one-to-one: each object's key comes from the
+                    // inverse's keys (stored as a to-one, so it holds them).
                     let owner = d.hierarchy.relationshipOwners[inv.name] ?? d.name
                     let invKinds: Set<String>? = d.hierarchy.isShared ? model.entitiesByName[owner]?.hierarchy.kinds : nil
                     add(.added, .addColumn(table: table, c), "\(e.name).\(r.name): to-many in the store, to-one in the model (key column added)")
@@ -359,6 +361,9 @@ struct SchemaPlan {
                                                        inverseTable: d.hierarchy.table, inverseColumn: inv.name, inverseKinds: invKinds, inverseEntity: owner,
                                                        entity: e.name, relationship: r.name),
                         "\(e.name).\(r.name): each object's target copied from the inverse \(d.name).\(inv.name) (rows with a target rewritten; an object with several fails the migration)")
+                } else if let old = storedEntity(e, renamedFrom: oldTable)?.properties[r.renamingIdentifier ?? r.name], old.kind == "relationship", old.type != "to-one" {
+                    // A to-many whose keys are neither in a join table found above nor in the inverse's key: an empty column would lose them.
+                    unsupported.append("\(e.name).\(r.name): to-many in the store, to-one in the model, its keys in neither a matching join table nor a to-one inverse (a relationship change \(Self.notInferred))")
                 } else {
                     add(.added, .addColumn(table: table, c), "\(e.name).\(r.name): in the model, not in the store (column added, no row rewritten)")
                 }
