@@ -65,6 +65,8 @@ final class MigrateCommandTests: XCTestCase {
         r = try kura(["migrate", "s.kura", "--model", "v2.contents"])
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertTrue(r.stdout.contains("migrated: the store records model version hash"), r.stdout)
+        // Progress goes to stderr: rows read of rows in the table, per step.
+        XCTAssertTrue(r.stderr.contains("  3/3 rows: Book.length: int32 → string"), r.stderr)
         let dump = try kura(["dump", "s.kura", "Book"]).stdout
         XCTAssertTrue(dump.contains("\"length\":\"101\""), dump)
         r = try kura(["migrate", "s.kura", "--model", "v2.contents"])

@@ -9,7 +9,9 @@
 // an old one can still be migrated. The default run checks every point (or a
 // sample of 40 if there are more than 60) with 2 image seeds; KURA_LONG=1
 // checks every point with 4. KURA_SEED=N picks another sample and the image
-// seeds; the seed is printed.
+// seeds; the seed is printed. A second run migrates v1 to v3, where Item
+// gains a parent entity: every object moves from table Item into the new
+// table Base (RowMover.swift), and Item is dropped.
 
 import Foundation
 import XCTest
@@ -35,6 +37,14 @@ final class MigrationCrashTests: XCTestCase {
         ], relationships: [])
     }
 
+    static let v3 = try! ManagedObjectModel([
+        EntityDescription("Base", attributes: [AttributeDescription("n", .int64)], relationships: []),
+        EntityDescription("Item", parent: "Base", attributes: [
+            AttributeDescription("code", .int32, indexed: true),
+            AttributeDescription("note", .string),
+        ], relationships: []),
+    ])
+
     func options(_ fs: any FileSystem) -> Database.Options {
         var o = Database.Options()
         o.fileSystem = fs
@@ -45,19 +55,30 @@ final class MigrationCrashTests: XCTestCase {
     /// The store's contents as text: schema, rows (defaults filled), recorded hash.
     static func state(_ db: Database) throws -> String {
         try db.read { tx in
-            let t = try tx.table("Item")
-            var s = (try tx.schema(of: t)?.columns.map(\.name) ?? []).joined(separator: ",") + "\n"
-            let rows = try tx.rows(in: t)
-            while let row = try rows.next() { s += "\(row.rowID): \(try tx.values(in: t, rowID: row.rowID) ?? [])\n" }
+            var s = ""
+            for name in ["Item", "Base"] where try tx.tableExists(name) {
+                let t = try tx.table(name)
+                s += name + ": " + (try tx.schema(of: t)?.columns.map(\.name) ?? []).joined(separator: ",") + "\n"
+                let rows = try tx.rows(in: t)
+                while let row = try rows.next() { s += "\(row.rowID): \(try tx.values(in: t, rowID: row.rowID) ?? [])\n" }
+                s += "indexes " + (try tx.indexes(of: name).map(\.name).sorted().joined(separator: ",")) + "\n"
+            }
             let m = try tx.table("_kura_model")
             let mr = try tx.rows(in: m)
             while let row = try mr.next() { if case .text("model") = try row.values()[2] { s += "model \(try row.values()[7])\n" } }
-            s += "indexes " + (try tx.indexes(of: "Item").map(\.name).sorted().joined(separator: ","))
             return s
         }
     }
 
     func testAMigrationInterruptedByPowerLossLeavesTheOldStoreOrTheNewOne() throws {
+        try matrix(to: Self.v2) { new in new.contains("_retired_note") && new.contains("Item_label_index") }
+    }
+
+    func testAMoveIntoAHierarchyInterruptedByPowerLossLeavesTheOldStoreOrTheNewOne() throws {
+        try matrix(to: Self.v3) { new in !new.contains("Item: ") && new.contains("Base: n,code,note,_entity") && new.contains("400: ") }
+    }
+
+    func matrix(to v2: ManagedObjectModel, expect: (String) -> Bool) throws {
         let seed = ProcessInfo.processInfo.environment["KURA_SEED"].flatMap { UInt64($0) } ?? 0x5EED
         print("MigrationCrashTests seed \(seed) (KURA_SEED=\(seed) to replay)")
         // The store before: 400 items in 4 saves, on a page size small enough
@@ -82,11 +103,11 @@ final class MigrationCrashTests: XCTestCase {
         let dry = FaultInjectingFileSystem(restoring: image)
         let counter = Locked(0)
         dry.setMutationHook { _, _ in counter.mutate { $0 += 1 } }
-        try PersistentContainer(url: URL(fileURLWithPath: path), model: Self.v2, options: options(dry), migration: .lightweight).close()
+        try PersistentContainer(url: URL(fileURLWithPath: path), model: v2, options: options(dry), migration: .lightweight).close()
         dry.setMutationHook(nil)
         let new = try Self.state(try Database(path: path, options: options(dry)))
         XCTAssertNotEqual(old, new)
-        XCTAssertTrue(new.contains("_retired_note") && new.contains("Item_label_index"), new)
+        XCTAssertTrue(expect(new), new)
         let points = counter.value
 
         var rng = SplitMix64(state: seed)
@@ -121,7 +142,7 @@ final class MigrationCrashTests: XCTestCase {
                     if isOld && n % 8 == 0 {
                         // The interrupted migration can run again from the old store.
                         let again = FaultInjectingFileSystem(restoring: img)
-                        try PersistentContainer(url: URL(fileURLWithPath: path), model: Self.v2, options: optionsFor(again), migration: .lightweight).close()
+                        try PersistentContainer(url: URL(fileURLWithPath: path), model: v2, options: optionsFor(again), migration: .lightweight).close()
                         let after = try Self.state(try Database(path: path, options: optionsFor(again)))
                         if after != new { results.mutate { $0.failures.append("point \(n) seed \(s): migrating again gave\n\(after)") } }
                     }
@@ -130,7 +151,7 @@ final class MigrationCrashTests: XCTestCase {
                 }
             }
         }
-        try PersistentContainer(url: URL(fileURLWithPath: path), model: Self.v2, options: options(fs), migration: .lightweight).close()
+        try PersistentContainer(url: URL(fileURLWithPath: path), model: v2, options: options(fs), migration: .lightweight).close()
         fs.setMutationHook(nil)
         let r = results.value
         print("migration crash matrix: \(points) crash points, \(chosen.count) sampled, \(r.checked) images recovered (\(r.old) old, \(r.new) new), \(r.failures.count) failures")

@@ -1,5 +1,5 @@
 // RowRewriter: the migration steps that read every row of one table and
-// rewrite the rows whose value changes (SchemaPlan.swift, phases 2 and 3).
+// rewrite the rows whose value changes (SchemaPlan.swift, phases 3 to 5).
 //
 // Rows are read in row-ID order in batches of `batchSize`; the batch's
 // changed rows are written back before the next batch is read, so the cursor

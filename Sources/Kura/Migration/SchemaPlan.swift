@@ -11,28 +11,36 @@
 // from column types alone (an int16 → int64 change is then invisible, as
 // before records existed).
 //
-// `apply` runs the steps in phases, so each sees the store it needs:
+// `apply` runs the steps in phases (`Step.phase`), so each sees the store it needs:
 //   0. indexes that change or go are dropped (a renamed or converted column
 //      may not carry one);
-//   1. tables created or renamed (entity renames; join tables follow), columns
-//      added, columns renamed;
-//   2. values converted or checked; to-one keys copied into a join table or
-//      back (to-one ↔ to-many);
+//   1. tables renamed (entity renames; join tables follow);
+//   2. tables created, columns added, columns renamed;
+//   3. entity renames inside hierarchies written into `_entity` and key
+//      companions; objects moved between tables by changes of inheritance,
+//      then keys and join rows pointing at moved objects remapped
+//      (SchemaPlan+Inheritance.swift, RowMover.swift);
+//   4. values converted or checked; to-one keys copied into a join table or
+//      the inverse's key column, or back (to-one ↔ to-many, KeyMover.swift);
 //   -  a custom stage's transform, if any (StagedMigration.swift);
-//   3. nulls of newly required attributes filled with the default or reported
-//      (naming up to five objects);
-//   4. removed properties' columns retired (`_retired_<name>`);
-//   5. indexes built from the rows (a unique one that rows violate fails with
+//   5. nulls of newly required attributes filled with the default or reported
+//      (naming up to five objects); `_entity`/companion columns about to go
+//      checked to name only entities still there;
+//   6. removed properties' columns retired (`_retired_<name>`);
+//   7. indexes built from the rows (a unique one that rows violate fails with
 //      `.validation` naming the rows' values);
-//   6. the model recorded (`_kura_model`), if its hash differs.
+//   then the model recorded (`_kura_model`), if its hash differs.
 // Every failure throws inside the transaction, so the store is left as it
 // was: the engine's commit is atomic, and nothing reaches the file before it.
 //
-// Rows rewritten: only by phase 2, and only the rows whose value changes
+// Rows rewritten: only by phases 3-5, and only the rows whose value changes
 // (a conversion between column types rewrites every row holding a value; a
-// fill rewrites the rows holding null). The transaction keeps every page it
-// changes in memory until commit, so a rewrite needs memory in proportion to
-// the rewritten table (ARCHITECTURE.md, "Migration").
+// fill rewrites the rows holding null; a move rewrites every moved row).
+// Every step streams (batches in row-ID order, no map of rows or keys). The
+// transaction keeps every page it changes in memory until commit (unless the
+// pager spills it), so a rewrite needs memory in proportion to the rewritten
+// table (ARCHITECTURE.md, "Migration"); FORMAT.md "Model changes" lists what
+// each change rewrites.
 
 import Foundation
 import KuraEngine
@@ -89,16 +97,31 @@ struct SchemaPlan {
         case joinTableToKeys(table: String, column: String, join: String, forward: Bool, entity: String, relationship: String)
         case dropIndex(table: String, name: String)
         case createIndex(table: String, name: String, columns: [IndexColumn], unique: Bool)
+        /// Rewrites renamed entities' old names in `_entity` and `companions` (RowMover.swift).
+        case renameKinds(table: String, companions: [String], renames: [String: String])
+        /// Moves the objects of `kinds` from table `from` into `to` (RowMover.swift).
+        case moveRows(from: String, to: String, kinds: Set<String>, unsharedEntity: String, renames: [String: String],
+                      columnSources: [String: String], dropSource: Bool)
+        /// After the moves: keys and join rows pointing at moved objects get their offset.
+        case remapKeys(keys: [RowMover.Key], sides: [RowMover.JoinSide])
+        /// Every value of an `_entity` or companion column about to be retired is one of `allowed`.
+        case checkKinds(table: String, column: String, allowed: Set<String>, label: String)
+        /// Each key of `column` written into the inverse's key (to-one → to-many, KeyMover.swift).
+        case keysToInverse(table: String, column: String, kinds: Set<String>?, inverseTable: String, inverseColumn: String, entity: String, relationship: String)
+        /// `column` set from the inverse's keys (to-many → to-one, KeyMover.swift).
+        case inverseKeysToKeys(table: String, column: String, companion: String?, inverseTable: String, inverseColumn: String,
+                               inverseKinds: Set<String>?, inverseEntity: String, entity: String, relationship: String)
 
         var phase: Int {
             switch self {
             case .dropIndex: 0
             case .renameTable: 1
             case .createTable, .createJoinTable, .addColumn, .renameColumn: 2
-            case .convert, .swapJoinColumns, .keysToJoinTable, .joinTableToKeys, .fill: 3
-            case .require: 4
-            case .retireColumn: 5
-            case .createIndex: 6
+            case .renameKinds, .moveRows, .remapKeys: 3
+            case .convert, .swapJoinColumns, .keysToJoinTable, .joinTableToKeys, .keysToInverse, .inverseKeysToKeys, .fill: 4
+            case .require, .checkKinds: 5
+            case .retireColumn: 6
+            case .createIndex: 7
             }
         }
     }
@@ -120,7 +143,7 @@ struct SchemaPlan {
 
     static let notInferred = "needs a migration kind Kura does not infer; use a custom migration stage"
 
-    private mutating func add(_ kind: StoreChangeKind, _ step: Step?, _ text: String) {
+    mutating func add(_ kind: StoreChangeKind, _ step: Step?, _ text: String) {
         migration.append((step, StoreChange(kind: kind, description: text)))
     }
 
@@ -136,7 +159,9 @@ struct SchemaPlan {
         // A store recorded at this very model: only new hidden columns can be missing.
         let sameModel = plan.stored?.hash == record.hash
         var renamedTables: [String: String] = [:]  // model table → stored table
-        for e in model.entities where e.superentityName != nil && storedTables.contains(e.name) && !sameModel {
+        let entityRenames = Self.entityRenames(model)
+        // Without a record the stored hierarchy is unknown: objects cannot be moved.
+        for e in model.entities where e.superentityName != nil && storedTables.contains(e.name) && !sameModel && plan.stored == nil {
             if try tx.rowCount(try tx.table(e.name)) > 0 {
                 plan.unsupported.append("\(e.name): the store keeps its objects in table \"\(e.name)\", the model in its parent's table \"\(e.hierarchy.table)\" (an inheritance change \(notInferred))")
             }
@@ -147,10 +172,6 @@ struct SchemaPlan {
             if !storedTables.contains(table) {
                 let root = model.entitiesByName[table]
                 if let old = root?.renamingIdentifier, old != table, storedTables.contains(old), model.entitiesByName[old] == nil {
-                    guard let root, root.subentityNames.isEmpty, try tx.schema(of: try tx.table(old))?.position(of: ManagedObjectModel.entityColumn) == nil else {
-                        plan.unsupported.append("\(table): renamed from \"\(old)\" inside an entity hierarchy (rows name their entity; a rename there \(notInferred))")
-                        continue
-                    }
                     storedName = old
                     renamedTables[table] = old
                     plan.add(.renamed, .renameTable(from: old, to: table), "\(table): renamed from \"\(old)\" (table renamed, no row rewritten)")
@@ -187,6 +208,7 @@ struct SchemaPlan {
                 plan.always.append(.createJoinTable(name))
             }
         }
+        if !sameModel { try plan.planInheritance(tx, model, storedTables, renames: entityRenames) }
         if plan.recordChanges && plan.stored != nil && plan.migration.isEmpty && plan.unsupported.isEmpty {
             plan.add(.recorded, nil, "the model's version hash changed (\(plan.stored?.hash ?? "") → \(record.hash)) without a change to storage (recorded)")
         }
@@ -326,6 +348,22 @@ struct SchemaPlan {
                         "\(e.name).\(r.name): each object's target copied from join table \"\(join)\" into the key (rows with a target rewritten; an object with several fails the migration), then the join table dropped")
                 } else if storedTables.contains("_\(e.name)_\(r.name)") {
                     unsupported.append("\(e.name).\(r.name): to-many in the store, to-one in the model (a relationship change \(Self.notInferred))")
+                } else if let old = storedEntity(e, renamedFrom: oldTable)?.properties[r.renamingIdentifier ?? r.name] ?? storedEntity(e, renamedFrom: oldTable)?.properties[r.name],
+                          old.kind == "relationship", old.type != "to-one", let inv = model.reciprocalInverse(of: r), !inv.isToMany,
+                          let d = model.entitiesByName[r.destination],
+                          storedEntity(d, renamedFrom: nil)?.properties[inv.renamingIdentifier ?? inv.name]?.type == "to-one" {
+                    // One-to-many → one-to-one: each object's key comes from the
+                    // inverse's keys (stored as a to-one, so it holds them).
+                    let owner = d.hierarchy.relationshipOwners[inv.name] ?? d.name
+                    let invKinds: Set<String>? = d.hierarchy.isShared ? model.entitiesByName[owner]?.hierarchy.kinds : nil
+                    add(.added, .addColumn(table: table, c), "\(e.name).\(r.name): to-many in the store, to-one in the model (key column added)")
+                    add(.rewritten, .inverseKeysToKeys(table: table, column: c.name, companion: model.needsEntityCompanion(r.destination) ? c.name + ManagedObjectModel.companionSuffix : nil,
+                                                       inverseTable: d.hierarchy.table, inverseColumn: inv.name, inverseKinds: invKinds, inverseEntity: owner,
+                                                       entity: e.name, relationship: r.name),
+                        "\(e.name).\(r.name): each object's target copied from the inverse \(d.name).\(inv.name) (rows with a target rewritten; an object with several fails the migration)")
+                } else if let old = storedEntity(e, renamedFrom: oldTable)?.properties[r.renamingIdentifier ?? r.name], old.kind == "relationship", old.type != "to-one" {
+                    // A to-many whose keys are neither in a join table found above nor in the inverse's key: an empty column would lose them.
+                    unsupported.append("\(e.name).\(r.name): to-many in the store, to-one in the model, its keys in neither a matching join table nor a to-one inverse (a relationship change \(Self.notInferred))")
                 } else {
                     add(.added, .addColumn(table: table, c), "\(e.name).\(r.name): in the model, not in the store (column added, no row rewritten)")
                 }
@@ -359,11 +397,28 @@ struct SchemaPlan {
                         renamedFrom.insert(c.name + suffix)
                         add(.retired, .retireColumn(table: table, from: c.name + suffix, to: rc), "\(table).\(c.name)\(suffix): kept unused as \"\(rc)\" (no row rewritten)")
                     }
+                } else if case .inverseForeignKey(let invEntity, let invColumn, _) = model.storage(of: r, in: e), let d = model.entitiesByName[invEntity] {
+                    // One-to-one → one-to-many: the keys live on the inverse's side.
+                    let retired = Self.retiredName(c.name, stored)
+                    add(.rewritten, .keysToInverse(table: table, column: c.name, kinds: shared ? e.hierarchy.kinds : nil, inverseTable: d.hierarchy.table,
+                                                   inverseColumn: invColumn, entity: e.name, relationship: r.name),
+                        "\(e.name).\(r.name): to-one in the store, to-many in the model (each key written into the inverse \(d.name).\(invColumn); rows rewritten where it differs; a target claimed by two objects fails the migration)")
+                    add(.retired, .retireColumn(table: table, from: c.name, to: retired), "\(table).\(c.name): the to-one's key column kept unused as \"\(retired)\" (no row rewritten)")
+                    for suffix in ["_order", ManagedObjectModel.companionSuffix] where stored.position(of: c.name + suffix) != nil {
+                        let rc = Self.retiredName(c.name + suffix, stored)
+                        renamedFrom.insert(c.name + suffix)
+                        add(.retired, .retireColumn(table: table, from: c.name + suffix, to: rc), "\(table).\(c.name)\(suffix): kept unused as \"\(rc)\" (no row rewritten)")
+                    }
                 } else {
                     unsupported.append("\(e.name).\(c.name): to-one in the store, to-many in the model without a join table (a relationship change \(Self.notInferred))")
                 }
             } else if c.name == ManagedObjectModel.entityColumn {
-                unsupported.append("\(table): the store holds several entities in it, the model one (an inheritance change \(Self.notInferred))")
+                // The hierarchy lost its subentities (moved out or removed): every
+                // row left must be of the table's one entity.
+                let retired = Self.retiredName(c.name, stored)
+                add(.rewritten, .checkKinds(table: table, column: c.name, allowed: Set(members.map(\.name)), label: "\(table) (no longer a hierarchy)"),
+                    "\(table): no longer holds several entities (every row checked to be a \(table); an object of another entity fails the migration naming it)")
+                add(.retired, .retireColumn(table: table, from: c.name, to: retired), "\(table).\(c.name): kept unused as \"\(retired)\" (no row rewritten)")
             } else if c.name.hasPrefix("_") && !c.name.hasPrefix(AttributeType.exactColumn("")) {
                 unsupported.append("\(table).\(c.name): in the store, not in the model")
             } else if c.name.hasSuffix("_order"), let base = Self.companionBase(c.name), toOnes[base] != nil, expected.position(of: base) != nil {
@@ -372,6 +427,14 @@ struct SchemaPlan {
                 while stored.position(of: retired) != nil { retired = Self.retiredPrefix + c.name + "_\(n)"; n += 1 }
                 add(.retired, .retireColumn(table: table, from: c.name, to: retired),
                     "\(table).\(base): its inverse is no longer ordered (positions kept unused as \"\(retired)\", no row rewritten)")
+            } else if c.name.hasSuffix(ManagedObjectModel.companionSuffix), let base = Self.companionBase(c.name), let (r, _) = toOnes[base],
+                      expected.position(of: base) != nil, let d = model.entitiesByName[r.destination] {
+                // The destination lost its subentities: every key must point at one of its entities.
+                let retired = Self.retiredName(c.name, stored)
+                renamedFrom.insert(c.name)
+                add(.rewritten, .checkKinds(table: table, column: c.name, allowed: d.hierarchy.kinds, label: "\(table).\(base)"),
+                    "\(table).\(base): its destination \(d.name) no longer has subentities (every key checked to point at a \(d.name))")
+                add(.retired, .retireColumn(table: table, from: c.name, to: retired), "\(table).\(c.name): kept unused as \"\(retired)\" (no row rewritten)")
             } else if let base = Self.companionBase(c.name), stored.position(of: base) != nil {
                 unsupported.append("\(table).\(c.name): in the store, not in the model (a relationship or inheritance change \(Self.notInferred))")
             } else {
@@ -438,8 +501,10 @@ struct SchemaPlan {
         if migrating { steps += migration.compactMap { m in m.step.map { ($0, m.change.description) } } }
         let ordered = steps.enumerated().sorted { ($0.element.0.phase, $0.offset) < ($1.element.0.phase, $1.offset) }.map(\.element)
         var transformed = transform == nil
+        let mover = RowMover(tx: tx, path: path, progress: progress)
+        var moved: [RowMover.Moved] = []
         for (step, text) in ordered {
-            if !transformed && step.phase > 3 {
+            if !transformed && step.phase > 4 {
                 transformed = true
                 try transform?(tx)
             }
@@ -477,29 +542,8 @@ struct SchemaPlan {
                     return false
                 }
             case .joinTableToKeys(let table, let column, let join, let forward, let entity, let relationship):
-                var targets: [Int64: Int64] = [:]
-                let rows = try tx.rows(in: try tx.table(join))
-                while let row = try rows.next() {
-                    let v = try row.values()
-                    guard v.count >= 2, case .integer(let s) = v[0], case .integer(let t) = v[1] else {
-                        throw KuraError(.corrupt, "row \(row.rowID) of join table \"\(join)\" does not hold two row IDs", path: path)
-                    }
-                    let (mine, theirs) = forward ? (s, t) : (t, s)
-                    if let other = targets[mine], other != theirs {
-                        throw KuraError(.validation, "cannot make \(entity).\(relationship) to-one: object kura:///\(entity)/p\(mine) has several (row IDs \(other) and \(theirs)); reduce them to one in a custom migration stage first; the store was left as it was", path: path)
-                    }
-                    targets[mine] = theirs
-                }
-                let info = try tx.table(table)
-                guard let schema = try tx.schema(of: info), let p = schema.position(of: column) else {
-                    throw KuraError(.corrupt, "table \"\(table)\" lost column \"\(column)\" during the migration (a Kura bug)", path: path)
-                }
-                try RowRewriter(tx: tx, table: table, kinds: nil, path: path, progress: progress).forEachRow { (rowID, values) throws(KuraError) -> Bool in
-                    guard let t = targets[rowID] else { return false }
-                    while values.count <= p { values.append(schema.columns[values.count].defaultValue) }
-                    values[p] = .integer(t)
-                    return true
-                }
+                try KeyMover(tx: tx, path: path, progress: progress).joinRowsToKeys(table: table, column: column, join: join, forward: forward,
+                                                                                   entity: entity, relationship: relationship)
                 try tx.dropTable(join)
             case .fill(let table, let column, let value, let whereSet):
                 guard let schema = try tx.schema(of: try tx.table(table)), let p = schema.position(of: column) else {
@@ -525,6 +569,25 @@ struct SchemaPlan {
             case .require(let table, let column, let entity, let property, let kinds, let fill):
                 try RowRewriter(tx: tx, table: table, kinds: kinds, path: path, progress: progress)
                     .require(column: column, entity: entity, property: property, fill: fill)
+            case .renameKinds(let table, let companions, let renames):
+                try mover.renameKinds(table: table, companions: companions, renames: renames)
+            case .moveRows(let from, let to, let kinds, let unsharedEntity, let renames, let columnSources, let dropSource):
+                moved.append(try mover.move(from: from, to: to, kinds: kinds, unsharedEntity: unsharedEntity, renames: renames,
+                                            columnSources: columnSources, dropSource: dropSource))
+            case .remapKeys(let keys, let sides):
+                try mover.remap(moved, keys: keys, sides: sides) { table, values, _, schema in
+                    if let p = schema.position(of: ManagedObjectModel.entityColumn), p < values.count, case .text(let e) = values[p] { return e }
+                    return table
+                }
+            case .checkKinds(let table, let column, let allowed, let label):
+                try mover.checkKinds(table: table, column: column, allowed: allowed, label: label)
+            case .keysToInverse(let table, let column, let kinds, let inverseTable, let inverseColumn, let entity, let relationship):
+                try KeyMover(tx: tx, path: path, progress: progress).keysToInverse(table: table, column: column, kinds: kinds, inverseTable: inverseTable,
+                                                                                  inverseColumn: inverseColumn, entity: entity, relationship: relationship)
+            case .inverseKeysToKeys(let table, let column, let companion, let inverseTable, let inverseColumn, let inverseKinds, let inverseEntity, let entity, let relationship):
+                try KeyMover(tx: tx, path: path, progress: progress).inverseKeysToKeys(table: table, column: column, companion: companion, inverseTable: inverseTable,
+                                                                                      inverseColumn: inverseColumn, inverseKinds: inverseKinds, inverseEntity: inverseEntity,
+                                                                                      entity: entity, relationship: relationship)
             case .dropIndex(_, let name):
                 try tx.dropIndex(name)
             case .createIndex(let table, let name, let columns, let unique):
