@@ -50,6 +50,8 @@ struct QueryPlan {
     enum Access {
         case tableScan
         case index(IndexDefinition, ranges: [KeyRange], reverse: Bool)
+        /// Rows read by row ID, in this order (a join's candidates: SemiJoin.swift).
+        case rowIDs([Int64])
     }
     var access: Access
     /// True when rows come out of `access` already in the query's sort order.
