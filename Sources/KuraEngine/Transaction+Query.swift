@@ -49,16 +49,17 @@ extension ReadTransaction {
             let plan = try self.plan(query, r, explaining: false)
             return QueryCursor(transaction: self, query: query, resolved: r, plan: plan)
         }
-        let setup = try joinSetup(query, r, explaining: false)
-        let plan = try joinedPlan(query, r, setup, explaining: false)
+        let ownPlan = try self.plan(query, r, explaining: false)
+        let setup = try joinSetup(query, r, ownPlan: ownPlan, explaining: false)
+        let plan = try joinedPlan(query, r, setup, ownPlan: ownPlan)
         return QueryCursor(transaction: self, query: query, resolved: r, plan: plan, joins: setup)
     }
 
     /// The cheapest candidates for a query with joins (SemiJoin.swift): its own
     /// plan, the row IDs a positive join yields, or a probe of the index on a
     /// positive join's foreign-key column; the chosen rows come by row ID.
-    func joinedPlan(_ query: TableQuery, _ r: ResolvedQuery, _ setup: JoinSetup, explaining: Bool) throws(KuraError) -> QueryPlan {
-        var plan = try self.plan(query, r, explaining: explaining)
+    func joinedPlan(_ query: TableQuery, _ r: ResolvedQuery, _ setup: JoinSetup, ownPlan: QueryPlan, explaining: Bool = false) throws(KuraError) -> QueryPlan {
+        var plan = ownPlan
         func sortCost(_ m: Double) -> Double {
             query.sort.isEmpty ? 0 : m * log2(max(m, 2)) * QueryCost.sortStep
         }
@@ -96,6 +97,11 @@ extension ReadTransaction {
         return plan
     }
 
+    private func explainJoined(_ query: TableQuery, _ r: ResolvedQuery) throws(KuraError) -> QueryPlan {
+        let ownPlan = try self.plan(query, r, explaining: true)
+        return try joinedPlan(query, r, try joinSetup(query, r, ownPlan: ownPlan, explaining: true), ownPlan: ownPlan, explaining: true)
+    }
+
     /// Row IDs of the entries of `index` inside `ranges`.
     func probeIndex(_ index: IndexDefinition, _ ranges: [KeyRange], _ info: TableInfo) throws(KuraError) -> [Int64] {
         var source = CandidateSource(plan: QueryPlan(access: .index(index, ranges: ranges, reverse: false), ordered: false), table: info)
@@ -131,7 +137,7 @@ extension ReadTransaction {
     func explain(_ query: TableQuery, resolved r: ResolvedQuery) throws(KuraError) -> String {
         try Self.validate(query, r)
         let plan = query.joins.isEmpty && query.lookups.isEmpty ? try self.plan(query, r, explaining: true)
-            : try joinedPlan(query, r, try joinSetup(query, r, explaining: true), explaining: true)
+            : try explainJoined(query, r)
         var lines = ["query on table \"\(r.info.name)\" (\(try rowCount(r.info)) rows)"]
         lines += plan.notes.map { "  " + $0 }
         if let p = query.predicate { lines.append("  filter each candidate row: " + p.predicateFormat) }

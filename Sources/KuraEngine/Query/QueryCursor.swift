@@ -77,7 +77,7 @@ public final class QueryCursor {
                 if testOnRead {
                     let matched: Bool
                     do throws(KuraError) {
-                        matched = try record.withBytes { b throws(KuraError) in try matches(b, rowID: id) }
+                        matched = try record.withBytes { b throws(KuraError) in try matches(b, rowID: id, s) }
                     } catch {
                         throw CandidateSource.locating(error, rowID: id, page: nil)
                     }
@@ -89,7 +89,7 @@ public final class QueryCursor {
             }
             return nil
         }
-        while let row = try source.next(s, matching: matches) {
+        while let row = try source.next(s, matching: { b, id throws(KuraError) in try self.matches(b, rowID: id, s) }) {
             if skipped < query.offset { skipped += 1; continue }
             returned += 1
             return row
@@ -98,9 +98,9 @@ public final class QueryCursor {
     }
 
     /// Whether the record satisfies the predicate and every join.
-    func matches(_ record: UnsafeRawBufferPointer, rowID: Int64) throws(KuraError) -> Bool {
+    func matches<S: PageSource>(_ record: UnsafeRawBufferPointer, rowID: Int64, _ s: S) throws(KuraError) -> Bool {
         if let compiled, !(try compiled.matches(record)) { return false }
-        for f in filters where !(try f.passes(record, rowID: rowID)) { return false }
+        for f in filters where !(try f.passes(record, rowID: rowID, s)) { return false }
         return true
     }
 
@@ -141,7 +141,7 @@ public final class QueryCursor {
             return a.rowID < b.rowID
         }
         var source = CandidateSource(plan: plan, table: info)
-        while let row = try source.next(s, matching: matches) {
+        while let row = try source.next(s, matching: { b, id throws(KuraError) in try self.matches(b, rowID: id, s) }) {
             var values: [Value] = []
             values.reserveCapacity(positions.count)
             try row.record.withBytes { b throws(KuraError) in

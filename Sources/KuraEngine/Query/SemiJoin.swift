@@ -103,13 +103,16 @@ struct JoinFilter {
     enum Key {
         case rowID
         case column(position: Int, defaultValue: Value)
+        /// Not materialized: the foreign key at `position` is looked up in
+        /// `table` and the row tested by `test` (index nested loop).
+        case nested(position: Int, defaultValue: Value, table: TableInfo, test: CompiledPredicate?)
     }
     let key: Key
     let values: Set<Int64>
     /// Rows pass when `values` contains their key == member.
     let member: Bool
 
-    func passes(_ record: UnsafeRawBufferPointer, rowID: Int64) throws(KuraError) -> Bool {
+    func passes<S: PageSource>(_ record: UnsafeRawBufferPointer, rowID: Int64, _ s: S) throws(KuraError) -> Bool {
         switch key {
         case .rowID:
             return values.contains(rowID) == member
@@ -117,6 +120,11 @@ struct JoinFilter {
             let v = p < (try RecordCodec.count(in: record)) ? try RecordCodec.value(at: p, in: record) : d
             if case .integer(let i) = v { return values.contains(i) == member }
             return !member
+        case .nested(let p, let d, let table, let test):
+            let v = p < (try RecordCodec.count(in: record)) ? try RecordCodec.value(at: p, in: record) : d
+            guard case .integer(let i) = v, let row = try BTree(root: table.rootPage, kind: .table).get(RowIDKey.encode(i), s) else { return !member }
+            guard let test else { return member }
+            return try row.withBytes { b throws(KuraError) in try test.matches(b) } == member
         }
     }
 }
@@ -163,7 +171,7 @@ struct JoinSetup {
 
 extension ReadTransaction {
     /// Runs the inner queries of `query`'s joins and resolves its lookups.
-    func joinSetup(_ query: TableQuery, _ r: ResolvedQuery, explaining: Bool) throws(KuraError) -> JoinSetup {
+    func joinSetup(_ query: TableQuery, _ r: ResolvedQuery, ownPlan: QueryPlan, explaining: Bool) throws(KuraError) -> JoinSetup {
         var setup = JoinSetup()
         let outerRows = Double(max(try rowCount(r.info), 1))
         for (n, j) in query.joins.enumerated() {
@@ -175,6 +183,24 @@ extension ReadTransaction {
                 setup.notes.append("\(label)\(j.negated ? " (negated)" : ""): \(Self.describe(j.link)) rows of table \"\(j.inner.table)\"" + (j.inner.predicate.map { " matching " + $0.predicateFormat } ?? "")
                                    + (j.having.map { " having " + $0.predicateFormat } ?? "") + ", materialized first:")
                 setup.notes += try explain(j.inner).split(separator: "\n").map { "    " + $0 }
+            }
+            if case .foreignKey(let column) = j.link, j.inner.joins.isEmpty, j.having == nil, let c = r.columns.positions[column] {
+                // Index nested loop or materialize first: per outer candidate,
+                // one row lookup, against the inner query's own cost.
+                let innerResolved = try resolve(j.inner)
+                let innerPlan = try plan(j.inner, innerResolved, explaining: false)
+                let nestedCost = ownPlan.estimatedRows * QueryCost.rowLookup
+                if explaining {
+                    setup.notes.append("  \(label): nested loop (look up each outer candidate's \"\(column)\"): cost \(Int(nestedCost.rounded())); materialize first: cost \(Int(innerPlan.estimatedCost.rounded()))")
+                }
+                if nestedCost < innerPlan.estimatedCost {
+                    let test = j.inner.predicate.map { CompiledPredicate($0, columns: innerResolved.columns) }
+                    setup.filters.append(JoinFilter(key: .nested(position: c.position, defaultValue: c.defaultValue, table: innerResolved.info, test: test),
+                                                    values: [], member: !j.negated))
+                    if explaining { setup.notes.append("  \(label): * nested loop") }
+                    continue
+                }
+                if explaining { setup.notes.append("  \(label): * materialize first") }
             }
             let innerCursor = try select(j.inner)
             switch j.link {
