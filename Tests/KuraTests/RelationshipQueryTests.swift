@@ -117,7 +117,7 @@ final class RelationshipQueryTests: XCTestCase {
             func str() -> String { "'" + ["ann", "Emile", "cat", "math", "Z"][rand(5)] + "'" }
             func sop() -> String { ["==", "==[c]", "==[cd]", "BEGINSWITH[c]", "!=", "CONTAINS[d]"][rand(6)] }
             func studentAtom() -> String {
-                switch rand(16) {
+                switch rand(17) {
                 case 0: return "record.grade \(op()) \(n())"
                 case 1: return "record.school.name \(sop()) \(str())"
                 case 2: return "record.note \(sop()) \(str())"
@@ -131,8 +131,9 @@ final class RelationshipQueryTests: XCTestCase {
                 case 10: return "SUBQUERY(pets, $p, $p.age \(op()) \(n()) AND $p.kind \(sop()) \(str())).@count \(op()) \(rand(3))"
                 case 11: return "age \(op()) \(n())"
                 case 12: return "record.grade + 1 \(op()) \(rand(5))"
-                case 13: return "ANY courses.students.record.grade \(op()) \(n())"
+                case 13: return ["pets.@sum.age", "pets.@avg.age", "pets.@min.age", "courses.@max.credits"][rand(4)] + " \(op()) \(n())"
                 case 14: return "record.school.rank \(op()) record.grade"
+                case 15: return "ANY courses.students.record.grade \(op()) \(n())"
                 default: return "\(rand(5)) \(op()) record.grade"
                 }
             }

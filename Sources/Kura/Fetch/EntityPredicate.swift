@@ -84,7 +84,9 @@ enum EntityPredicate {
 //     empty set, as in memory, where elements are tested one by one);
 //   - `r.@count op x` and `SUBQUERY(r, $v, P).@count op x` (constants only
 //     besides): a semi-join counting linked destination rows (matching P with
-//     `$v.k` read as `k`), `having` the comparison with `$count` for the count.
+//     `$v.k` read as `k`), `having` the comparison with `$count` for the count;
+//     `r.@sum.a op x` (`@avg`, `@min`, `@max`) the same with `$values.@sum`
+//     over the linked rows' values of attribute `a`.
 // Destination rows of a to-many are narrowed to the destination and its
 // subentities (`_entity`), as `relatedObjects` reads them. Sort keys through
 // to-one relationships (`record.grade`) become `ColumnLookup`s.
@@ -163,32 +165,41 @@ extension EntityPredicate {
         func counted(_ x: KuraExpression) -> (String, KuraPredicate?)? {
             switch x {
             case .keyPath(let k) where k.count == 2 && k[1] == "@count": return (k[0], nil)
+            case .keyPath(let k) where k.count == 3 && ["@sum", "@avg", "@min", "@max"].contains(k[1]): return (k[0], nil)
             case .member(.subquery(.keyPath(let k), let v, let p), let keys) where k.count == 1 && keys == ["@count"]:
                 guard let q = boundToElement(p, v) else { return nil }
                 return (k[0], q)
             default: return nil
             }
         }
-        let counter = KuraExpression.variable(SemiJoin.countVariable)
+        // `$count`, or the aggregate of `$values` (the attribute's values).
+        func counter(_ x: KuraExpression) -> (KuraExpression, String?) {
+            guard case .keyPath(let k) = x, k.count == 3 else { return (.variable(SemiJoin.countVariable), nil) }
+            return (.member(.variable(SemiJoin.valuesVariable), [k[1]]), k[2])
+        }
         let found: (String, KuraPredicate?)
         var having = c
+        var valueColumn: String?
         if let x = counted(c.left), keyPaths(c.right) == [] {
             found = x
-            having.left = counter
+            (having.left, valueColumn) = counter(c.left)
         } else if let x = counted(c.right), keyPaths(c.left) == [] {
             found = x
-            having.right = counter
+            (having.right, valueColumn) = counter(c.right)
         } else {
             return nil
         }
         guard let r = e.relationshipsByName[found.0], r.isToMany, e.attributesByName[found.0] == nil,
               let dest = model.entitiesByName[r.destination], let link = link(r, e, model) else { return nil }
+        if let v = valueColumn {
+            guard let a = dest.attributesByName[v], a.compositeElements == nil, !a.isTransient else { return nil }
+        }
         var inner = Joined()
         if let p = found.1 {
             guard let t = joined(p, dest, model) else { return nil }
             inner = t
         }
-        return Joined(joins: [SemiJoin(link, innerQuery(dest, inner, model), having: .comparison(having))])
+        return Joined(joins: [SemiJoin(link, innerQuery(dest, inner, model), having: .comparison(having), valueColumn: valueColumn)])
     }
 
     /// A subquery's predicate with `$v.k` read as `k` on the element; nil if

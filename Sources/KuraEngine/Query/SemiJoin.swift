@@ -14,7 +14,9 @@
 //     an inner row matching the inner query (many-to-many).
 // With `having` (to-many links only), the outer row passes when the predicate
 // holds with `$count` bound to the number of matching inner rows linked to it
-// (zero for none): `children.@count > 2`, `SUBQUERY(...).@count == 0`.
+// (zero for none): `children.@count > 2`, `SUBQUERY(...).@count == 0`; and
+// with `valueColumn`, `$values` bound to those rows' values of that column
+// (`$values.@sum > 10`, for `children.@sum.age > 10`).
 // `negated` inverts the whole conjunct (an anti-join: NONE, ALL, NOT).
 // Inner queries may carry joins of their own, so links compose to any depth.
 //
@@ -60,16 +62,22 @@ public struct SemiJoin: Sendable, Hashable {
     public var having: KuraPredicate?
     /// True inverts the condition.
     public var negated: Bool
+    /// A column of the inner rows whose values, for the rows linked to the
+    /// outer row (in row-ID order), `having` reads as `$values`
+    /// (`$values.@sum`). Not for `.foreignKey`.
+    public var valueColumn: String?
 
-    public init(_ link: Link, _ inner: TableQuery, having: KuraPredicate? = nil, negated: Bool = false) {
+    public init(_ link: Link, _ inner: TableQuery, having: KuraPredicate? = nil, valueColumn: String? = nil, negated: Bool = false) {
         self.link = link
         self.inner = inner
         self.having = having
+        self.valueColumn = valueColumn
         self.negated = negated
     }
 
-    /// The variable `having` reads.
+    /// The variables `having` reads.
     public static let countVariable = "count"
+    public static let valuesVariable = "values"
 }
 
 /// A column read through foreign keys: start at the query's table, follow
@@ -233,17 +241,26 @@ extension ReadTransaction {
                 guard let c = innerCursor.columns.positions[column] else {
                     throw KuraError(.notFound, "table \"\(j.inner.table)\" has no column \"\(column)\" (join from table \"\(r.info.name)\")")
                 }
+                let vc = try valueColumn(j, innerCursor.columns)
                 var counts: [Int64: Int64] = [:]
+                var values: [Int64: [EvaluatedValue]] = [:]
                 while let row = try innerCursor.next() {
                     let v = try row.record.withBytes { b throws(KuraError) in
                         c.position < (try RecordCodec.count(in: b)) ? try RecordCodec.value(at: c.position, in: b) : c.defaultValue
                     }
-                    if case .integer(let id) = v { counts[id, default: 0] += 1 }
+                    guard case .integer(let id) = v else { continue }
+                    counts[id, default: 0] += 1
+                    if let vc { values[id, default: []].append(try Self.evaluated(row.record, vc)) }
                 }
-                try addGrouped(j, counts, label: label, outerRows: outerRows, explaining: explaining, to: &setup)
+                try addGrouped(j, counts, values, label: label, outerRows: outerRows, explaining: explaining, to: &setup)
             case .joinTable(let table, let outerColumn, let innerColumn):
                 var ids = Set<Int64>()
-                while let row = try innerCursor.next() { ids.insert(row.rowID) }
+                let vc = try valueColumn(j, innerCursor.columns)
+                var innerValues: [Int64: EvaluatedValue] = [:]
+                while let row = try innerCursor.next() {
+                    ids.insert(row.rowID)
+                    if let vc { innerValues[row.rowID] = try Self.evaluated(row.record, vc) }
+                }
                 let joinQuery: TableQuery
                 if ids.count <= 1000 {
                     let list = KuraExpression.aggregate(ids.sorted().map { .constant(.integer($0)) })
@@ -256,6 +273,7 @@ extension ReadTransaction {
                     throw KuraError(.notFound, "join table \"\(table)\" has no column \"\(outerColumn)\" or \"\(innerColumn)\"")
                 }
                 var counts: [Int64: Int64] = [:]
+                var values: [Int64: [EvaluatedValue]] = [:]
                 while let row = try joinCursor.next() {
                     let (ov, iv) = try row.record.withBytes { b throws(KuraError) in
                         let n = try RecordCodec.count(in: b)
@@ -264,9 +282,10 @@ extension ReadTransaction {
                     }
                     guard case .integer(let outer) = ov, case .integer(let inner) = iv, ids.contains(inner) else { continue }
                     counts[outer, default: 0] += 1
+                    if vc != nil, let v = innerValues[inner] { values[outer, default: []].append(v) }
                 }
                 if explaining { setup.notes.append("  \(label): \(ids.count) inner row\(ids.count == 1 ? "" : "s"), linked through join table \"\(table)\"") }
-                try addGrouped(j, counts, label: label, outerRows: outerRows, explaining: explaining, to: &setup)
+                try addGrouped(j, counts, values, label: label, outerRows: outerRows, explaining: explaining, to: &setup)
             }
         }
         for l in query.lookups {
@@ -276,21 +295,25 @@ extension ReadTransaction {
     }
 
     /// The filter of a to-many join from the number of matching inner rows per outer row ID.
-    private func addGrouped(_ j: SemiJoin, _ counts: [Int64: Int64], label: String, outerRows: Double, explaining: Bool, to setup: inout JoinSetup) throws(KuraError) {
+    private func addGrouped(_ j: SemiJoin, _ counts: [Int64: Int64], _ grouped: [Int64: [EvaluatedValue]], label: String, outerRows: Double,
+                            explaining: Bool, to setup: inout JoinSetup) throws(KuraError) {
         var values = Set<Int64>()
         var member = true
         if let having = j.having {
             var memo: [Int64: Bool] = [:]
-            func holds(_ n: Int64) throws(KuraError) -> Bool {
-                if let m = memo[n] { return m }
-                let v = try having.evaluate(with: .null, variables: [SemiJoin.countVariable: .scalar(.integer(n))])
-                memo[n] = v
+            func holds(_ n: Int64, _ vs: [EvaluatedValue]?) throws(KuraError) -> Bool {
+                if vs == nil, let m = memo[n] { return m }
+                var variables: [String: EvaluatedValue] = [SemiJoin.countVariable: .scalar(.integer(n))]
+                if let vs { variables[SemiJoin.valuesVariable] = .collection(vs) }
+                let v = try having.evaluate(with: .null, variables: variables)
+                if vs == nil { memo[n] = v }
                 return v
             }
-            // Outer rows without links have count 0: when that passes, the
-            // filter lists the rows that fail instead.
-            member = !(try holds(0))
-            for (id, n) in counts where try holds(n) == member { values.insert(id) }
+            let withValues = j.valueColumn != nil
+            // Outer rows without links have count 0 (and no values): when that
+            // passes, the filter lists the rows that fail instead.
+            member = !(try holds(0, withValues ? [] : nil))
+            for (id, n) in counts where try holds(n, withValues ? grouped[id] ?? [] : nil) == member { values.insert(id) }
         } else {
             values = Set(counts.keys)
         }
@@ -301,6 +324,24 @@ extension ReadTransaction {
             setup.candidates.append((values, Double(values.count) * QueryCost.rowLookup,
                                      "\(label): read \(values.count) row\(values.count == 1 ? "" : "s") by row ID"))
         }
+    }
+
+    /// The position of `j.valueColumn` in the inner table, if it has one.
+    private func valueColumn(_ j: SemiJoin, _ columns: ColumnMap) throws(KuraError) -> ColumnMap.Column? {
+        guard let name = j.valueColumn else { return nil }
+        guard let c = columns.positions[name] else {
+            throw KuraError(.notFound, "table \"\(columns.table)\" has no column \"\(name)\" (the values of a join)")
+        }
+        return c
+    }
+
+    /// A column's value as the evaluator sees it (dates as dates, as RowContext reads them).
+    static func evaluated(_ record: [UInt8], _ c: ColumnMap.Column) throws(KuraError) -> EvaluatedValue {
+        let v = try record.withBytes { b throws(KuraError) in
+            c.position < (try RecordCodec.count(in: b)) ? try RecordCodec.value(at: c.position, in: b) : c.defaultValue
+        }
+        if c.isDate, case .double(let d) = v { return .date(d) }
+        return .scalar(v)
     }
 
     func resolveLookup(_ l: ColumnLookup, from r: ResolvedQuery) throws(KuraError) -> ResolvedLookup {
