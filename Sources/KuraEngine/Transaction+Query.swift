@@ -71,7 +71,7 @@ extension ReadTransaction {
             if options[options.count - 1].cost < options[best].cost { best = options.count - 1 }
         }
         for p in setup.probes {
-            options.append((p.cost + sortCost(Double(p.ranges.count)), p.note))
+            options.append((p.cost + sortCost(Double(p.ids.count)), p.note))
             if options[options.count - 1].cost < options[best].cost { best = options.count - 1 }
         }
         if best > 0 {
@@ -80,7 +80,12 @@ extension ReadTransaction {
                 ids = Array(setup.candidates[best - 1].ids)
             } else {
                 let probe = setup.probes[best - 1 - setup.candidates.count]
-                ids = try probeIndex(probe.index, probe.ranges, r.info)
+                let col = probe.index.columns[0]
+                let ranges = probe.ids.map { id -> KeyRange in
+                    let seg = QueryPlanner.segment(.integer(id), col)
+                    return KeyRange(lower: seg, upper: seg)
+                }
+                ids = try probeIndex(probe.index, ranges, r.info)
             }
             ids.sort()
             var chosen = QueryPlan(access: .rowIDs(ids), ordered: query.sort.isEmpty)

@@ -150,8 +150,13 @@ struct ResolvedLookup {
 
     /// The looked-up value for the outer row `record`.
     func value<S: PageSource>(_ record: UnsafeRawBufferPointer, _ s: S) throws(KuraError) -> Value {
-        var current = Array(record)
-        for step in steps {
+        guard let first = steps.first else {
+            return position < (try RecordCodec.count(in: record)) ? try RecordCodec.value(at: position, in: record) : defaultValue
+        }
+        let key = first.position < (try RecordCodec.count(in: record)) ? try RecordCodec.value(at: first.position, in: record) : first.defaultValue
+        guard case .integer(let firstID) = key,
+              var current = try BTree(root: first.next.rootPage, kind: .table).get(RowIDKey.encode(firstID), s) else { return .null }
+        for step in steps.dropFirst() {
             let v = try current.withBytes { b throws(KuraError) in
                 step.position < (try RecordCodec.count(in: b)) ? try RecordCodec.value(at: step.position, in: b) : step.defaultValue
             }
@@ -172,8 +177,8 @@ struct JoinSetup {
     /// Row IDs that contain every match (from positive joins), with their cost.
     var candidates: [(ids: Set<Int64>, cost: Double, note: String)] = []
     /// Foreign-key probes: an index on the outer FK column, probed with the
-    /// inner row IDs.
-    var probes: [(index: IndexDefinition, ranges: [KeyRange], cost: Double, note: String)] = []
+    /// inner row IDs (sorted).
+    var probes: [(index: IndexDefinition, ids: [Int64], cost: Double, note: String)] = []
     var notes: [String] = []
 }
 
@@ -226,14 +231,9 @@ extension ReadTransaction {
                 if !j.negated {
                     let innerRows = Double(max(try rowCount(try table(j.inner.table)), 1))
                     for index in r.indexes where index.columns.first?.name == column {
-                        let col = index.columns[0]
-                        let ranges = ids.sorted().map { id -> KeyRange in
-                            let seg = QueryPlanner.segment(.integer(id), col)
-                            return KeyRange(lower: seg, upper: seg)
-                        }
                         let entries = Double(ids.count) * outerRows / innerRows
                         let cost = Double(ids.count) * QueryCost.rowLookup + entries * (QueryCost.indexEntry + QueryCost.rowLookup)
-                        setup.probes.append((index, ranges, cost, "\(label): probe index \"\(index.name)\" with \(ids.count) row ID\(ids.count == 1 ? "" : "s"), about \(Int(entries.rounded())) entries"))
+                        setup.probes.append((index, ids.sorted(), cost, "\(label): probe index \"\(index.name)\" with \(ids.count) row ID\(ids.count == 1 ? "" : "s"), about \(Int(entries.rounded())) entries"))
                         break
                     }
                 }
