@@ -8,6 +8,8 @@
 // candidate against the whole predicate, so the access path never changes an
 // answer.
 
+import Foundation
+
 extension ReadTransaction {
     /// Rows of `query.table` matching the query, as a streaming cursor.
     ///
@@ -43,8 +45,79 @@ extension ReadTransaction {
 
     func select(_ query: TableQuery, resolved r: ResolvedQuery) throws(KuraError) -> QueryCursor {
         try Self.validate(query, r)
-        let plan = try self.plan(query, r, explaining: false)
-        return QueryCursor(transaction: self, query: query, resolved: r, plan: plan)
+        if query.joins.isEmpty && query.lookups.isEmpty {
+            let plan = try self.plan(query, r, explaining: false)
+            return QueryCursor(transaction: self, query: query, resolved: r, plan: plan)
+        }
+        let ownPlan = try self.plan(query, r, explaining: false)
+        let setup = try joinSetup(query, r, ownPlan: ownPlan, explaining: false)
+        let plan = try joinedPlan(query, r, setup, ownPlan: ownPlan)
+        return QueryCursor(transaction: self, query: query, resolved: r, plan: plan, joins: setup)
+    }
+
+    /// The cheapest candidates for a query with joins (SemiJoin.swift): its own
+    /// plan, the row IDs a positive join yields, or a probe of the index on a
+    /// positive join's foreign-key column; the chosen rows come by row ID.
+    func joinedPlan(_ query: TableQuery, _ r: ResolvedQuery, _ setup: JoinSetup, ownPlan: QueryPlan, explaining: Bool = false) throws(KuraError) -> QueryPlan {
+        var plan = ownPlan
+        func sortCost(_ m: Double) -> Double {
+            query.sort.isEmpty ? 0 : m * log2(max(m, 2)) * QueryCost.sortStep
+        }
+        func fmt(_ x: Double) -> String { x < 10 ? String((x * 10).rounded() / 10) : String(Int(x.rounded())) }
+        var options: [(cost: Double, note: String)] = [(plan.estimatedCost, "the table's own plan (above)")]
+        var best = 0
+        for c in setup.candidates {
+            options.append((c.cost + sortCost(Double(c.ids.count)), c.note))
+            if options[options.count - 1].cost < options[best].cost { best = options.count - 1 }
+        }
+        for p in setup.probes {
+            options.append((p.cost + sortCost(Double(p.ids.count)), p.note))
+            if options[options.count - 1].cost < options[best].cost { best = options.count - 1 }
+        }
+        if best > 0 {
+            var ids: [Int64]
+            if best - 1 < setup.candidates.count {
+                ids = Array(setup.candidates[best - 1].ids)
+            } else {
+                let probe = setup.probes[best - 1 - setup.candidates.count]
+                let col = probe.index.columns[0]
+                let ranges = probe.ids.map { id -> KeyRange in
+                    let seg = QueryPlanner.segment(.integer(id), col)
+                    return KeyRange(lower: seg, upper: seg)
+                }
+                ids = try probeIndex(probe.index, ranges, r.info)
+            }
+            ids.sort()
+            var chosen = QueryPlan(access: .rowIDs(ids), ordered: query.sort.isEmpty)
+            chosen.estimatedCost = options[best].cost
+            plan = chosen
+        }
+        if explaining {
+            plan.notes = setup.notes + (best == 0 ? plan.notes : ["candidates of table \"\(r.info.name)\" from " + options[best].note] + plan.notes)
+            plan.notes.append("candidates (joins materialized first):")
+            for (i, o) in options.enumerated() {
+                plan.notes.append("  \(i == best ? "*" : " ") \(o.note): cost \(fmt(o.cost))")
+            }
+        }
+        return plan
+    }
+
+    private func explainJoined(_ query: TableQuery, _ r: ResolvedQuery) throws(KuraError) -> QueryPlan {
+        let ownPlan = try self.plan(query, r, explaining: true)
+        return try joinedPlan(query, r, try joinSetup(query, r, ownPlan: ownPlan, explaining: true), ownPlan: ownPlan, explaining: true)
+    }
+
+    /// Row IDs of the entries of `index` inside `ranges`.
+    func probeIndex(_ index: IndexDefinition, _ ranges: [KeyRange], _ info: TableInfo) throws(KuraError) -> [Int64] {
+        var source = CandidateSource(plan: QueryPlan(access: .index(index, ranges: ranges, reverse: false), ordered: false), table: info)
+        var ids: [Int64] = []
+        if let w = writer {
+            while let id = try source.nextIndexRowID(w) { ids.append(id) }
+        } else {
+            let s = snapshotPages!
+            while let id = try source.nextIndexRowID(s) { ids.append(id) }
+        }
+        return ids
     }
 
     func fetchAll(_ c: QueryCursor) throws(KuraError) -> [(rowID: Int64, values: [Value])] {
@@ -55,7 +128,7 @@ extension ReadTransaction {
 
     func count(_ query: TableQuery, resolved r: ResolvedQuery) throws(KuraError) -> Int {
         try Self.validate(query, r)
-        if query.predicate == nil && query.offset == 0 && query.limit == nil {
+        if query.predicate == nil && query.joins.isEmpty && query.offset == 0 && query.limit == nil {
             return try rowCount(r.info)
         }
         var q = query
@@ -68,7 +141,8 @@ extension ReadTransaction {
 
     func explain(_ query: TableQuery, resolved r: ResolvedQuery) throws(KuraError) -> String {
         try Self.validate(query, r)
-        let plan = try self.plan(query, r, explaining: true)
+        let plan = query.joins.isEmpty && query.lookups.isEmpty ? try self.plan(query, r, explaining: true)
+            : try explainJoined(query, r)
         var lines = ["query on table \"\(r.info.name)\" (\(try rowCount(r.info)) rows)"]
         lines += plan.notes.map { "  " + $0 }
         if let p = query.predicate { lines.append("  filter each candidate row: " + p.predicateFormat) }
@@ -100,7 +174,7 @@ extension ReadTransaction {
             throw KuraError(.invalidArgument, "offset and limit must not be negative (got \(query.offset), \(query.limit ?? 0))")
         }
         if let p = query.predicate { try checkKeyPaths(p, schema: r.schema, table: r.info.name) }
-        for k in query.sort where r.columns.positions[k.column] == nil {
+        for k in query.sort where r.columns.positions[k.column] == nil && !query.lookups.contains(where: { $0.name == k.column }) {
             throw KuraError(.notFound, "cannot sort by \"\(k.column)\": table \"\(r.info.name)\" has no such column")
         }
         for k in query.sort {

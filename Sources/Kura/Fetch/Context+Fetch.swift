@@ -4,7 +4,9 @@
 //   - store path: the predicate and sort keys name only the entity's own
 //     attributes and the context has no pending change to the entity: the whole
 //     request (predicate, sort, offset, limit) runs in the engine, which uses
-//     indexes where it can;
+//     indexes where it can. A predicate or sort through relationships runs
+//     there too, as engine joins and lookups (EntityPredicate.swift), when it
+//     translates and the context has no pending change at all;
 //   - object path: otherwise. The engine narrows candidates with the top-level
 //     AND conjuncts that name only attributes; pending inserted and changed
 //     objects are added and deleted ones dropped (includesPendingChanges); the
@@ -227,6 +229,23 @@ extension ManagedObjectContext {
         }
     }
 
+    /// The store query for a fetch through relationships, or nil if some key
+    /// path has no engine translation (EntityPredicate.swift).
+    func joinedQuery<T: ManagedObject>(_ request: FetchRequest<T>, _ e: EntityDescription, kinds: KuraPredicate?, limit: Int?) -> TableQuery? {
+        var joined = EntityPredicate.Joined(predicate: kinds)
+        if let p = request.predicate {
+            guard let t = EntityPredicate.joined(p, e, model) else { return nil }
+            joined.add(t)
+        }
+        var lookups: [ColumnLookup] = []
+        for k in request.sortDescriptors where e.attributesByName[k.column] == nil {
+            guard let l = EntityPredicate.lookup(k.column, e, model) else { return nil }
+            lookups.append(l)
+        }
+        return TableQuery(e.hierarchy.table, where: joined.predicate, sort: request.sortDescriptors, offset: request.fetchOffset, limit: limit,
+                          joins: joined.joins, lookups: lookups)
+    }
+
     struct Matches {
         var ids: [ManagedObjectID] = []
         var objects: [ManagedObject] = []
@@ -248,9 +267,16 @@ extension ManagedObjectContext {
         var result = Matches()
 
         let kinds = model.entityFilter(e, includingSubentities: request.includesSubentities)
-        if pushable && sortable && !hasPendingChanges(e, request) {
-            let q = TableQuery(e.hierarchy.table, where: EntityPredicate.stored(request.predicate, kinds, e), sort: request.sortDescriptors,
-                               offset: request.fetchOffset, limit: limit)
+        var storeQuery: TableQuery?
+        if pushable && sortable {
+            storeQuery = TableQuery(e.hierarchy.table, where: EntityPredicate.stored(request.predicate, kinds, e), sort: request.sortDescriptors,
+                                    offset: request.fetchOffset, limit: limit)
+        } else if !hasChanges {
+            // Through relationships: engine joins and lookups (EntityPredicate.swift),
+            // only while no pending change anywhere could alter what a key path reads.
+            storeQuery = joinedQuery(request, e, kinds: kinds, limit: limit)
+        }
+        if let q = storeQuery, !hasPendingChanges(e, request) {
             try read { tx throws(KuraError) in
                 let cursor = try tx.select(q)
                 while let row = try cursor.next() {

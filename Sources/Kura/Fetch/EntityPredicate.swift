@@ -58,3 +58,256 @@ enum EntityPredicate {
         }
     }
 }
+
+// Relationship key paths in the engine (issue 15). A fetch whose predicate or
+// sort goes through relationships is translated into engine joins
+// (KuraEngine's SemiJoin.swift) when every part has a translation, so it runs
+// in the engine with indexes on both sides; otherwise it takes the object path
+// (Context+Fetch.swift), never a different answer. Translations, for a
+// predicate on entity E (each one the in-memory evaluator's meaning, which
+// stays the oracle and serves pending changes):
+//   - a conjunct naming only E's attributes stays a predicate on E's table;
+//     AND combines; NOT of one join negates it; OR over relationships is not
+//     translated;
+//   - a comparison whose key paths all start with the same stored to-one `r`
+//     (`record.grade == 99`, any quantifier, any depth: the rest is translated
+//     on the destination): rows whose key names a destination row matching
+//     the comparison with `r.` removed. A nil or dangling `r` makes every key
+//     path read from nil; when the comparison holds then (`record.grade == nil`,
+//     `record.name != "x"`), the join becomes "no destination row where the
+//     comparison fails", which such rows pass;
+//   - `ANY`/`NONE`/`ALL r.k op constant` for a stored to-many `r` (through
+//     the inverse's key or a join table), with `k` a key path the destination
+//     can translate directly (attributes, to-one hops): ANY is a semi-join on
+//     the destination rows matching `k op constant`, NONE its negation, ALL
+//     the negation of a semi-join on the rows where it fails (true for an
+//     empty set, as in memory, where elements are tested one by one);
+//   - `r.@count op x` and `SUBQUERY(r, $v, P).@count op x` (constants only
+//     besides): a semi-join counting linked destination rows (matching P with
+//     `$v.k` read as `k`), `having` the comparison with `$count` for the count;
+//     `r.@sum.a op x` (`@avg`, `@min`, `@max`) the same with `$values.@sum`
+//     over the linked rows' values of attribute `a`.
+// Destination rows of a to-many are narrowed to the destination and its
+// subentities (`_entity`), as `relatedObjects` reads them. Sort keys through
+// to-one relationships (`record.grade`) become `ColumnLookup`s.
+extension EntityPredicate {
+    /// A fetch's predicate as the engine runs it: a predicate on the table's
+    /// own columns (`entity.name` and composites rewritten) and joins.
+    struct Joined {
+        var predicate: KuraPredicate?
+        var joins: [SemiJoin] = []
+
+        mutating func add(_ other: Joined) {
+            if let p = other.predicate {
+                predicate = predicate.map { q -> KuraPredicate in
+                    if case .and(let xs) = q { return .and(xs + [p]) }
+                    return .and([q, p])
+                } ?? p
+            }
+            joins += other.joins
+        }
+    }
+
+    /// The translation of `p` for `e` (see above), or nil if some part has none.
+    static func joined(_ p: KuraPredicate, _ e: EntityDescription, _ model: ManagedObjectModel) -> Joined? {
+        if ManagedObjectContext.onlyAttributes(p, e) { return Joined(predicate: rewrite(p, e)) }
+        switch p {
+        case .and(let xs):
+            var out = Joined()
+            for x in xs {
+                guard let t = joined(x, e, model) else { return nil }
+                out.add(t)
+            }
+            return out
+        case .not(let x):
+            guard var t = joined(x, e, model), t.predicate == nil, t.joins.count == 1 else { return nil }
+            t.joins[0].negated.toggle()
+            return t
+        case .comparison(let c):
+            return joined(c, e, model)
+        default:
+            return nil
+        }
+    }
+
+    private static func joined(_ c: KuraComparison, _ e: EntityDescription, _ model: ManagedObjectModel) -> Joined? {
+        if let t = countJoin(c, e, model) { return t }
+        guard let paths = keyPaths(c.left).flatMap({ l in keyPaths(c.right).map { l + $0 } }), let first = paths.first,
+              first.count >= 2, let r = e.relationshipsByName[first[0]], e.attributesByName[first[0]] == nil,
+              paths.allSatisfy({ $0.count >= 2 && $0[0] == first[0] && !$0[1].hasPrefix("@") }),
+              let dest = model.entitiesByName[r.destination] else { return nil }
+        if !r.isToMany {
+            guard case .foreignKey(let column) = model.storage(of: r, in: e) else { return nil }
+            var inner = c
+            inner.left = strip(c.left, first[0])
+            inner.right = strip(c.right, first[0])
+            // What the comparison says when `r` is nil: every key path read
+            // from nil, as the evaluator does (`r.items.@count` is then 0).
+            let holdsForNil: Bool
+            do { holdsForNil = try KuraPredicate.comparison(c).evaluate(with: .null) } catch { return nil }
+            let innerPredicate: KuraPredicate = holdsForNil ? .not(.comparison(inner)) : .comparison(inner)
+            guard let t = joined(innerPredicate, dest, model) else { return nil }
+            return Joined(joins: [SemiJoin(.foreignKey(column: column), TableQuery(dest.hierarchy.table, where: t.predicate, joins: t.joins), negated: holdsForNil)])
+        }
+        // A to-many: quantified, the collection on the left, constants on the right.
+        guard c.quantifier != .direct, case .keyPath(let k) = c.left, paths.count == 1, let link = link(r, e, model) else { return nil }
+        var inner = c
+        inner.quantifier = .direct
+        inner.left = .keyPath(Array(k.dropFirst()))
+        let innerPredicate: KuraPredicate = c.quantifier == .all ? .not(.comparison(inner)) : .comparison(inner)
+        guard let t = joined(innerPredicate, dest, model) else { return nil }
+        return Joined(joins: [SemiJoin(link, innerQuery(dest, t, model), negated: c.quantifier != .any)])
+    }
+
+    /// `r.@count op x` and `SUBQUERY(r, $v, P).@count op x`.
+    private static func countJoin(_ c: KuraComparison, _ e: EntityDescription, _ model: ManagedObjectModel) -> Joined? {
+        guard c.quantifier == .direct else { return nil }
+        func counted(_ x: KuraExpression) -> (String, KuraPredicate?)? {
+            switch x {
+            case .keyPath(let k) where k.count == 2 && k[1] == "@count": return (k[0], nil)
+            case .keyPath(let k) where k.count == 3 && ["@sum", "@avg", "@min", "@max"].contains(k[1]): return (k[0], nil)
+            case .member(.subquery(.keyPath(let k), let v, let p), let keys) where k.count == 1 && keys == ["@count"]:
+                guard let q = boundToElement(p, v) else { return nil }
+                return (k[0], q)
+            default: return nil
+            }
+        }
+        // `$count`, or the aggregate of `$values` (the attribute's values).
+        func counter(_ x: KuraExpression) -> (KuraExpression, String?) {
+            guard case .keyPath(let k) = x, k.count == 3 else { return (.variable(SemiJoin.countVariable), nil) }
+            return (.member(.variable(SemiJoin.valuesVariable), [k[1]]), k[2])
+        }
+        let found: (String, KuraPredicate?)
+        var having = c
+        var valueColumn: String?
+        if let x = counted(c.left), keyPaths(c.right) == [] {
+            found = x
+            (having.left, valueColumn) = counter(c.left)
+        } else if let x = counted(c.right), keyPaths(c.left) == [] {
+            found = x
+            (having.right, valueColumn) = counter(c.right)
+        } else {
+            return nil
+        }
+        guard let r = e.relationshipsByName[found.0], r.isToMany, e.attributesByName[found.0] == nil,
+              let dest = model.entitiesByName[r.destination], let link = link(r, e, model) else { return nil }
+        if let v = valueColumn {
+            guard let a = dest.attributesByName[v], a.compositeElements == nil, !a.isTransient else { return nil }
+        }
+        var inner = Joined()
+        if let p = found.1 {
+            guard let t = joined(p, dest, model) else { return nil }
+            inner = t
+        }
+        return Joined(joins: [SemiJoin(link, innerQuery(dest, inner, model), having: .comparison(having), valueColumn: valueColumn)])
+    }
+
+    /// A subquery's predicate with `$v.k` read as `k` on the element; nil if
+    /// it reads anything else (`SELF`, plain key paths: the collection).
+    private static func boundToElement(_ p: KuraPredicate, _ v: String) -> KuraPredicate? {
+        func expr(_ x: KuraExpression) -> KuraExpression? {
+            switch x {
+            case .member(.variable(let name), let keys) where name == v: return .keyPath(keys)
+            case .constant, .date: return x
+            case .aggregate(let xs):
+                var out: [KuraExpression] = []
+                for y in xs { guard let z = expr(y) else { return nil }; out.append(z) }
+                return .aggregate(out)
+            default: return nil
+            }
+        }
+        switch p {
+        case .truePredicate, .falsePredicate: return p
+        case .not(let x): return boundToElement(x, v).map { .not($0) }
+        case .and(let xs), .or(let xs):
+            var out: [KuraPredicate] = []
+            for x in xs { guard let y = boundToElement(x, v) else { return nil }; out.append(y) }
+            if case .and = p { return .and(out) }
+            return .or(out)
+        case .comparison(var c):
+            guard let l = expr(c.left), let r = expr(c.right) else { return nil }
+            c.left = l
+            c.right = r
+            return .comparison(c)
+        }
+    }
+
+    /// How a stored to-many `r` of `e` links to its destination's rows.
+    private static func link(_ r: RelationshipDescription, _ e: EntityDescription, _ model: ManagedObjectModel) -> SemiJoin.Link? {
+        switch model.storage(of: r, in: e) {
+        case .inverseForeignKey(_, let column, _): return .inverseForeignKey(column: column)
+        case .joinTable(let table, let forward):
+            return .joinTable(table: table, outerColumn: forward ? "source" : "target", innerColumn: forward ? "target" : "source")
+        default: return nil
+        }
+    }
+
+    /// The destination rows of a to-many: its kinds (with subentities) and `t`.
+    private static func innerQuery(_ dest: EntityDescription, _ t: Joined, _ model: ManagedObjectModel) -> TableQuery {
+        var t = t
+        if let kinds = model.entityFilter(dest, includingSubentities: true) {
+            var k = Joined(predicate: kinds)
+            k.add(Joined(predicate: t.predicate))
+            t.predicate = k.predicate
+        }
+        return TableQuery(dest.hierarchy.table, where: t.predicate, joins: t.joins)
+    }
+
+    /// The key paths an expression reads; nil if it reads anything else
+    /// (variables, subqueries, indexes, nondeterministic functions).
+    static func keyPaths(_ x: KuraExpression) -> [[String]]? {
+        switch x {
+        case .keyPath(let k): return [k]
+        case .constant, .date: return []
+        case .aggregate(let xs):
+            var out: [[String]] = []
+            for y in xs { guard let z = keyPaths(y) else { return nil }; out += z }
+            return out
+        case .function(let f, let xs):
+            guard !f.isNondeterministic else { return nil }
+            var out: [[String]] = []
+            for y in xs { guard let z = keyPaths(y) else { return nil }; out += z }
+            return out
+        case .binary(_, let a, let b):
+            guard let l = keyPaths(a), let r = keyPaths(b) else { return nil }
+            return l + r
+        case .unary(_, let a), .cast(let a, _): return keyPaths(a)
+        default: return nil
+        }
+    }
+
+    /// `x` with the first key `r` removed from its key paths.
+    private static func strip(_ x: KuraExpression, _ r: String) -> KuraExpression {
+        map(x) { k in .keyPath(k.first == r ? Array(k.dropFirst()) : k) }
+    }
+
+    private static func map(_ x: KuraExpression, _ f: ([String]) -> KuraExpression) -> KuraExpression {
+        switch x {
+        case .keyPath(let k): return f(k)
+        case .aggregate(let xs): return .aggregate(xs.map { map($0, f) })
+        case .function(let fn, let xs): return .function(fn, xs.map { map($0, f) })
+        case .binary(let op, let a, let b): return .binary(op, map(a, f), map(b, f))
+        case .unary(let op, let a): return .unary(op, map(a, f))
+        case .cast(let a, let t): return .cast(map(a, f), t)
+        default: return x
+        }
+    }
+
+    /// A sort key through stored to-one relationships to an attribute
+    /// (`record.school.name`), as an engine lookup; nil otherwise.
+    static func lookup(_ keyPath: String, _ e: EntityDescription, _ model: ManagedObjectModel) -> ColumnLookup? {
+        let keys = keyPath.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        guard keys.count >= 2 else { return nil }
+        var current = e
+        var hops: [ColumnLookup.Hop] = []
+        for k in keys.dropLast() {
+            guard current.attributesByName[k] == nil, let r = current.relationshipsByName[k], !r.isToMany,
+                  case .foreignKey(let column) = model.storage(of: r, in: current),
+                  let dest = model.entitiesByName[r.destination] else { return nil }
+            hops.append(.init(column: column, table: dest.hierarchy.table))
+            current = dest
+        }
+        guard let a = current.attributesByName[keys[keys.count - 1]], a.compositeElements == nil, !a.isTransient else { return nil }
+        return ColumnLookup(name: keyPath, hops: hops, column: a.name)
+    }
+}

@@ -30,8 +30,11 @@ public final class QueryCursor {
     private var sortedPosition = 0
     /// True when `sorted` holds candidates (not yet tested) rather than matches.
     private var testOnRead = false
+    /// The query's joins, materialized (SemiJoin.swift): every row must pass each.
+    private let filters: [JoinFilter]
+    private let lookups: [String: ResolvedLookup]
 
-    init(transaction: ReadTransaction, query: TableQuery, resolved: ResolvedQuery, plan: QueryPlan) {
+    init(transaction: ReadTransaction, query: TableQuery, resolved: ResolvedQuery, plan: QueryPlan, joins: JoinSetup? = nil) {
         self.transaction = transaction
         self.query = query
         self.info = resolved.info
@@ -39,6 +42,8 @@ public final class QueryCursor {
         self.columns = resolved.columns
         self.plan = plan
         compiled = query.predicate.map { CompiledPredicate($0, columns: resolved.columns) }
+        filters = joins?.filters ?? []
+        lookups = joins?.lookups ?? [:]
         source = CandidateSource(plan: plan, table: resolved.info)
     }
 
@@ -72,7 +77,7 @@ public final class QueryCursor {
                 if testOnRead {
                     let matched: Bool
                     do throws(KuraError) {
-                        matched = try record.withBytes { b throws(KuraError) in try matches(b) }
+                        matched = try record.withBytes { b throws(KuraError) in try matches(b, rowID: id, s) }
                     } catch {
                         throw CandidateSource.locating(error, rowID: id, page: nil)
                     }
@@ -84,7 +89,7 @@ public final class QueryCursor {
             }
             return nil
         }
-        while let row = try source.next(s, matching: matches) {
+        while let row = try source.next(s, matching: { b, id throws(KuraError) in try self.matches(b, rowID: id, s) }) {
             if skipped < query.offset { skipped += 1; continue }
             returned += 1
             return row
@@ -92,10 +97,11 @@ public final class QueryCursor {
         return nil
     }
 
-    /// Whether the record satisfies the predicate.
-    func matches(_ record: UnsafeRawBufferPointer) throws(KuraError) -> Bool {
-        guard let compiled else { return true }
-        return try compiled.matches(record)
+    /// Whether the record satisfies the predicate and every join.
+    func matches<S: PageSource>(_ record: UnsafeRawBufferPointer, rowID: Int64, _ s: S) throws(KuraError) -> Bool {
+        if let compiled, !(try compiled.matches(record)) { return false }
+        for f in filters where !(try f.passes(record, rowID: rowID, s)) { return false }
+        return true
     }
 
     /// Row IDs of every index candidate, in row-ID order (no row is read).
@@ -112,7 +118,13 @@ public final class QueryCursor {
         var keys: [(values: [Value], rowID: Int64)] = []
         let keep = query.limit.map { query.offset + $0 }
         var positions: [(Int, ColumnDefinition?)] = []
-        for k in query.sort {
+        var lookupAt: [Int: ResolvedLookup] = [:]
+        for (i, k) in query.sort.enumerated() {
+            if let l = lookups[k.column] {
+                lookupAt[i] = l
+                positions.append((-1, nil))
+                continue
+            }
             guard let schema, let p = schema.position(of: k.column) else {
                 throw KuraError(.notFound, "cannot sort by \"\(k.column)\": table \"\(info.name)\" has no such column")
             }
@@ -129,12 +141,14 @@ public final class QueryCursor {
             return a.rowID < b.rowID
         }
         var source = CandidateSource(plan: plan, table: info)
-        while let row = try source.next(s, matching: matches) {
+        while let row = try source.next(s, matching: { b, id throws(KuraError) in try self.matches(b, rowID: id, s) }) {
             var values: [Value] = []
             values.reserveCapacity(positions.count)
             try row.record.withBytes { b throws(KuraError) in
                 for (i, (p, def)) in positions.enumerated() {
-                    let v = p < (try RecordCodec.count(in: b)) ? try RecordCodec.value(at: p, in: b) : def?.defaultValue ?? .null
+                    let v = if let l = lookupAt[i] { try l.value(b, s) } else {
+                        p < (try RecordCodec.count(in: b)) ? try RecordCodec.value(at: p, in: b) : def?.defaultValue ?? .null
+                    }
                     values.append(sortKeys[i].collation.sortValue(v))
                 }
             }
@@ -168,10 +182,26 @@ struct CandidateSource {
         tableTree = BTree(root: table.rootPage, kind: .table)
     }
 
-    mutating func next<S: PageSource>(_ s: S, matching: (UnsafeRawBufferPointer) throws(KuraError) -> Bool) throws(KuraError) -> Row? {
+    mutating func next<S: PageSource>(_ s: S, matching: (UnsafeRawBufferPointer, Int64) throws(KuraError) -> Bool) throws(KuraError) -> Row? {
         switch plan.access {
         case .tableScan:
             return try nextFromTable(s, matching)
+        case .rowIDs(let ids):
+            while rangeIndex < ids.count {
+                let rowID = ids[rangeIndex]
+                rangeIndex += 1
+                // A row deleted since the IDs were gathered (in this write
+                // transaction) is skipped, as a scan past it would.
+                guard let record = try tableTree.get(RowIDKey.encode(rowID), s) else { continue }
+                let matched: Bool
+                do throws(KuraError) {
+                    matched = try record.withBytes { b throws(KuraError) in try matching(b, rowID) }
+                } catch {
+                    throw Self.locating(error, rowID: rowID, page: nil)
+                }
+                if matched { return Row(rowID: rowID, record: record) }
+            }
+            return nil
         case .index(let index, let ranges, let reverse):
             // Ties in the order columns must come out in row-ID order; the index
             // gives that by itself only when walked forward over all its columns.
@@ -188,7 +218,7 @@ struct CandidateSource {
                     }
                     let matched: Bool
                     do throws(KuraError) {
-                        matched = try record.withBytes { b throws(KuraError) in try matching(b) }
+                        matched = try record.withBytes { b throws(KuraError) in try matching(b, rowID) }
                     } catch {
                         throw Self.locating(error, rowID: rowID, page: nil)
                     }
@@ -229,7 +259,7 @@ struct CandidateSource {
         if reverse { try cursor!.next(s) } else { try cursor!.previous(s) }
     }
 
-    private mutating func nextFromTable<S: PageSource>(_ s: S, _ matching: (UnsafeRawBufferPointer) throws(KuraError) -> Bool) throws(KuraError) -> Row? {
+    private mutating func nextFromTable<S: PageSource>(_ s: S, _ matching: (UnsafeRawBufferPointer, Int64) throws(KuraError) -> Bool) throws(KuraError) -> Row? {
         if !started {
             started = true
             cursor = TreeCursor(tree: tableTree)
@@ -241,25 +271,23 @@ struct CandidateSource {
             let leaf = cursor!.leaf
             let i = cursor!.index
             let v = leaf.leafValue(i)
+            let k = cursor!.key
+            guard let base = k.baseAddress, let (rowID, n) = RowIDKey.decode(base, 0, k.count), n == k.count else {
+                throw KuraError(.corrupt, "table \"\(table.name)\" has a key that is not a row ID", page: leaf.number)
+            }
             var matched: Bool
             var full: [UInt8]?
             do throws(KuraError) {
                 if v.overflow == 0 {
-                    matched = try matching(UnsafeRawBufferPointer(start: leaf.bytes + v.offset, count: v.length))
+                    matched = try matching(UnsafeRawBufferPointer(start: leaf.bytes + v.offset, count: v.length), rowID)
                 } else {
                     full = try tableTree.value(leaf, i, s)
-                    matched = try full!.withBytes { b throws(KuraError) in try matching(b) }
+                    matched = try full!.withBytes { b throws(KuraError) in try matching(b, rowID) }
                 }
             } catch {
-                let k = cursor!.key
-                let rowID = k.baseAddress.flatMap { RowIDKey.decode($0, 0, k.count) }.map(\.0)
                 throw Self.locating(error, rowID: rowID, page: leaf.number)
             }
             if matched {
-                let k = cursor!.key
-                guard let base = k.baseAddress, let (rowID, n) = RowIDKey.decode(base, 0, k.count), n == k.count else {
-                    throw KuraError(.corrupt, "table \"\(table.name)\" has a key that is not a row ID", page: leaf.number)
-                }
                 return Row(rowID: rowID, record: full ?? Array(UnsafeRawBufferPointer(start: leaf.bytes + v.offset, count: v.length)))
             }
             try cursor!.next(s)

@@ -50,6 +50,8 @@ struct QueryPlan {
     enum Access {
         case tableScan
         case index(IndexDefinition, ranges: [KeyRange], reverse: Bool)
+        /// Rows read by row ID, in this order (a join's candidates: SemiJoin.swift).
+        case rowIDs([Int64])
     }
     var access: Access
     /// True when rows come out of `access` already in the query's sort order.
@@ -61,6 +63,8 @@ struct QueryPlan {
     var notes: [String] = []
     /// The planner's estimate, in `QueryCost` units.
     var estimatedCost = 0.0
+    /// The planner's estimate of the rows matching the predicate.
+    var estimatedRows = 0.0
 }
 
 /// A comparison of one column with constants, taken from the predicate.
@@ -164,6 +168,7 @@ enum QueryPlanner {
         for (i, c) in candidates.enumerated() where c.cost < candidates[best].cost { best = i }
         var chosen = candidates[best].plan
         chosen.estimatedCost = candidates[best].cost
+        chosen.estimatedRows = matches
         if explaining {
             chosen.notes.append("estimated costs (1 = one row scanned):")
             for (i, c) in candidates.enumerated() {

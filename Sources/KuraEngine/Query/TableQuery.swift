@@ -50,21 +50,29 @@ public struct SortKey: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// A read of one table: rows matching `predicate`, ordered by `sort`, skipping
-/// `offset` and returning at most `limit`.
+/// A read of one table: rows matching `predicate` (and `joins`), ordered by
+/// `sort`, skipping `offset` and returning at most `limit`.
 public struct TableQuery: Sendable, Hashable {
     public var table: String
     public var predicate: KuraPredicate?
     public var sort: [SortKey]
     public var offset: Int
     public var limit: Int?
+    /// Conditions on linked rows of other tables, ANDed with `predicate`
+    /// (SemiJoin.swift).
+    public var joins: [SemiJoin]
+    /// Columns read through foreign keys, which sort keys may name (SemiJoin.swift).
+    public var lookups: [ColumnLookup]
 
-    public init(_ table: String, where predicate: KuraPredicate? = nil, sort: [SortKey] = [], offset: Int = 0, limit: Int? = nil) {
+    public init(_ table: String, where predicate: KuraPredicate? = nil, sort: [SortKey] = [], offset: Int = 0, limit: Int? = nil,
+                joins: [SemiJoin] = [], lookups: [ColumnLookup] = []) {
         self.table = table
         self.predicate = predicate
         self.sort = sort
         self.offset = offset
         self.limit = limit
+        self.joins = joins
+        self.lookups = lookups
     }
 
     /// A query with the predicate parsed from an NSPredicate format string.

@@ -1,0 +1,371 @@
+// SemiJoin: conditions on other tables' rows, the engine's join primitives
+// (what the object layer's relationship key paths become; issue 15).
+//
+// The engine knows tables, not relationships. A `SemiJoin` in a `TableQuery`
+// is one more AND conjunct of the query's predicate, over a link between the
+// query's ("outer") table and an inner query's table:
+//   - `.foreignKey(column)`: the outer row's integer `column` is the row ID of
+//     an inner row matching the inner query (a to-one relationship). A null,
+//     non-integer or dangling value names no inner row.
+//   - `.inverseForeignKey(column)`: some inner row matching the inner query has
+//     `column` == the outer row ID (a to-many read through its inverse's key).
+//   - `.joinTable(table, outerColumn, innerColumn)`: some row of the join table
+//     has `outerColumn` == the outer row ID and `innerColumn` == the row ID of
+//     an inner row matching the inner query (many-to-many).
+// With `having` (to-many links only), the outer row passes when the predicate
+// holds with `$count` bound to the number of matching inner rows linked to it
+// (zero for none): `children.@count > 2`, `SUBQUERY(...).@count == 0`; and
+// with `valueColumn`, `$values` bound to those rows' values of that column
+// (`$values.@sum > 10`, for `children.@sum.age > 10`).
+// `negated` inverts the whole conjunct (an anti-join: NONE, ALL, NOT).
+// Inner queries may carry joins of their own, so links compose to any depth.
+//
+// Execution (materialize first): each join's inner query runs before the outer
+// one, with its own plan and indexes, and becomes a `JoinFilter` — a set of
+// row IDs (or foreign-key values) and whether rows must be in it or out of it.
+// The outer query then chooses its candidates by cost among its own plan, the
+// row IDs a positive join yields (read by row ID), and a probe of an index on a
+// positive join's foreign-key column with each inner row ID. Whatever the
+// choice, every candidate is tested against the whole predicate and every
+// filter, so the choice never changes the answer. `explain` shows each inner
+// query's plan, its row count, and the outer choice with its costs.
+//
+// `ColumnLookup` is a column reached through foreign keys
+// (`record.school.name`): each hop reads an integer column and looks the row
+// up by row ID in the next table (index nested loop); a null or dangling key
+// gives null. Sort keys may name a lookup; the sort then reads it per
+// candidate and keeps the best `offset + limit` as a plain sort does.
+
+/// A condition on rows of another table linked to each row of a query (see
+/// the file header for the meaning of each link).
+///
+/// Values are immutable and `Sendable`. A join whose tables or columns do not
+/// exist makes the query throw `.notFound` naming them.
+public struct SemiJoin: Sendable, Hashable {
+    /// How outer rows and inner rows are linked.
+    public enum Link: Sendable, Hashable {
+        /// The outer table's `column` holds inner row IDs.
+        case foreignKey(column: String)
+        /// The inner table's `column` holds outer row IDs.
+        case inverseForeignKey(column: String)
+        /// A join table whose `outerColumn` holds outer row IDs and
+        /// `innerColumn` inner row IDs.
+        case joinTable(table: String, outerColumn: String, innerColumn: String)
+    }
+
+    public var link: Link
+    /// The inner rows: their table, predicate and joins (sort, offset and
+    /// limit must be empty).
+    public var inner: TableQuery
+    /// A predicate over `$count` (the number of matching inner rows linked to
+    /// the outer row); nil means "at least one". Not for `.foreignKey`.
+    public var having: KuraPredicate?
+    /// True inverts the condition.
+    public var negated: Bool
+    /// A column of the inner rows whose values, for the rows linked to the
+    /// outer row (in row-ID order), `having` reads as `$values`
+    /// (`$values.@sum`). Not for `.foreignKey`.
+    public var valueColumn: String?
+
+    public init(_ link: Link, _ inner: TableQuery, having: KuraPredicate? = nil, valueColumn: String? = nil, negated: Bool = false) {
+        self.link = link
+        self.inner = inner
+        self.having = having
+        self.valueColumn = valueColumn
+        self.negated = negated
+    }
+
+    /// The variables `having` reads.
+    public static let countVariable = "count"
+    public static let valuesVariable = "values"
+}
+
+/// A column read through foreign keys: start at the query's table, follow
+/// each hop's integer column to the row with that ID in the hop's table, and
+/// read `column` there. Null when a key is null or names no row.
+public struct ColumnLookup: Sendable, Hashable {
+    public struct Hop: Sendable, Hashable {
+        /// The integer column read in the current table.
+        public var column: String
+        /// The table whose row IDs it holds.
+        public var table: String
+        public init(column: String, table: String) {
+            self.column = column
+            self.table = table
+        }
+    }
+    /// The name sort keys use for it (by convention the key path, `record.grade`).
+    public var name: String
+    public var hops: [Hop]
+    public var column: String
+
+    public init(name: String, hops: [Hop], column: String) {
+        self.name = name
+        self.hops = hops
+        self.column = column
+    }
+}
+
+/// A materialized join: rows pass when their key is (or is not) in `values`.
+struct JoinFilter {
+    enum Key {
+        case rowID
+        case column(position: Int, defaultValue: Value)
+        /// Not materialized: the foreign key at `position` is looked up in
+        /// `table` and the row tested by `test` (index nested loop).
+        case nested(position: Int, defaultValue: Value, table: TableInfo, test: CompiledPredicate?)
+    }
+    let key: Key
+    let values: Set<Int64>
+    /// Rows pass when `values` contains their key == member.
+    let member: Bool
+
+    func passes<S: PageSource>(_ record: UnsafeRawBufferPointer, rowID: Int64, _ s: S) throws(KuraError) -> Bool {
+        switch key {
+        case .rowID:
+            return values.contains(rowID) == member
+        case .column(let p, let d):
+            let v = p < (try RecordCodec.count(in: record)) ? try RecordCodec.value(at: p, in: record) : d
+            if case .integer(let i) = v { return values.contains(i) == member }
+            return !member
+        case .nested(let p, let d, let table, let test):
+            let v = p < (try RecordCodec.count(in: record)) ? try RecordCodec.value(at: p, in: record) : d
+            guard case .integer(let i) = v, let row = try BTree(root: table.rootPage, kind: .table).get(RowIDKey.encode(i), s) else { return !member }
+            guard let test else { return member }
+            return try row.withBytes { b throws(KuraError) in try test.matches(b) } == member
+        }
+    }
+}
+
+/// A `ColumnLookup` resolved against the tables of a transaction.
+struct ResolvedLookup {
+    struct Step {
+        let position: Int
+        let defaultValue: Value
+        let next: TableInfo
+    }
+    let steps: [Step]
+    let position: Int
+    let defaultValue: Value
+
+    /// The looked-up value for the outer row `record`.
+    func value<S: PageSource>(_ record: UnsafeRawBufferPointer, _ s: S) throws(KuraError) -> Value {
+        guard let first = steps.first else {
+            return position < (try RecordCodec.count(in: record)) ? try RecordCodec.value(at: position, in: record) : defaultValue
+        }
+        let key = first.position < (try RecordCodec.count(in: record)) ? try RecordCodec.value(at: first.position, in: record) : first.defaultValue
+        guard case .integer(let firstID) = key,
+              var current = try BTree(root: first.next.rootPage, kind: .table).get(RowIDKey.encode(firstID), s) else { return .null }
+        for step in steps.dropFirst() {
+            let v = try current.withBytes { b throws(KuraError) in
+                step.position < (try RecordCodec.count(in: b)) ? try RecordCodec.value(at: step.position, in: b) : step.defaultValue
+            }
+            guard case .integer(let id) = v,
+                  let row = try BTree(root: step.next.rootPage, kind: .table).get(RowIDKey.encode(id), s) else { return .null }
+            current = row
+        }
+        return try current.withBytes { b throws(KuraError) in
+            position < (try RecordCodec.count(in: b)) ? try RecordCodec.value(at: position, in: b) : defaultValue
+        }
+    }
+}
+
+/// The joins of a query, materialized, and the candidates they offer.
+struct JoinSetup {
+    var filters: [JoinFilter] = []
+    var lookups: [String: ResolvedLookup] = [:]
+    /// Row IDs that contain every match (from positive joins), with their cost.
+    var candidates: [(ids: Set<Int64>, cost: Double, note: String)] = []
+    /// Foreign-key probes: an index on the outer FK column, probed with the
+    /// inner row IDs (sorted).
+    var probes: [(index: IndexDefinition, ids: [Int64], cost: Double, note: String)] = []
+    var notes: [String] = []
+}
+
+extension ReadTransaction {
+    /// Runs the inner queries of `query`'s joins and resolves its lookups.
+    func joinSetup(_ query: TableQuery, _ r: ResolvedQuery, ownPlan: QueryPlan, explaining: Bool) throws(KuraError) -> JoinSetup {
+        var setup = JoinSetup()
+        let outerRows = Double(max(try rowCount(r.info), 1))
+        for (n, j) in query.joins.enumerated() {
+            guard j.inner.sort.isEmpty, j.inner.offset == 0, j.inner.limit == nil else {
+                throw KuraError(.invalidArgument, "the inner query of a join on table \"\(j.inner.table)\" must have no sort, offset or limit")
+            }
+            let label = "join \(n + 1)"
+            if explaining {
+                setup.notes.append("\(label)\(j.negated ? " (negated)" : ""): \(Self.describe(j.link)) rows of table \"\(j.inner.table)\"" + (j.inner.predicate.map { " matching " + $0.predicateFormat } ?? "")
+                                   + (j.having.map { " having " + $0.predicateFormat } ?? "") + ", materialized first:")
+                setup.notes += try explain(j.inner).split(separator: "\n").map { "    " + $0 }
+            }
+            if case .foreignKey(let column) = j.link, j.inner.joins.isEmpty, j.having == nil, let c = r.columns.positions[column] {
+                // Index nested loop or materialize first: per outer candidate,
+                // one row lookup, against the inner query's own cost.
+                let innerResolved = try resolve(j.inner)
+                let innerPlan = try plan(j.inner, innerResolved, explaining: false)
+                let nestedCost = ownPlan.estimatedRows * QueryCost.rowLookup
+                if explaining {
+                    setup.notes.append("  \(label): nested loop (look up each outer candidate's \"\(column)\"): cost \(Int(nestedCost.rounded())); materialize first: cost \(Int(innerPlan.estimatedCost.rounded()))")
+                }
+                if nestedCost < innerPlan.estimatedCost {
+                    let test = j.inner.predicate.map { CompiledPredicate($0, columns: innerResolved.columns) }
+                    setup.filters.append(JoinFilter(key: .nested(position: c.position, defaultValue: c.defaultValue, table: innerResolved.info, test: test),
+                                                    values: [], member: !j.negated))
+                    if explaining { setup.notes.append("  \(label): * nested loop") }
+                    continue
+                }
+                if explaining { setup.notes.append("  \(label): * materialize first") }
+            }
+            let innerCursor = try select(j.inner)
+            switch j.link {
+            case .foreignKey(let column):
+                guard j.having == nil else {
+                    throw KuraError(.invalidArgument, "a join through foreign key \"\(column)\" of table \"\(r.info.name)\" links one row: it takes no count condition")
+                }
+                guard let c = r.columns.positions[column] else {
+                    throw KuraError(.notFound, "table \"\(r.info.name)\" has no column \"\(column)\" (join to table \"\(j.inner.table)\")")
+                }
+                var ids = Set<Int64>()
+                while let row = try innerCursor.next() { ids.insert(row.rowID) }
+                setup.filters.append(JoinFilter(key: .column(position: c.position, defaultValue: c.defaultValue), values: ids, member: !j.negated))
+                if explaining { setup.notes.append("  \(label): \(ids.count) inner row\(ids.count == 1 ? "" : "s")") }
+                if !j.negated {
+                    let innerRows = Double(max(try rowCount(try table(j.inner.table)), 1))
+                    for index in r.indexes where index.columns.first?.name == column {
+                        let entries = Double(ids.count) * outerRows / innerRows
+                        let cost = Double(ids.count) * QueryCost.rowLookup + entries * (QueryCost.indexEntry + QueryCost.rowLookup)
+                        setup.probes.append((index, ids.sorted(), cost, "\(label): probe index \"\(index.name)\" with \(ids.count) row ID\(ids.count == 1 ? "" : "s"), about \(Int(entries.rounded())) entries"))
+                        break
+                    }
+                }
+            case .inverseForeignKey(let column):
+                guard let c = innerCursor.columns.positions[column] else {
+                    throw KuraError(.notFound, "table \"\(j.inner.table)\" has no column \"\(column)\" (join from table \"\(r.info.name)\")")
+                }
+                let vc = try valueColumn(j, innerCursor.columns)
+                var counts: [Int64: Int64] = [:]
+                var values: [Int64: [EvaluatedValue]] = [:]
+                while let row = try innerCursor.next() {
+                    let v = try row.record.withBytes { b throws(KuraError) in
+                        c.position < (try RecordCodec.count(in: b)) ? try RecordCodec.value(at: c.position, in: b) : c.defaultValue
+                    }
+                    guard case .integer(let id) = v else { continue }
+                    counts[id, default: 0] += 1
+                    if let vc { values[id, default: []].append(try Self.evaluated(row.record, vc)) }
+                }
+                try addGrouped(j, counts, values, label: label, outerRows: outerRows, explaining: explaining, to: &setup)
+            case .joinTable(let table, let outerColumn, let innerColumn):
+                var ids = Set<Int64>()
+                let vc = try valueColumn(j, innerCursor.columns)
+                var innerValues: [Int64: EvaluatedValue] = [:]
+                while let row = try innerCursor.next() {
+                    ids.insert(row.rowID)
+                    if let vc { innerValues[row.rowID] = try Self.evaluated(row.record, vc) }
+                }
+                let joinQuery: TableQuery
+                if ids.count <= 1000 {
+                    let list = KuraExpression.aggregate(ids.sorted().map { .constant(.integer($0)) })
+                    joinQuery = TableQuery(table, where: .comparison(KuraComparison(.keyPath([innerColumn]), .in, list)))
+                } else {
+                    joinQuery = TableQuery(table)
+                }
+                let joinCursor = try select(joinQuery)
+                guard let o = joinCursor.columns.positions[outerColumn], let i = joinCursor.columns.positions[innerColumn] else {
+                    throw KuraError(.notFound, "join table \"\(table)\" has no column \"\(outerColumn)\" or \"\(innerColumn)\"")
+                }
+                var counts: [Int64: Int64] = [:]
+                var values: [Int64: [EvaluatedValue]] = [:]
+                while let row = try joinCursor.next() {
+                    let (ov, iv) = try row.record.withBytes { b throws(KuraError) in
+                        let n = try RecordCodec.count(in: b)
+                        return (o.position < n ? try RecordCodec.value(at: o.position, in: b) : o.defaultValue,
+                                i.position < n ? try RecordCodec.value(at: i.position, in: b) : i.defaultValue)
+                    }
+                    guard case .integer(let outer) = ov, case .integer(let inner) = iv, ids.contains(inner) else { continue }
+                    counts[outer, default: 0] += 1
+                    if vc != nil, let v = innerValues[inner] { values[outer, default: []].append(v) }
+                }
+                if explaining { setup.notes.append("  \(label): \(ids.count) inner row\(ids.count == 1 ? "" : "s"), linked through join table \"\(table)\"") }
+                try addGrouped(j, counts, values, label: label, outerRows: outerRows, explaining: explaining, to: &setup)
+            }
+        }
+        for l in query.lookups {
+            setup.lookups[l.name] = try resolveLookup(l, from: r)
+        }
+        return setup
+    }
+
+    /// The filter of a to-many join from the number of matching inner rows per outer row ID.
+    private func addGrouped(_ j: SemiJoin, _ counts: [Int64: Int64], _ grouped: [Int64: [EvaluatedValue]], label: String, outerRows: Double,
+                            explaining: Bool, to setup: inout JoinSetup) throws(KuraError) {
+        var values = Set<Int64>()
+        var member = true
+        if let having = j.having {
+            var memo: [Int64: Bool] = [:]
+            func holds(_ n: Int64, _ vs: [EvaluatedValue]?) throws(KuraError) -> Bool {
+                if vs == nil, let m = memo[n] { return m }
+                var variables: [String: EvaluatedValue] = [SemiJoin.countVariable: .scalar(.integer(n))]
+                if let vs { variables[SemiJoin.valuesVariable] = .collection(vs) }
+                let v = try having.evaluate(with: .null, variables: variables)
+                if vs == nil { memo[n] = v }
+                return v
+            }
+            let withValues = j.valueColumn != nil
+            // Outer rows without links have count 0 (and no values): when that
+            // passes, the filter lists the rows that fail instead.
+            member = !(try holds(0, withValues ? [] : nil))
+            for (id, n) in counts where try holds(n, withValues ? grouped[id] ?? [] : nil) == member { values.insert(id) }
+        } else {
+            values = Set(counts.keys)
+        }
+        if j.negated { member.toggle() }
+        setup.filters.append(JoinFilter(key: .rowID, values: values, member: member))
+        if explaining { setup.notes.append("  \(label): \(values.count) outer row ID\(values.count == 1 ? "" : "s") \(member ? "pass" : "fail")") }
+        if member {
+            setup.candidates.append((values, Double(values.count) * QueryCost.rowLookup,
+                                     "\(label): read \(values.count) row\(values.count == 1 ? "" : "s") by row ID"))
+        }
+    }
+
+    /// The position of `j.valueColumn` in the inner table, if it has one.
+    private func valueColumn(_ j: SemiJoin, _ columns: ColumnMap) throws(KuraError) -> ColumnMap.Column? {
+        guard let name = j.valueColumn else { return nil }
+        guard let c = columns.positions[name] else {
+            throw KuraError(.notFound, "table \"\(columns.table)\" has no column \"\(name)\" (the values of a join)")
+        }
+        return c
+    }
+
+    /// A column's value as the evaluator sees it (dates as dates, as RowContext reads them).
+    static func evaluated(_ record: [UInt8], _ c: ColumnMap.Column) throws(KuraError) -> EvaluatedValue {
+        let v = try record.withBytes { b throws(KuraError) in
+            c.position < (try RecordCodec.count(in: b)) ? try RecordCodec.value(at: c.position, in: b) : c.defaultValue
+        }
+        if c.isDate, case .double(let d) = v { return .date(d) }
+        return .scalar(v)
+    }
+
+    func resolveLookup(_ l: ColumnLookup, from r: ResolvedQuery) throws(KuraError) -> ResolvedLookup {
+        var columns = r.columns
+        var steps: [ResolvedLookup.Step] = []
+        for hop in l.hops {
+            guard let c = columns.positions[hop.column] else {
+                throw KuraError(.notFound, "lookup \"\(l.name)\": table \"\(columns.table)\" has no column \"\(hop.column)\"")
+            }
+            let next = try table(hop.table)
+            steps.append(.init(position: c.position, defaultValue: c.defaultValue, next: next))
+            columns = ColumnMap(table: next.name, schema: try schema(of: next))
+        }
+        guard let c = columns.positions[l.column] else {
+            throw KuraError(.notFound, "lookup \"\(l.name)\": table \"\(columns.table)\" has no column \"\(l.column)\"")
+        }
+        return ResolvedLookup(steps: steps, position: c.position, defaultValue: c.defaultValue)
+    }
+
+    static func describe(_ link: SemiJoin.Link) -> String {
+        switch link {
+        case .foreignKey(let c): return "column \"\(c)\" names"
+        case .inverseForeignKey(let c): return "row ID is in column \"\(c)\" of"
+        case .joinTable(let t, let o, let i): return "linked through join table \"\(t)\" (\(o) -> \(i)) to"
+        }
+    }
+}
