@@ -78,6 +78,15 @@ final class WriteAheadLog {
     private(set) var committedPageCount: UInt32 = 0
     private(set) var index = WALFrameIndex()
 
+    /// Page numbers of the frames the writer's transaction in progress has
+    /// written after the committed log (spilled pages, FORMAT.md "Commit"), in
+    /// frame order: frame `maxFrame + 1 + k` holds `uncommittedPages[k]`. They
+    /// carry commit field 0, so no reader and no recovery counts them until the
+    /// transaction's commit frame follows them. Writer only.
+    private(set) var uncommittedPages: [UInt32] = []
+    /// Chain checksum of the last uncommitted frame (valid when there is one).
+    private var uncommittedChain: UInt64 = 0
+
     init(file: StorageFile, pageSize: Int, databaseID: UInt64) {
         self.file = file
         self.pageSize = pageSize
@@ -129,6 +138,7 @@ final class WriteAheadLog {
     }
 
     private func clearIndex() {
+        precondition(uncommittedPages.isEmpty, "the log changed under a writer's uncommitted frames")
         maxFrame = 0
         lastChecksum = headerChecksum
         committedPageCount = 0
@@ -195,7 +205,7 @@ final class WriteAheadLog {
     /// Reads the page image of `frame` into `page`. Throws `corrupt` on a short
     /// read (the log shrank under us, which only a foreign writer can cause).
     func readFrame(_ frame: Int, into page: Page) throws(KuraError) {
-        precondition(frame >= 1 && frame <= maxFrame)
+        precondition(frame >= 1 && frame <= maxFrame + uncommittedPages.count)
         let ok = try file.readFully(into: page.buffer, at: frameOffset(frame) + Int64(Self.frameHeaderSize))
         if !ok {
             throw KuraError.corruption("log frame \(frame) is past the end of the log file", page: page.number, path: file.path)
@@ -242,20 +252,42 @@ final class WriteAheadLog {
         let pageCount: UInt32
     }
 
-    /// Writes one transaction's frames after the last commit: `pages` in order,
-    /// the last marked as the commit with `pageCount`, then syncs if asked. Pages
-    /// must already carry their checksum trailer. Changes nothing in memory: on
-    /// failure the partial frames on disk are not a valid commit and the next
-    /// append overwrites them. Only the writer calls it; readers may run meanwhile.
+    /// Writes one transaction's last frames after the committed log and any
+    /// frames it spilled before (`spill`): `pages` in order, the last marked as
+    /// the commit with `pageCount`, then syncs if asked. Pages must already carry
+    /// their checksum trailer. Changes nothing in memory: on failure the frames
+    /// on disk are not a valid commit and the next append overwrites them (the
+    /// caller cuts them off). Only the writer calls it; readers may run meanwhile.
     func writeFrames(_ pages: [Page], pageCount: UInt32, sync: Bool, fullSync: Bool) throws(KuraError) -> PendingCommit {
+        precondition(pageCount != 0)
+        let chain = try append(pages, commit: pageCount)
+        if sync { try file.sync(full: fullSync) }
+        return PendingCommit(pages: uncommittedPages + pages.map(\.number), chain: chain, pageCount: pageCount)
+    }
+
+    /// Writes `pages` (checksums sealed) as frames of the transaction in
+    /// progress, with commit field 0, after its earlier frames; they stay
+    /// invisible to every reader until `writeFrames` ends the transaction with
+    /// its commit frame. Not synced: only a commit frame needs to be durable.
+    /// Returns the frame number of `pages[0]`; `pages[k]` is in the frame after.
+    func spill(_ pages: [Page]) throws(KuraError) -> Int {
+        let first = maxFrame + 1 + uncommittedPages.count
+        uncommittedChain = try append(pages, commit: 0)
+        uncommittedPages.append(contentsOf: pages.map(\.number))
+        return first
+    }
+
+    /// Writes `pages` as frames after the last frame written, the last one with
+    /// `commit` in its commit field; returns the last frame's chain checksum.
+    private func append(_ pages: [Page], commit lastCommit: UInt32) throws(KuraError) -> UInt64 {
         precondition(hasHeader && !pages.isEmpty)
         var buffer = [UInt8](repeating: 0, count: pages.count * frameSize)
-        var chain = lastChecksum
+        var chain = uncommittedPages.isEmpty ? lastChecksum : uncommittedChain
         buffer.withUnsafeMutableBytes { b in
             for (k, page) in pages.enumerated() {
                 let base = b.baseAddress! + k * frameSize
                 base.storeBytes(of: page.number.littleEndian, toByteOffset: 0, as: UInt32.self)
-                let commit: UInt32 = k == pages.count - 1 ? pageCount : 0
+                let commit: UInt32 = k == pages.count - 1 ? lastCommit : 0
                 base.storeBytes(of: commit.littleEndian, toByteOffset: 4, as: UInt32.self)
                 base.storeBytes(of: salt1.littleEndian, toByteOffset: 8, as: UInt32.self)
                 base.storeBytes(of: salt2.littleEndian, toByteOffset: 12, as: UInt32.self)
@@ -265,14 +297,23 @@ final class WriteAheadLog {
                 base.storeBytes(of: chain.littleEndian, toByteOffset: 16, as: UInt64.self)
             }
         }
-        try buffer.withBytes { b throws(KuraError) in try file.write(b, at: frameOffset(maxFrame + 1)) }
-        if sync { try file.sync(full: fullSync) }
-        return PendingCommit(pages: pages.map(\.number), chain: chain, pageCount: pageCount)
+        try buffer.withBytes { b throws(KuraError) in try file.write(b, at: frameOffset(maxFrame + 1 + uncommittedPages.count)) }
+        return chain
+    }
+
+    /// Forgets the frames of a transaction that ends without committing (rolled
+    /// back, or its commit failed). With `truncate`, also cuts them off the file
+    /// (not synced: frames without a commit frame never count, so a crash that
+    /// loses the truncation loses nothing).
+    func forgetUncommittedFrames(truncate: Bool) throws(KuraError) {
+        uncommittedPages.removeAll()
+        if truncate { try file.truncate(to: frameOffset(maxFrame + 1)) }
     }
 
     /// Cuts the file back to the end of the last committed frame, so frames of a
     /// failed commit can never be read as committed.
     func discardUncommittedFrames() throws(KuraError) {
+        uncommittedPages.removeAll()
         try file.truncate(to: frameOffset(maxFrame + 1))
         try file.sync(full: false)
     }
@@ -283,5 +324,6 @@ final class WriteAheadLog {
         maxFrame += c.pages.count
         lastChecksum = c.chain
         committedPageCount = c.pageCount
+        uncommittedPages.removeAll()
     }
 }
