@@ -155,7 +155,9 @@ final class Pager: @unchecked Sendable {
         databaseID = first.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: FileHeader.databaseIDOffset, as: UInt64.self)) }
 
         walFile = try fs.open(path + "-wal", create: true, permissionsOf: file)
-        wal = WriteAheadLog(file: walFile, pageSize: ps, databaseID: databaseID)
+        // A reset keeps a log of up to twice the checkpoint threshold.
+        wal = WriteAheadLog(file: walFile, pageSize: ps, databaseID: databaseID,
+                            reuseFrames: min(max(checkpointThreshold, 1), 1 << 20) * 2)
         try Pager.finishInterruptedCreation(file, wal, pageSize: ps, databaseID: databaseID,
                                             durability: durability, busyTimeout: busyTimeout)
         cache = PageCache(capacity: max(cacheBytes / ps, 8))

@@ -29,6 +29,9 @@
 //     empty/frames --(commit: append())--> frames
 //     frames --(checkpoint: pages copied to the store, synced; reset())--> empty
 //
+// A reset rewrites the header and keeps the file (stale frames after it fail
+// the salt check), unless it is longer than `reuseLimit`.
+//
 // Not thread-safe: the pager calls it under its state lock or as the one writer.
 
 struct WALFrameIndex {
@@ -87,10 +90,14 @@ final class WriteAheadLog {
     /// Chain checksum of the last uncommitted frame (valid when there is one).
     private var uncommittedChain: UInt64 = 0
 
-    init(file: StorageFile, pageSize: Int, databaseID: UInt64) {
+    /// Largest log file a reset keeps (bytes); a longer one is truncated.
+    let reuseLimit: Int64
+
+    init(file: StorageFile, pageSize: Int, databaseID: UInt64, reuseFrames: Int) {
         self.file = file
         self.pageSize = pageSize
         self.databaseID = databaseID
+        reuseLimit = Int64(Self.headerSize) + Int64(max(reuseFrames, 1)) * Int64(Self.frameHeaderSize + pageSize)
     }
 
     func frameOffset(_ frame: Int) -> Int64 {
@@ -146,60 +153,47 @@ final class WriteAheadLog {
     }
 
     private func parseHeader(_ h: [UInt8]) -> (generation: UInt32, salt1: UInt32, salt2: UInt32, checksum: UInt64)? {
-        h.withUnsafeBytes { b in
-            func u32(_ o: Int) -> UInt32 { UInt32(littleEndian: b.loadUnaligned(fromByteOffset: o, as: UInt32.self)) }
-            guard u32(0) == Self.magic, u32(4) == Self.formatVersion, Int(u32(8)) == pageSize else { return nil }
-            guard UInt64(littleEndian: b.loadUnaligned(fromByteOffset: 24, as: UInt64.self)) == databaseID else { return nil }
-            let sum = UInt64(littleEndian: b.loadUnaligned(fromByteOffset: 32, as: UInt64.self))
-            guard Checksum.xxh64(b.baseAddress!, count: 32, seed: 0) == sum else { return nil }
-            return (u32(12), u32(16), u32(20), sum)
-        }
+        let c = h.withUnsafeBytes { LogScanner.checkHeader($0, fileSize: Int64(h.count), pageSize: pageSize, databaseID: databaseID) }
+        return c.isValid ? (c.generation, c.salt1, c.salt2, c.storedChecksum) : nil
     }
 
-    /// Reads frames after `maxFrame` in chunks, validating the chain; commits
-    /// the valid prefix up to its last commit frame. Returns the number of frames
-    /// newly committed.
+    /// Reads frames after `maxFrame` in chunks (the first of one frame,
+    /// doubling up to 1 MiB: after a reset the file usually holds stale frames
+    /// of the old generation, and the first one ends the scan), validating them
+    /// with `LogScanner`; commits the valid prefix up to its last commit frame.
+    /// Returns the number of frames newly committed.
     private func scanFrames(fileSize: Int64) throws(KuraError) -> Int {
         let available = Int((fileSize - frameOffset(maxFrame + 1)) / Int64(frameSize))
         guard available > 0 else { return 0 }
-        let chunkFrames = max(1, min(available, (1 << 20) / frameSize))
-        var buffer = [UInt8](repeating: 0, count: chunkFrames * frameSize)
-        var frame = maxFrame + 1
-        var chain = lastChecksum
-        var pending: [(page: UInt32, frame: Int)] = []
-        var added = 0
-        let lastFrame = maxFrame + available
+        let maxChunk = max(1, min(available, (1 << 20) / frameSize))
+        var chunk = 1
+        var buffer = [UInt8](repeating: 0, count: maxChunk * frameSize)
+        let start = maxFrame
+        var scanner = LogScanner(pageSize: pageSize, salt1: salt1, salt2: salt2, chain: lastChecksum, framesBefore: start)
+        var pages: [UInt32] = []
+        let lastFrame = start + available
+        var frame = start + 1
         scan: while frame <= lastFrame {
-            let n = min(chunkFrames, lastFrame - frame + 1)
+            let n = min(chunk, lastFrame - frame + 1)
+            chunk = min(chunk * 2, maxChunk)
             let ok = try buffer.withMutableBytes { b throws(KuraError) in
                 try file.readFully(into: UnsafeMutableRawBufferPointer(rebasing: b[0..<n * frameSize]), at: frameOffset(frame))
             }
             if !ok { break }
             for k in 0..<n {
-                let valid: (page: UInt32, commit: UInt32, sum: UInt64)? = buffer.withUnsafeBytes { b in
-                    let base = b.baseAddress! + k * frameSize
-                    func u32(_ o: Int) -> UInt32 { UInt32(littleEndian: base.loadUnaligned(fromByteOffset: o, as: UInt32.self)) }
-                    guard u32(8) == salt1, u32(12) == salt2, u32(0) != 0 else { return nil }
-                    let seed = Checksum.xxh64(base, count: 16, seed: chain)
-                    let sum = Checksum.xxh64(base + Self.frameHeaderSize, count: pageSize, seed: seed)
-                    guard sum == UInt64(littleEndian: base.loadUnaligned(fromByteOffset: 16, as: UInt64.self)) else { return nil }
-                    return (u32(0), u32(4), sum)
-                }
-                guard let v = valid else { break scan }
-                chain = v.sum
-                pending.append((v.page, frame))
-                if v.commit != 0 {
-                    for (p, f) in pending { index.frames[p, default: []].append(f) }
-                    added += pending.count
-                    pending.removeAll(keepingCapacity: true)
-                    maxFrame = frame
-                    lastChecksum = chain
-                    committedPageCount = v.commit
-                }
+                let check = buffer.withUnsafeBytes { b in scanner.next(b.baseAddress! + k * frameSize) }
+                guard check.problem == nil else { break scan }
+                pages.append(check.page)
                 frame += 1
             }
         }
-        return added
+        let committed = scanner.committedFrames
+        guard committed > 0 else { return 0 }
+        for k in 0..<committed { index.frames[pages[k], default: []].append(start + 1 + k) }
+        maxFrame = start + committed
+        lastChecksum = scanner.committedChain
+        committedPageCount = scanner.committedPageCount
+        return committed
     }
 
     /// Reads the page image of `frame` into `page`. Throws `corrupt` on a short
@@ -212,8 +206,12 @@ final class WriteAheadLog {
         }
     }
 
-    /// Starts a new generation: writes a fresh header (new salts) and truncates the
-    /// frames. The caller guarantees that no reader needs the old frames.
+    /// Starts a new generation: writes a fresh header (new salts) over the old
+    /// one. The file is reused, as SQLite restarts its log: the old frames stay
+    /// until the new generation's frames overwrite them, and never count (their
+    /// salts are the old header's). A file longer than `reuseLimit` is cut back
+    /// to the header first, so one large transaction does not keep its space.
+    /// The caller guarantees that no reader needs the old frames.
     func reset(sync: Bool) throws(KuraError) {
         let newGeneration = hasHeader ? generation &+ 1 : UInt32.random(in: 1...UInt32.max / 2)
         var h = [UInt8](repeating: 0, count: Self.headerSize)
@@ -230,8 +228,8 @@ final class WriteAheadLog {
             let sum = Checksum.xxh64(b.baseAddress!, count: 32, seed: 0)
             b.storeBytes(of: sum.littleEndian, toByteOffset: 32, as: UInt64.self)
         }
-        try file.truncate(to: Int64(Self.headerSize))
-        // The frames are gone from the file: if writing the new header fails, the
+        if try file.size() > reuseLimit { try file.truncate(to: Int64(Self.headerSize)) }
+        // The frames no longer count: if writing the new header fails, the
         // index must not point at them. The next `refresh` re-reads the header.
         hasHeader = false
         clearIndex()
