@@ -586,11 +586,17 @@ final class Pager: @unchecked Sendable {
     /// Copies the log into the database file and resets the log. The caller holds
     /// the writer lock. Returns false if another process is inside a transaction
     /// (then nothing happens; the next commit tries again).
+    /// With `truncatingLog` (on close), the log file is also cut back to its
+    /// header instead of being kept for reuse.
     @discardableResult
-    func checkpoint() throws(KuraError) -> Bool {
+    func checkpoint(truncatingLog: Bool = false) throws(KuraError) -> Bool {
         let done = try withReaderExclusive { () throws(KuraError) -> Bool in
             guard wal.hasHeader else { return true }
-            if wal.maxFrame == 0 { return true }
+            if wal.maxFrame == 0 {
+                // Only stale frames of older generations, if any: nobody reads them.
+                if truncatingLog { try wal.truncateStaleFrames() }
+                return true
+            }
             if durability != .off { try walFile.sync(full: true) }
             fileLock.lockExclusive()
             defer { fileLock.unlock() }
@@ -629,7 +635,7 @@ final class Pager: @unchecked Sendable {
                 // 3. Detach every snapshot from the log, then reset it.
                 for s in snapshots { s.detached = true }
                 checkpointEpoch += 1
-                try wal.reset(sync: durability != .off)
+                try wal.reset(sync: durability != .off, truncate: truncatingLog)
                 cache.removeFrames()
                 for p in written { cache.put(UInt64(p.number), p) }
                 latest = Snapshot(generation: wal.generation, maxFrame: 0, pageCount: current.pageCount)
@@ -682,8 +688,9 @@ final class Pager: @unchecked Sendable {
         walFile.close()
     }
 
-    /// Runs a checkpoint as the writer (used by `close` and on request).
-    func checkpointAsWriter() throws(KuraError) -> Bool {
+    /// Runs a checkpoint as the writer (used by `close` and on request, both
+    /// with `truncatingLog`; automatic checkpoints keep the file for reuse).
+    func checkpointAsWriter(truncatingLog: Bool = false) throws(KuraError) -> Bool {
         let s = try beginWrite()
         endTransaction(s)
         defer {
@@ -691,7 +698,7 @@ final class Pager: @unchecked Sendable {
             file.unlock(.writer)
             releaseWriterSlot()
         }
-        return try checkpoint()
+        return try checkpoint(truncatingLog: truncatingLog)
     }
 
     /// Number of pages in the cache (for tests of the memory bound).

@@ -211,8 +211,9 @@ final class WriteAheadLog {
     /// until the new generation's frames overwrite them, and never count (their
     /// salts are the old header's). A file longer than `reuseLimit` is cut back
     /// to the header first, so one large transaction does not keep its space.
+    /// With `truncate` (a connection closing), the file is cut back anyway.
     /// The caller guarantees that no reader needs the old frames.
-    func reset(sync: Bool) throws(KuraError) {
+    func reset(sync: Bool, truncate: Bool = false) throws(KuraError) {
         let newGeneration = hasHeader ? generation &+ 1 : UInt32.random(in: 1...UInt32.max / 2)
         var h = [UInt8](repeating: 0, count: Self.headerSize)
         let s1 = UInt32.random(in: 0...UInt32.max)
@@ -228,7 +229,8 @@ final class WriteAheadLog {
             let sum = Checksum.xxh64(b.baseAddress!, count: 32, seed: 0)
             b.storeBytes(of: sum.littleEndian, toByteOffset: 32, as: UInt64.self)
         }
-        if try file.size() > reuseLimit { try file.truncate(to: Int64(Self.headerSize)) }
+        let size = try file.size()
+        if truncate || size > reuseLimit { try file.truncate(to: Int64(Self.headerSize)) }
         // The frames no longer count: if writing the new header fails, the
         // index must not point at them. The next `refresh` re-reads the header.
         hasHeader = false
@@ -241,6 +243,14 @@ final class WriteAheadLog {
         salt2 = s2
         headerChecksum = h.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: 32, as: UInt64.self)) }
         clearIndex()
+    }
+
+    /// Cuts a log without committed frames back to its header (the frames
+    /// after it are stale: older generations', or a rolled-back transaction's).
+    /// Not synced: those frames never count, whether or not the cut survives.
+    func truncateStaleFrames() throws(KuraError) {
+        precondition(maxFrame == 0 && uncommittedPages.isEmpty)
+        if try file.size() > Int64(Self.headerSize) { try file.truncate(to: Int64(Self.headerSize)) }
     }
 
     /// Frames written to the file but not yet part of the index.
