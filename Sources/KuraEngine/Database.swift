@@ -148,7 +148,7 @@ public final class Database: Sendable {
     public func checkpoint() throws(KuraError) -> Bool {
         try gate.enter(path: path)
         defer { gate.leave() }
-        return try pager.checkpointAsWriter()
+        return try pager.checkpointAsWriter(truncatingLog: true)
     }
 
     /// Closes the connection: new transactions throw `.misuse` from now on; the
@@ -167,7 +167,7 @@ public final class Database: Sendable {
         let pager = self.pager
         watcherSlot.current?.stop()
         gate.close {
-            do { _ = try pager.checkpointAsWriter() } catch {
+            do { _ = try pager.checkpointAsWriter(truncatingLog: true) } catch {
                 // Nothing is lost: see "Failure modes" above.
             }
             pager.close()

@@ -128,6 +128,20 @@ final class ReliabilityCrashMatrixTests: XCTestCase {
         }
     }
 
+    /// Power loss at every sampled point of transactions that spill pages to
+    /// the log before they commit, and of rolled-back ones: recovery never
+    /// replays a spilled frame without its transaction's commit frame.
+    func testCrashMatrixWhileSpilling() throws {
+        let w = Workloads.spills()
+        let dry = WorkloadRunner()
+        try dry.run(w, path: "/spill-dry.kura", fs: FaultInjectingFileSystem())
+        XCTAssertGreaterThan(dry.spilledPages, 100, "the workload does not spill: it tests nothing new")
+        let r = try run(w)
+        print("crash matrix, spilling: \(r.crashPoints) crash points, \(r.checked) images recovered (\(r.deep) deep), \(r.failures.count) failures, \(dry.spilledPages) pages spilled")
+        for f in r.failures.prefix(5) { XCTFail("\(r.name): \(f)") }
+        XCTAssertGreaterThanOrEqual(r.checked, 1_000)
+    }
+
     /// The matrix can fail: with durability `off` nothing is synced, and power
     /// loss must lose acknowledged commits or corrupt the store.
     func testMatrixDetectsLostCommitsWithoutSync() throws {

@@ -127,6 +127,9 @@ enum WorkloadStep {
     /// `Database.compact()`: a transaction that rewrites every page and leaves
     /// the content as it was, then a checkpoint that shortens the file.
     case compact
+    /// A write transaction that applies its changes, then throws: rolled back,
+    /// the model does not change.
+    case rollback([ModelOp])
 }
 
 /// A named sequence of steps with the options to run it under, and the model
@@ -136,6 +139,8 @@ struct Workload {
     var pageSize = 512
     var checkpointThreshold = 1000
     var durability: Durability = .full
+    /// Cache (and so spill threshold) in pages; 64 unless set.
+    var cachePages = 64
     var steps: [WorkloadStep] = []
     var states: [StoreState] = [StoreState()]
 
@@ -162,7 +167,7 @@ struct Workload {
         o.pageSize = pageSize
         o.checkpointThreshold = checkpointThreshold
         o.durability = durability
-        o.cacheSize = 64 * pageSize
+        o.cacheSize = cachePages * pageSize
         o.busyTimeout = 1
         return o
     }
@@ -374,6 +379,41 @@ enum Workloads {
         return w
     }
 
+    /// Transactions much larger than the cache (8 pages), so each spills
+    /// changed pages to the log before its commit, with rolled-back spilling
+    /// transactions between them and checkpoints (FORMAT.md, "Commit").
+    static func spills(transactions: Int = 12, seed: UInt64 = 9) -> Workload {
+        var w = Workload(name: "spilling transactions")
+        w.cachePages = 8
+        w.checkpointThreshold = 200
+        var rng = SplitMix64(seed: seed)
+        w.add([.createTable("a", nil)] + (1...150).map { .insert("a", Int64($0), [.integer(Int64($0)), .blob(payload(40, seed: UInt64($0)))]) })
+        for k in 0..<transactions {
+            var ops: [ModelOp] = []
+            var next = w.nextID("a")
+            var touched = Set<Int64>()
+            for _ in 0..<(60 + Int(rng.next() % 60)) {
+                switch rng.next() % 4 {
+                case 0, 1:
+                    ops.append(.insert("a", next, [.integer(next), .blob(payload(Int(rng.next() % 90), seed: rng.next()))]))
+                    touched.insert(next)
+                    next += 1
+                case 2:
+                    if let id = w.randomRow("a", &rng), touched.insert(id).inserted { ops.append(.update("a", id, [.integer(Int64(k)), .text(String(repeating: "s", count: Int(rng.next() % 50)))])) }
+                default:
+                    if let id = w.randomRow("a", &rng), touched.insert(id).inserted { ops.append(.delete("a", id)) }
+                }
+            }
+            if k % 3 == 1 {
+                w.steps.append(.rollback(ops))
+            } else {
+                w.add(ops)
+            }
+            if k % 5 == 4 { w.steps.append(.checkpoint) }
+        }
+        return w
+    }
+
     static var all: [Workload] { [inserts(), updates(), deletes(), indexes(), overflow(), checkpoints(), compactions()] }
 }
 
@@ -388,6 +428,8 @@ final class WorkloadRunner: @unchecked Sendable {
     /// (a checkpoint completed after it).
     private(set) var durableFloor = 0
     private(set) var database: Database?
+    /// Pages the transactions had spilled to the log when they ended.
+    private(set) var spilledPages = 0
 
     func run(_ w: Workload, path: String, fs: FileSystem) throws {
         var o = w.options
@@ -398,7 +440,10 @@ final class WorkloadRunner: @unchecked Sendable {
             switch step {
             case .transaction(let ops):
                 inFlight = true
-                try db.write { tx in for op in ops { try op.apply(to: tx) } }
+                try db.write { tx in
+                    for op in ops { try op.apply(to: tx) }
+                    spilledPages += tx.writer?.spilledPageCount ?? 0
+                }
                 acknowledged += 1
                 inFlight = false
                 if db.logFrameCount == 0 { durableFloor = acknowledged }
@@ -410,6 +455,15 @@ final class WorkloadRunner: @unchecked Sendable {
                 acknowledged += 1
                 inFlight = false
                 if db.logFrameCount == 0 { durableFloor = acknowledged }
+            case .rollback(let ops):
+                struct RolledBack: Error {}
+                do {
+                    try db.write { tx in
+                        for op in ops { try op.apply(to: tx) }
+                        spilledPages += tx.writer?.spilledPageCount ?? 0
+                        throw RolledBack()
+                    }
+                } catch is RolledBack {}
             case .reopen:
                 db.close()
                 durableFloor = acknowledged

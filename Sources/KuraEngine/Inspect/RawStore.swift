@@ -309,21 +309,11 @@ package final class RawStore {
         let size = try log.size()
         var h = [UInt8](repeating: 0, count: WriteAheadLog.headerSize)
         let got = try h.withMutableBytes { b throws(KuraError) in try log.readAvailable(into: b, at: 0) }
-        func u32(_ o: Int) -> UInt32 { h.withUnsafeBytes { UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: o, as: UInt32.self)) } }
-        func u64(_ o: Int) -> UInt64 { h.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: o, as: UInt64.self)) } }
-        let complete = got == WriteAheadLog.headerSize
-        let magicValid = complete && u32(0) == WriteAheadLog.magic
-        let storedSum = u64(32)
-        let sumValid = complete && h.withUnsafeBytes { Checksum.xxh64($0.baseAddress!, count: 32, seed: 0) } == storedSum
-        let idMatches = complete && u64(24) == databaseID
-        var problem: String?
-        if !complete { problem = size == 0 ? "the log is empty (no header yet)" : "the log is \(size) bytes, shorter than its 40-byte header" }
-        else if !magicValid { problem = "the log header has the wrong magic number" }
-        else if u32(4) != WriteAheadLog.formatVersion { problem = "the log header has format version \(u32(4))" }
-        else if Int(u32(8)) != pageSize { problem = "the log header names page size \(u32(8)), the store has \(pageSize)" }
-        else if !idMatches { problem = "the log belongs to another store (database ID \(hex(u64(24))), the store's is \(hex(databaseID)))" }
-        else if !sumValid { problem = "the log header checksum does not match" }
-        let headerValid = problem == nil
+        // The validity rules are the engine's (WAL/LogScanner.swift).
+        let header = h.withUnsafeBytes { b in
+            LogScanner.checkHeader(UnsafeRawBufferPointer(rebasing: b[0..<got]), fileSize: size, pageSize: pageSize, databaseID: databaseID)
+        }
+        let headerValid = header.isValid
 
         // Every whole frame, bounded by the file size.
         let frameSize = WriteAheadLog.frameHeaderSize + pageSize
@@ -332,50 +322,31 @@ package final class RawStore {
         var frames: [WALFrameInfo] = []
         frames.reserveCapacity(Int(min(whole, 1 << 20)))
         var buffer = [UInt8](repeating: 0, count: frameSize)
-        var previous = storedSum
-        var prefixValid = headerValid
-        var validFrames = 0
-        var committedFrames = 0
-        var committedPageCount: UInt32 = 0
-        var transactions = 0
-        var stopReason: String?
-        let salt1 = u32(16), salt2 = u32(20)
+        var scanner = LogScanner(pageSize: pageSize, salt1: header.salt1, salt2: header.salt2, chain: header.storedChecksum)
+        var previous = header.storedChecksum
         var frame = 1
         while Int64(frame) <= whole {
             let offset = Int64(WriteAheadLog.headerSize) + Int64(frame - 1) * Int64(frameSize)
             let n = try buffer.withMutableBytes { b throws(KuraError) in try log.readAvailable(into: b, at: offset) }
             if n < frameSize { break }
             let info: WALFrameInfo = buffer.withUnsafeBytes { b in
+                // `n == frameSize`, so the buffer is non-empty.
                 let base = b.baseAddress!
-                func f32(_ o: Int) -> UInt32 { UInt32(littleEndian: base.loadUnaligned(fromByteOffset: o, as: UInt32.self)) }
-                let stored = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: 16, as: UInt64.self))
-                let seed = Checksum.xxh64(base, count: 16, seed: previous)
-                let chain = Checksum.xxh64(base + WriteAheadLog.frameHeaderSize, count: pageSize, seed: seed)
-                let pageNo = f32(0)
+                let check = scanner.next(base, previousStored: previous)
                 let image = base + WriteAheadLog.frameHeaderSize
                 let pageSum = UInt64(littleEndian: image.loadUnaligned(fromByteOffset: pageSize - pageTrailerSize, as: UInt64.self))
-                let pageOK = Checksum.xxh64(image, count: pageSize - pageTrailerSize, seed: UInt64(pageNo)) == pageSum
-                previous = stored
-                return WALFrameInfo(number: frame, offset: offset, page: pageNo, commit: f32(4),
-                                    saltsMatch: f32(8) == salt1 && f32(12) == salt2, chainValid: chain == stored,
+                let pageOK = Checksum.xxh64(image, count: pageSize - pageTrailerSize, seed: UInt64(check.page)) == pageSum
+                previous = check.storedChain
+                return WALFrameInfo(number: frame, offset: offset, page: check.page, commit: check.commit,
+                                    saltsMatch: check.saltsMatch, chainValid: check.chainValid,
                                     pageChecksumValid: pageOK, committed: false)
-            }
-            if prefixValid {
-                if info.page == 0 { prefixValid = false; stopReason = "frame \(frame) names page 0" }
-                else if !info.saltsMatch { prefixValid = false; stopReason = "frame \(frame) has other salts (left from an older generation)" }
-                else if !info.chainValid { prefixValid = false; stopReason = "frame \(frame) fails its chain checksum (torn or stale)" }
-                if prefixValid {
-                    validFrames = frame
-                    if info.commit != 0 {
-                        committedFrames = frame
-                        committedPageCount = info.commit
-                        transactions += 1
-                    }
-                }
             }
             frames.append(info)
             frame += 1
         }
+        let validFrames = scanner.validFrames
+        let committedFrames = scanner.committedFrames
+        var stopReason = scanner.stopReason
         if headerValid {
             for i in 0..<committedFrames { frames[i].committed = true }
             if stopReason == nil && validFrames > committedFrames {
@@ -385,15 +356,18 @@ package final class RawStore {
             }
         } else if !frames.isEmpty {
             stopReason = "the log header is not valid, so no frame counts"
+        } else {
+            stopReason = nil
         }
-        let info = WALInfo(path: walPath, exists: true, fileSize: size, headerComplete: complete, magicValid: magicValid,
-                           version: u32(4), pageSize: u32(8), generation: u32(12), salt1: salt1, salt2: salt2,
-                           databaseID: u64(24), storedChecksum: storedSum, checksumValid: sumValid,
-                           databaseIDMatches: idMatches, headerValid: headerValid, headerProblem: problem,
+        let info = WALInfo(path: walPath, exists: true, fileSize: size, headerComplete: header.complete, magicValid: header.magicValid,
+                           version: header.version, pageSize: header.pageSize, generation: header.generation,
+                           salt1: header.salt1, salt2: header.salt2,
+                           databaseID: header.databaseID, storedChecksum: header.storedChecksum, checksumValid: header.checksumValid,
+                           databaseIDMatches: header.databaseIDMatches, headerValid: headerValid, headerProblem: header.problem,
                            frames: frames, trailingBytes: trailing, validFrames: headerValid ? validFrames : 0,
                            committedFrames: headerValid ? committedFrames : 0,
-                           committedPageCount: headerValid ? committedPageCount : 0,
-                           transactions: headerValid ? transactions : 0, stopReason: stopReason)
+                           committedPageCount: headerValid ? scanner.committedPageCount : 0,
+                           transactions: headerValid ? scanner.transactions : 0, stopReason: stopReason)
         return (info, log)
     }
 }

@@ -59,38 +59,152 @@ final class SnapshotPages: PageSource {
 
 /// Pages of a write transaction: reads see the transaction's own changes; the
 /// first change to a page copies it.
+///
+/// Spill: the changed pages are kept in memory (`dirty`) up to the pager's
+/// `spillThreshold`. Past it, the least recently used changed pages (clock:
+/// `Page.referenced` is set on every use, cleared by a pass) are written to
+/// the log as uncommitted frames (`Pager.spill`) and dropped; `spilled` then
+/// names the frame holding each one's newest version, and a later use reads it
+/// back (a later change writes it again, and the newest frame wins). A page
+/// is spilled only while `dirty` holds its sole reference, so no caller
+/// (a tree operation in progress, a cursor) ever keeps a page that is no
+/// longer the transaction's copy. Page 1 (`header`) is never spilled.
+/// Invariants: a page number is in at most one of `dirty` and `spilled`;
+/// `inLog` is the subset of `dirty` read back and unchanged since (its frame
+/// is still its newest version, so it is dropped again without a write).
 final class PageWriter: PageSource {
     let pager: Pager
     let snapshot: Snapshot
     private(set) var dirty: [UInt32: Page] = [:]
+    /// Changed pages written to the log and dropped: page -> its newest frame.
+    private var spilled: [UInt32: Int] = [:]
+    /// Pages of `dirty` identical to their newest spilled frame, and that frame.
+    private var inLog: [UInt32: Int] = [:]
+    private let spillThreshold: Int
+    /// `dirty.count` past which the next spill runs: the threshold, raised for
+    /// a while when a spill found too few pages it could drop (all held).
+    private var spillAt: Int
+    /// The clock of `dirty`: page numbers in the order they were kept, with
+    /// stale and repeated entries dropped lazily (a deterministic order, so a
+    /// workload spills the same pages in every run).
+    private var ring: [UInt32] = []
+    private var hand = 0
     let header: Page
     var pageSize: Int { pager.pageSize }
 
     init(pager: Pager, snapshot: Snapshot) throws(KuraError) {
         self.pager = pager
         self.snapshot = snapshot
+        spillThreshold = pager.spillThreshold
+        spillAt = spillThreshold
         header = Page(copying: try pager.page(1, snapshot))
         dirty[1] = header
     }
 
     var pageCount: UInt32 { header.headerPageCount }
 
+    /// Pages written to the log before commit so far (for tests).
+    var spilledPageCount: Int { spilled.count }
+
     @inline(__always)
     func page(_ number: UInt32) throws(KuraError) -> Page {
-        if let d = dirty[number] { return d }
+        if let d = dirty[number] {
+            d.referenced = true
+            return d
+        }
         guard number <= header.headerPageCount else {
             throw KuraError.corruption("reference to page \(number), beyond the last page (\(header.headerPageCount))", page: number, path: pager.path)
         }
+        if !spilled.isEmpty, let frame = spilled[number] { return try readBack(number, frame: frame, clean: true) }
         return try pager.page(number, snapshot)
     }
 
     /// The page, copied for change if this transaction has not changed it yet.
     func writable(_ number: UInt32) throws(KuraError) -> Page {
         modified = true
-        if let d = dirty[number] { return d }
+        if let d = dirty[number] {
+            d.referenced = true
+            if !inLog.isEmpty { inLog[number] = nil }
+            return d
+        }
+        if !spilled.isEmpty, let frame = spilled[number] { return try readBack(number, frame: frame, clean: false) }
         let p = Page(copying: try page(number))
-        dirty[number] = p
+        try keep(p)
         return p
+    }
+
+    /// Brings a spilled page back into `dirty`.
+    private func readBack(_ number: UInt32, frame: Int, clean: Bool) throws(KuraError) -> Page {
+        let p = try pager.loadSpilled(number, frame: frame)
+        spilled[number] = nil
+        if clean { inLog[number] = frame }
+        try keep(p)
+        return p
+    }
+
+    /// Adds a changed page to `dirty`, spilling others when over the threshold.
+    private func keep(_ p: Page) throws(KuraError) {
+        p.referenced = true
+        dirty[p.number] = p
+        ring.append(p.number)
+        if ring.count > 2 * dirty.count + 64 {
+            var seen = Set<UInt32>()
+            ring = ring.filter { dirty[$0] != nil && seen.insert($0).inserted }
+            hand = 0
+        }
+        if dirty.count > spillAt { try spill(keeping: p.number) }
+    }
+
+    /// Writes about a quarter of the threshold's worth of the least recently
+    /// used changed pages to the log and drops them (pages read back unchanged
+    /// are dropped without a write). Skips page 1, `keepingNumber` and pages
+    /// someone else holds a reference to.
+    private func spill(keeping keepingNumber: UInt32) throws(KuraError) {
+        let target = max(1, spillThreshold / 4)
+        var victims: [UInt32] = []
+        var chosen = Set<UInt32>()
+        victims.reserveCapacity(target)
+        // Clock (second chance): a page used since the hand last passed loses
+        // its bit and stays; one not used is taken. Two turns take any page.
+        var steps = 2 * ring.count
+        while victims.count < target && steps > 0 {
+            steps -= 1
+            if hand >= ring.count { hand = 0 }
+            let n = ring[hand]
+            hand += 1
+            guard n != 1, n != keepingNumber, let p = dirty[n], !chosen.contains(n) else { continue }
+            if p.referenced {
+                p.referenced = false
+            } else {
+                victims.append(n)
+                chosen.insert(n)
+            }
+        }
+        var out: [Page] = []
+        out.reserveCapacity(victims.count)
+        for n in victims.sorted() {
+            guard var p = dirty.removeValue(forKey: n) else { continue }
+            guard isKnownUniquelyReferenced(&p) else {
+                dirty[n] = p
+                continue
+            }
+            if let frame = inLog.removeValue(forKey: n) {
+                // Unchanged since it was read back: its frame is still newest.
+                spilled[n] = frame
+                continue
+            }
+            out.append(p)
+        }
+        spillAt = max(spillThreshold, dirty.count + target)
+        guard !out.isEmpty else { return }
+        let first: Int
+        do { first = try pager.spill(out) } catch {
+            // Nothing was recorded as spilled: keep the pages, so the
+            // transaction stays whole if the caller goes on.
+            for p in out { dirty[p.number] = p }
+            throw error
+        }
+        for (k, p) in out.enumerated() { spilled[p.number] = first + k }
     }
 
     private var trunkCapacity: Int { (Node.usable(pageSize) - 12) / 4 }
@@ -111,12 +225,12 @@ final class PageWriter: PageSource {
             header.headerFreeCount -= 1
             if n > 0 {
                 let leaf = trunk.u32(12 + 4 * (n - 1))
-                guard leaf > 1 && leaf <= header.headerPageCount && dirty[leaf] == nil else {
+                guard leaf > 1 && leaf <= header.headerPageCount && dirty[leaf] == nil && spilled[leaf] == nil else {
                     throw KuraError.corruption("freelist entry names page \(leaf)", page: head, path: pager.path)
                 }
                 trunk.setU32(8, UInt32(n - 1))
                 let p = Page(number: leaf, size: pageSize)
-                dirty[leaf] = p
+                try keep(p)
                 return p
             }
             let next = trunk.u32(4)
@@ -132,7 +246,7 @@ final class PageWriter: PageSource {
         }
         header.headerPageCount += 1
         let p = Page(number: header.headerPageCount, size: pageSize)
-        dirty[p.number] = p
+        try keep(p)
         return p
     }
 
@@ -152,6 +266,7 @@ final class PageWriter: PageSource {
                 trunk.setU32(8, UInt32(n + 1))
                 header.headerFreeCount += 1
                 dirty[number] = nil
+                forgetSpilled(number)
                 return
             }
         }
@@ -159,14 +274,26 @@ final class PageWriter: PageSource {
         p.setU8(0, NodeKind.freelistTrunk.rawValue)
         p.setU32(4, head)
         dirty[number] = p
+        ring.append(number)
+        forgetSpilled(number)
         header.headerFreelistHead = number
         header.headerFreeCount += 1
     }
 
-    /// Commits every changed page as one transaction.
+    /// A freed page's spilled frames stay in the log (a free leaf is never
+    /// read); it just is no longer this transaction's to read back.
+    private func forgetSpilled(_ number: UInt32) {
+        if !spilled.isEmpty { spilled[number] = nil }
+        if !inLog.isEmpty { inLog[number] = nil }
+    }
+
+    /// Commits every changed page as one transaction: the pages still in
+    /// memory (except those read back unchanged) follow the spilled frames.
     func commit() throws(KuraError) {
         header.headerChangeCounter &+= 1
-        try pager.commit(Array(dirty.values), pageCount: header.headerPageCount)
+        var pages = Array(dirty.values)
+        if !inLog.isEmpty { pages.removeAll { inLog[$0.number] != nil } }
+        try pager.commit(pages, pageCount: header.headerPageCount)
     }
 
     /// Makes `pages` (numbered 1...N in order, page 1 first) the whole store, as
@@ -186,7 +313,11 @@ final class PageWriter: PageSource {
         // so no connection keeps a catalog decoded before the replacement.
         header.headerSchemaCookie = max(cookie, header.headerSchemaCookie) + 1
         dirty = [1: header]
+        spilled = [:]
+        inLog = [:]
         for p in pages.dropFirst() { dirty[p.number] = p }
+        ring = pages.dropFirst().map(\.number)
+        hand = 0
         modified = true
     }
 

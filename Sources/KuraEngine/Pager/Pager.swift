@@ -84,6 +84,9 @@ final class Pager: @unchecked Sendable {
     let durability: Durability
     let busyTimeout: Double
     let checkpointThreshold: Int
+    /// How many changed pages a write transaction keeps in memory before it
+    /// spills the least recently used ones to the log: the cache's page budget.
+    let spillThreshold: Int
     /// Validates a tree page's structure after its checksum, on every load from
     /// disk (the tree layer's `Node.validate`, passed in to keep calls going down).
     let validator: @Sendable (Page) throws(KuraError) -> Void
@@ -152,10 +155,13 @@ final class Pager: @unchecked Sendable {
         databaseID = first.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: FileHeader.databaseIDOffset, as: UInt64.self)) }
 
         walFile = try fs.open(path + "-wal", create: true, permissionsOf: file)
-        wal = WriteAheadLog(file: walFile, pageSize: ps, databaseID: databaseID)
+        // A reset keeps a log of up to twice the checkpoint threshold.
+        wal = WriteAheadLog(file: walFile, pageSize: ps, databaseID: databaseID,
+                            reuseFrames: min(max(checkpointThreshold, 1), 1 << 20) * 2)
         try Pager.finishInterruptedCreation(file, wal, pageSize: ps, databaseID: databaseID,
                                             durability: durability, busyTimeout: busyTimeout)
         cache = PageCache(capacity: max(cacheBytes / ps, 8))
+        spillThreshold = max(cacheBytes / ps, 8)
         latest = Snapshot(generation: 0, maxFrame: 0, pageCount: 1)
         success = true
         // Recovery: index the committed frames of the log. The snapshot is
@@ -434,6 +440,12 @@ final class Pager: @unchecked Sendable {
     /// the threshold; a failing automatic checkpoint is not an error of the commit
     /// (it is retried after the next one).
     func endWrite(_ snapshot: Snapshot, checkpointIfDue: Bool = false) {
+        if !wal.uncommittedPages.isEmpty {
+            // Rolled back after spilling: its frames never count (no commit
+            // frame); cutting them off only gives the space back. If the cut
+            // fails, the next commit overwrites them.
+            do { try wal.forgetUncommittedFrames(truncate: true) } catch {}
+        }
         endTransaction(snapshot)
         if checkpointIfDue && checkpointDue {
             do { _ = try checkpoint() } catch {
@@ -452,18 +464,7 @@ final class Pager: @unchecked Sendable {
     /// the durability mode. On a thrown error nothing is committed.
     func commit(_ pages: [Page], pageCount: UInt32) throws(KuraError) {
         precondition(!pages.isEmpty)
-        if !wal.hasHeader {
-            // No valid log header: nobody can be reading frames, so a new log can
-            // be started without waiting for other connections' readers.
-            try state.withLock { () throws(KuraError) in try wal.reset(sync: durability != .off) }
-        }
-        if poisoned {
-            // An earlier commit failed and its frames could not be cut off then.
-            // This writer has re-read the log since (beginTransaction), so what
-            // follows the committed log now is garbage: cut it off before going on.
-            try wal.discardUncommittedFrames()
-            poisoned = false
-        }
+        try prepareLogForAppend()
         let sorted = pages.sorted { $0.number < $1.number }
         for p in sorted { p.sealChecksum() }
         let pending: WriteAheadLog.PendingCommit
@@ -478,7 +479,7 @@ final class Pager: @unchecked Sendable {
             throw error
         }
         state.withLock {
-            let firstFrame = wal.maxFrame + 1
+            let firstFrame = wal.maxFrame + 1 + wal.uncommittedPages.count
             wal.publish(pending)
             for (k, p) in sorted.enumerated() {
                 p.referenced = true
@@ -486,6 +487,45 @@ final class Pager: @unchecked Sendable {
             }
             latest = Snapshot(generation: wal.generation, maxFrame: wal.maxFrame, pageCount: pageCount)
         }
+    }
+
+    /// Before the first frame of a write transaction: starts the log if it has
+    /// no valid header, and cuts off a failed commit's leftover frames.
+    private func prepareLogForAppend() throws(KuraError) {
+        guard wal.uncommittedPages.isEmpty else { return }  // done at the first spill
+        if !wal.hasHeader {
+            // No valid log header: nobody can be reading frames, so a new log can
+            // be started without waiting for other connections' readers.
+            try state.withLock { () throws(KuraError) in try wal.reset(sync: durability != .off) }
+        }
+        if poisoned {
+            // An earlier commit failed and its frames could not be cut off then.
+            // This writer has re-read the log since (beginTransaction), so what
+            // follows the committed log now is garbage: cut it off before going on.
+            try wal.discardUncommittedFrames()
+            poisoned = false
+        }
+    }
+
+    /// Writes pages of the write transaction in progress to the log as frames
+    /// without a commit mark, so the transaction can drop them from memory
+    /// (FORMAT.md, "Commit"). No reader, in this process or another, and no
+    /// recovery sees them before the transaction's commit frame is written: the
+    /// log index is not changed, and scans cut the log back to its last commit
+    /// frame. Returns the frame of `pages[0]`; the others follow in order. On a
+    /// thrown error the transaction must not commit (its frames are unknown).
+    func spill(_ pages: [Page]) throws(KuraError) -> Int {
+        precondition(!pages.isEmpty)
+        try prepareLogForAppend()
+        for p in pages { p.sealChecksum() }
+        return try wal.spill(pages)
+    }
+
+    /// Reads back a page the write transaction in progress spilled to `frame`,
+    /// checking its checksum and structure like any page from disk.
+    func loadSpilled(_ number: UInt32, frame: Int) throws(KuraError) -> Page {
+        precondition(frame > wal.maxFrame)
+        return try load(number, frame: frame)
     }
 
     /// Set when a failed commit's frames could not be cut off. Until the next
@@ -546,11 +586,17 @@ final class Pager: @unchecked Sendable {
     /// Copies the log into the database file and resets the log. The caller holds
     /// the writer lock. Returns false if another process is inside a transaction
     /// (then nothing happens; the next commit tries again).
+    /// With `truncatingLog` (on close), the log file is also cut back to its
+    /// header instead of being kept for reuse.
     @discardableResult
-    func checkpoint() throws(KuraError) -> Bool {
+    func checkpoint(truncatingLog: Bool = false) throws(KuraError) -> Bool {
         let done = try withReaderExclusive { () throws(KuraError) -> Bool in
             guard wal.hasHeader else { return true }
-            if wal.maxFrame == 0 { return true }
+            if wal.maxFrame == 0 {
+                // Only stale frames of older generations, if any: nobody reads them.
+                if truncatingLog { try wal.truncateStaleFrames() }
+                return true
+            }
             if durability != .off { try walFile.sync(full: true) }
             fileLock.lockExclusive()
             defer { fileLock.unlock() }
@@ -589,7 +635,7 @@ final class Pager: @unchecked Sendable {
                 // 3. Detach every snapshot from the log, then reset it.
                 for s in snapshots { s.detached = true }
                 checkpointEpoch += 1
-                try wal.reset(sync: durability != .off)
+                try wal.reset(sync: durability != .off, truncate: truncatingLog)
                 cache.removeFrames()
                 for p in written { cache.put(UInt64(p.number), p) }
                 latest = Snapshot(generation: wal.generation, maxFrame: 0, pageCount: current.pageCount)
@@ -642,8 +688,9 @@ final class Pager: @unchecked Sendable {
         walFile.close()
     }
 
-    /// Runs a checkpoint as the writer (used by `close` and on request).
-    func checkpointAsWriter() throws(KuraError) -> Bool {
+    /// Runs a checkpoint as the writer (used by `close` and on request, both
+    /// with `truncatingLog`; automatic checkpoints keep the file for reuse).
+    func checkpointAsWriter(truncatingLog: Bool = false) throws(KuraError) -> Bool {
         let s = try beginWrite()
         endTransaction(s)
         defer {
@@ -651,7 +698,7 @@ final class Pager: @unchecked Sendable {
             file.unlock(.writer)
             releaseWriterSlot()
         }
-        return try checkpoint()
+        return try checkpoint(truncatingLog: truncatingLog)
     }
 
     /// Number of pages in the cache (for tests of the memory bound).

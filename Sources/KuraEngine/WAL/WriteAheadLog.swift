@@ -29,6 +29,9 @@
 //     empty/frames --(commit: append())--> frames
 //     frames --(checkpoint: pages copied to the store, synced; reset())--> empty
 //
+// A reset rewrites the header and keeps the file (stale frames after it fail
+// the salt check), unless it is longer than `reuseLimit`.
+//
 // Not thread-safe: the pager calls it under its state lock or as the one writer.
 
 struct WALFrameIndex {
@@ -78,10 +81,23 @@ final class WriteAheadLog {
     private(set) var committedPageCount: UInt32 = 0
     private(set) var index = WALFrameIndex()
 
-    init(file: StorageFile, pageSize: Int, databaseID: UInt64) {
+    /// Page numbers of the frames the writer's transaction in progress has
+    /// written after the committed log (spilled pages, FORMAT.md "Commit"), in
+    /// frame order: frame `maxFrame + 1 + k` holds `uncommittedPages[k]`. They
+    /// carry commit field 0, so no reader and no recovery counts them until the
+    /// transaction's commit frame follows them. Writer only.
+    private(set) var uncommittedPages: [UInt32] = []
+    /// Chain checksum of the last uncommitted frame (valid when there is one).
+    private var uncommittedChain: UInt64 = 0
+
+    /// Largest log file a reset keeps (bytes); a longer one is truncated.
+    let reuseLimit: Int64
+
+    init(file: StorageFile, pageSize: Int, databaseID: UInt64, reuseFrames: Int) {
         self.file = file
         self.pageSize = pageSize
         self.databaseID = databaseID
+        reuseLimit = Int64(Self.headerSize) + Int64(max(reuseFrames, 1)) * Int64(Self.frameHeaderSize + pageSize)
     }
 
     func frameOffset(_ frame: Int) -> Int64 {
@@ -129,6 +145,7 @@ final class WriteAheadLog {
     }
 
     private func clearIndex() {
+        precondition(uncommittedPages.isEmpty, "the log changed under a writer's uncommitted frames")
         maxFrame = 0
         lastChecksum = headerChecksum
         committedPageCount = 0
@@ -136,75 +153,67 @@ final class WriteAheadLog {
     }
 
     private func parseHeader(_ h: [UInt8]) -> (generation: UInt32, salt1: UInt32, salt2: UInt32, checksum: UInt64)? {
-        h.withUnsafeBytes { b in
-            func u32(_ o: Int) -> UInt32 { UInt32(littleEndian: b.loadUnaligned(fromByteOffset: o, as: UInt32.self)) }
-            guard u32(0) == Self.magic, u32(4) == Self.formatVersion, Int(u32(8)) == pageSize else { return nil }
-            guard UInt64(littleEndian: b.loadUnaligned(fromByteOffset: 24, as: UInt64.self)) == databaseID else { return nil }
-            let sum = UInt64(littleEndian: b.loadUnaligned(fromByteOffset: 32, as: UInt64.self))
-            guard Checksum.xxh64(b.baseAddress!, count: 32, seed: 0) == sum else { return nil }
-            return (u32(12), u32(16), u32(20), sum)
-        }
+        let c = h.withUnsafeBytes { LogScanner.checkHeader($0, fileSize: Int64(h.count), pageSize: pageSize, databaseID: databaseID) }
+        return c.isValid ? (c.generation, c.salt1, c.salt2, c.storedChecksum) : nil
     }
 
-    /// Reads frames after `maxFrame` in chunks, validating the chain; commits
-    /// the valid prefix up to its last commit frame. Returns the number of frames
-    /// newly committed.
+    /// Reads frames after `maxFrame` in chunks (the first of one frame,
+    /// doubling up to 1 MiB: after a reset the file usually holds stale frames
+    /// of the old generation, and the first one ends the scan), validating them
+    /// with `LogScanner`; commits the valid prefix up to its last commit frame.
+    /// Returns the number of frames newly committed.
     private func scanFrames(fileSize: Int64) throws(KuraError) -> Int {
         let available = Int((fileSize - frameOffset(maxFrame + 1)) / Int64(frameSize))
         guard available > 0 else { return 0 }
-        let chunkFrames = max(1, min(available, (1 << 20) / frameSize))
-        var buffer = [UInt8](repeating: 0, count: chunkFrames * frameSize)
-        var frame = maxFrame + 1
-        var chain = lastChecksum
-        var pending: [(page: UInt32, frame: Int)] = []
-        var added = 0
-        let lastFrame = maxFrame + available
+        let maxChunk = max(1, min(available, (1 << 20) / frameSize))
+        var chunk = 1
+        var buffer = [UInt8](repeating: 0, count: maxChunk * frameSize)
+        let start = maxFrame
+        var scanner = LogScanner(pageSize: pageSize, salt1: salt1, salt2: salt2, chain: lastChecksum, framesBefore: start)
+        var pages: [UInt32] = []
+        let lastFrame = start + available
+        var frame = start + 1
         scan: while frame <= lastFrame {
-            let n = min(chunkFrames, lastFrame - frame + 1)
+            let n = min(chunk, lastFrame - frame + 1)
+            chunk = min(chunk * 2, maxChunk)
             let ok = try buffer.withMutableBytes { b throws(KuraError) in
                 try file.readFully(into: UnsafeMutableRawBufferPointer(rebasing: b[0..<n * frameSize]), at: frameOffset(frame))
             }
             if !ok { break }
             for k in 0..<n {
-                let valid: (page: UInt32, commit: UInt32, sum: UInt64)? = buffer.withUnsafeBytes { b in
-                    let base = b.baseAddress! + k * frameSize
-                    func u32(_ o: Int) -> UInt32 { UInt32(littleEndian: base.loadUnaligned(fromByteOffset: o, as: UInt32.self)) }
-                    guard u32(8) == salt1, u32(12) == salt2, u32(0) != 0 else { return nil }
-                    let seed = Checksum.xxh64(base, count: 16, seed: chain)
-                    let sum = Checksum.xxh64(base + Self.frameHeaderSize, count: pageSize, seed: seed)
-                    guard sum == UInt64(littleEndian: base.loadUnaligned(fromByteOffset: 16, as: UInt64.self)) else { return nil }
-                    return (u32(0), u32(4), sum)
-                }
-                guard let v = valid else { break scan }
-                chain = v.sum
-                pending.append((v.page, frame))
-                if v.commit != 0 {
-                    for (p, f) in pending { index.frames[p, default: []].append(f) }
-                    added += pending.count
-                    pending.removeAll(keepingCapacity: true)
-                    maxFrame = frame
-                    lastChecksum = chain
-                    committedPageCount = v.commit
-                }
+                let check = buffer.withUnsafeBytes { b in scanner.next(b.baseAddress! + k * frameSize) }
+                guard check.problem == nil else { break scan }
+                pages.append(check.page)
                 frame += 1
             }
         }
-        return added
+        let committed = scanner.committedFrames
+        guard committed > 0 else { return 0 }
+        for k in 0..<committed { index.frames[pages[k], default: []].append(start + 1 + k) }
+        maxFrame = start + committed
+        lastChecksum = scanner.committedChain
+        committedPageCount = scanner.committedPageCount
+        return committed
     }
 
     /// Reads the page image of `frame` into `page`. Throws `corrupt` on a short
     /// read (the log shrank under us, which only a foreign writer can cause).
     func readFrame(_ frame: Int, into page: Page) throws(KuraError) {
-        precondition(frame >= 1 && frame <= maxFrame)
+        precondition(frame >= 1 && frame <= maxFrame + uncommittedPages.count)
         let ok = try file.readFully(into: page.buffer, at: frameOffset(frame) + Int64(Self.frameHeaderSize))
         if !ok {
             throw KuraError.corruption("log frame \(frame) is past the end of the log file", page: page.number, path: file.path)
         }
     }
 
-    /// Starts a new generation: writes a fresh header (new salts) and truncates the
-    /// frames. The caller guarantees that no reader needs the old frames.
-    func reset(sync: Bool) throws(KuraError) {
+    /// Starts a new generation: writes a fresh header (new salts) over the old
+    /// one. The file is reused, as SQLite restarts its log: the old frames stay
+    /// until the new generation's frames overwrite them, and never count (their
+    /// salts are the old header's). A file longer than `reuseLimit` is cut back
+    /// to the header first, so one large transaction does not keep its space.
+    /// With `truncate` (a connection closing), the file is cut back anyway.
+    /// The caller guarantees that no reader needs the old frames.
+    func reset(sync: Bool, truncate: Bool = false) throws(KuraError) {
         let newGeneration = hasHeader ? generation &+ 1 : UInt32.random(in: 1...UInt32.max / 2)
         var h = [UInt8](repeating: 0, count: Self.headerSize)
         let s1 = UInt32.random(in: 0...UInt32.max)
@@ -220,8 +229,9 @@ final class WriteAheadLog {
             let sum = Checksum.xxh64(b.baseAddress!, count: 32, seed: 0)
             b.storeBytes(of: sum.littleEndian, toByteOffset: 32, as: UInt64.self)
         }
-        try file.truncate(to: Int64(Self.headerSize))
-        // The frames are gone from the file: if writing the new header fails, the
+        let size = try file.size()
+        if truncate || size > reuseLimit { try file.truncate(to: Int64(Self.headerSize)) }
+        // The frames no longer count: if writing the new header fails, the
         // index must not point at them. The next `refresh` re-reads the header.
         hasHeader = false
         clearIndex()
@@ -235,6 +245,14 @@ final class WriteAheadLog {
         clearIndex()
     }
 
+    /// Cuts a log without committed frames back to its header (the frames
+    /// after it are stale: older generations', or a rolled-back transaction's).
+    /// Not synced: those frames never count, whether or not the cut survives.
+    func truncateStaleFrames() throws(KuraError) {
+        precondition(maxFrame == 0 && uncommittedPages.isEmpty)
+        if try file.size() > Int64(Self.headerSize) { try file.truncate(to: Int64(Self.headerSize)) }
+    }
+
     /// Frames written to the file but not yet part of the index.
     struct PendingCommit {
         let pages: [UInt32]
@@ -242,20 +260,42 @@ final class WriteAheadLog {
         let pageCount: UInt32
     }
 
-    /// Writes one transaction's frames after the last commit: `pages` in order,
-    /// the last marked as the commit with `pageCount`, then syncs if asked. Pages
-    /// must already carry their checksum trailer. Changes nothing in memory: on
-    /// failure the partial frames on disk are not a valid commit and the next
-    /// append overwrites them. Only the writer calls it; readers may run meanwhile.
+    /// Writes one transaction's last frames after the committed log and any
+    /// frames it spilled before (`spill`): `pages` in order, the last marked as
+    /// the commit with `pageCount`, then syncs if asked. Pages must already carry
+    /// their checksum trailer. Changes nothing in memory: on failure the frames
+    /// on disk are not a valid commit and the next append overwrites them (the
+    /// caller cuts them off). Only the writer calls it; readers may run meanwhile.
     func writeFrames(_ pages: [Page], pageCount: UInt32, sync: Bool, fullSync: Bool) throws(KuraError) -> PendingCommit {
+        precondition(pageCount != 0)
+        let chain = try append(pages, commit: pageCount)
+        if sync { try file.sync(full: fullSync) }
+        return PendingCommit(pages: uncommittedPages + pages.map(\.number), chain: chain, pageCount: pageCount)
+    }
+
+    /// Writes `pages` (checksums sealed) as frames of the transaction in
+    /// progress, with commit field 0, after its earlier frames; they stay
+    /// invisible to every reader until `writeFrames` ends the transaction with
+    /// its commit frame. Not synced: only a commit frame needs to be durable.
+    /// Returns the frame number of `pages[0]`; `pages[k]` is in the frame after.
+    func spill(_ pages: [Page]) throws(KuraError) -> Int {
+        let first = maxFrame + 1 + uncommittedPages.count
+        uncommittedChain = try append(pages, commit: 0)
+        uncommittedPages.append(contentsOf: pages.map(\.number))
+        return first
+    }
+
+    /// Writes `pages` as frames after the last frame written, the last one with
+    /// `commit` in its commit field; returns the last frame's chain checksum.
+    private func append(_ pages: [Page], commit lastCommit: UInt32) throws(KuraError) -> UInt64 {
         precondition(hasHeader && !pages.isEmpty)
         var buffer = [UInt8](repeating: 0, count: pages.count * frameSize)
-        var chain = lastChecksum
+        var chain = uncommittedPages.isEmpty ? lastChecksum : uncommittedChain
         buffer.withUnsafeMutableBytes { b in
             for (k, page) in pages.enumerated() {
                 let base = b.baseAddress! + k * frameSize
                 base.storeBytes(of: page.number.littleEndian, toByteOffset: 0, as: UInt32.self)
-                let commit: UInt32 = k == pages.count - 1 ? pageCount : 0
+                let commit: UInt32 = k == pages.count - 1 ? lastCommit : 0
                 base.storeBytes(of: commit.littleEndian, toByteOffset: 4, as: UInt32.self)
                 base.storeBytes(of: salt1.littleEndian, toByteOffset: 8, as: UInt32.self)
                 base.storeBytes(of: salt2.littleEndian, toByteOffset: 12, as: UInt32.self)
@@ -265,14 +305,23 @@ final class WriteAheadLog {
                 base.storeBytes(of: chain.littleEndian, toByteOffset: 16, as: UInt64.self)
             }
         }
-        try buffer.withBytes { b throws(KuraError) in try file.write(b, at: frameOffset(maxFrame + 1)) }
-        if sync { try file.sync(full: fullSync) }
-        return PendingCommit(pages: pages.map(\.number), chain: chain, pageCount: pageCount)
+        try buffer.withBytes { b throws(KuraError) in try file.write(b, at: frameOffset(maxFrame + 1 + uncommittedPages.count)) }
+        return chain
+    }
+
+    /// Forgets the frames of a transaction that ends without committing (rolled
+    /// back, or its commit failed). With `truncate`, also cuts them off the file
+    /// (not synced: frames without a commit frame never count, so a crash that
+    /// loses the truncation loses nothing).
+    func forgetUncommittedFrames(truncate: Bool) throws(KuraError) {
+        uncommittedPages.removeAll()
+        if truncate { try file.truncate(to: frameOffset(maxFrame + 1)) }
     }
 
     /// Cuts the file back to the end of the last committed frame, so frames of a
     /// failed commit can never be read as committed.
     func discardUncommittedFrames() throws(KuraError) {
+        uncommittedPages.removeAll()
         try file.truncate(to: frameOffset(maxFrame + 1))
         try file.sync(full: false)
     }
@@ -283,5 +332,6 @@ final class WriteAheadLog {
         maxFrame += c.pages.count
         lastChecksum = c.chain
         committedPageCount = c.pageCount
+        uncommittedPages.removeAll()
     }
 }
