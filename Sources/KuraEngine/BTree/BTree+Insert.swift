@@ -83,7 +83,7 @@ extension BTree {
         while start < bytes.endIndex {
             let end = min(start + cap, bytes.endIndex)
             let p = try w.allocate()
-            p.setU8(0, NodeKind.overflow.rawValue)
+            p.setU8(0, PageKind.overflow.rawValue)
             bytes[start..<end].withUnsafeBytes { (p.bytes + 8).copyMemory(from: $0.baseAddress!, byteCount: end - start) }
             if let prev = pages.last { prev.setU32(4, p.number) }
             pages.append(p)

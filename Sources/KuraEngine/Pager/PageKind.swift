@@ -21,7 +21,3 @@ enum PageKind: UInt8 {
     var isNode: Bool { rawValue >= 1 && rawValue <= 4 }
     var isTable: Bool { self == .tableLeaf || self == .tableInterior }
 }
-
-/// The name PageSource.swift and BTree+Insert.swift still use; remove it when
-/// they say `PageKind` (both belong to the writer-path work in progress).
-typealias NodeKind = PageKind

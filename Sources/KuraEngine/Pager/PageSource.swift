@@ -207,7 +207,7 @@ final class PageWriter: PageSource {
         for (k, p) in out.enumerated() { spilled[p.number] = first + k }
     }
 
-    private var trunkCapacity: Int { (Node.usable(pageSize) - 12) / 4 }
+    private var trunkCapacity: Int { ((pageSize - pageTrailerSize) - 12) / 4 }
 
     /// A zeroed page to use, from the freelist or the end of the file.
     func allocate() throws(KuraError) -> Page {
@@ -215,7 +215,7 @@ final class PageWriter: PageSource {
         let head = header.headerFreelistHead
         if head != 0 {
             let trunk = try writable(head)
-            guard trunk.u8(0) == NodeKind.freelistTrunk.rawValue else {
+            guard trunk.u8(0) == PageKind.freelistTrunk.rawValue else {
                 throw KuraError.corruption("freelist trunk page has kind \(trunk.u8(0))", page: head, path: pager.path)
             }
             let n = Int(trunk.u32(8))
@@ -258,7 +258,7 @@ final class PageWriter: PageSource {
         if head != 0 {
             let trunk = try writable(head)
             let n = Int(trunk.u32(8))
-            guard trunk.u8(0) == NodeKind.freelistTrunk.rawValue, n <= trunkCapacity else {
+            guard trunk.u8(0) == PageKind.freelistTrunk.rawValue, n <= trunkCapacity else {
                 throw KuraError.corruption("freelist trunk is malformed", page: head, path: pager.path)
             }
             if n < trunkCapacity {
@@ -271,7 +271,7 @@ final class PageWriter: PageSource {
             }
         }
         let p = Page(number: number, size: pageSize)
-        p.setU8(0, NodeKind.freelistTrunk.rawValue)
+        p.setU8(0, PageKind.freelistTrunk.rawValue)
         p.setU32(4, head)
         dirty[number] = p
         ring.append(number)
