@@ -11,8 +11,9 @@
 // shared by all transactions of a connection until the schema cookie changes
 // (Database.swift); a transaction looks each table's counters up once in the
 // counters tree (TableCounters.swift) and keeps them. A write transaction keeps
-// the table it last inserted into resolved (`HotTable`: entry, schema, indexes,
-// tree), so a run of inserts does no lookups at all. At commit, changed
+// the table it last wrote resolved (`HotTable`, its table handle: entry with
+// counters, schema, indexes, tree), so a run of inserts, updates or deletes,
+// by row ID or by predicate, does no lookups at all. At commit, changed
 // counters go to the counters tree and only schema changes rewrite catalog
 // records and move the schema cookie on. A format-1 store is migrated by the
 // first write transaction that loads the catalog (`migrateCounters`).
