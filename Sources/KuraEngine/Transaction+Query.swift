@@ -311,7 +311,8 @@ extension WriteTransaction {
                 }
                 continue
             }
-            _ = try updateEncoded(try encodeRow(values, info), in: info, rowID: row.rowID, current: row.record)
+            // The table's handle: resolved once, not looked up by name per row.
+            _ = try updateEncoded(try encode(values, for: hotTable(info)), in: info, rowID: row.rowID, current: row.record)
         }
         return rows.count
     }

@@ -13,6 +13,9 @@ extension ReadTransaction {
     /// - Throws: `.corrupt` if the stored schema does not decode.
     public func schema(of table: TableInfo) throws(KuraError) -> TableSchema? {
         try checkActive()
+        // The write transaction's table handle holds it resolved (and is
+        // dropped by every schema change): no lookup by name.
+        if let w = self as? WriteTransaction, let h = w.resolvedHandle(table) { return h.schema }
         let info = try self.table(table.name)
         // The connection's decoded schema is the one, unless this (write)
         // transaction changed the table's definition.
@@ -64,7 +67,13 @@ extension ReadTransaction {
     /// Index entries (keys) of a row, one per index, in the order of `indexes`.
     func indexKeys(_ indexes: [IndexDefinition], record: [UInt8], rowID: Int64, table: TableInfo) throws(KuraError) -> [(index: IndexDefinition, key: [UInt8], prefixLength: Int, hasNull: Bool)] {
         guard !indexes.isEmpty else { return [] }
-        let schema = try self.schema(of: table)
+        return try indexKeys(indexes, record: record, rowID: rowID, schema: self.schema(of: table))
+    }
+
+    /// Index entries of a row for a table whose schema the caller holds (a
+    /// table handle): no catalog lookup.
+    func indexKeys(_ indexes: [IndexDefinition], record: [UInt8], rowID: Int64, schema: TableSchema?) throws(KuraError) -> [(index: IndexDefinition, key: [UInt8], prefixLength: Int, hasNull: Bool)] {
+        guard !indexes.isEmpty else { return [] }
         return try record.withBytes { b throws(KuraError) in
             let view = try RecordView(b)
             var out: [(index: IndexDefinition, key: [UInt8], prefixLength: Int, hasNull: Bool)] = []

@@ -11,8 +11,9 @@
 // shared by all transactions of a connection until the schema cookie changes
 // (Database.swift); a transaction looks each table's counters up once in the
 // counters tree (TableCounters.swift) and keeps them. A write transaction keeps
-// the table it last inserted into resolved (`HotTable`: entry, schema, indexes,
-// tree), so a run of inserts does no lookups at all. At commit, changed
+// the table it last wrote resolved (`HotTable`, its table handle: entry with
+// counters, schema, indexes, tree), so a run of inserts, updates or deletes,
+// by row ID or by predicate, does no lookups at all. At commit, changed
 // counters go to the counters tree and only schema changes rewrite catalog
 // records and move the schema cookie on. A format-1 store is migrated by the
 // first write transaction that loads the catalog (`migrateCounters`).
@@ -273,29 +274,66 @@ public final class WriteTransaction: ReadTransaction {
         noteSchemaChange()
     }
 
-    /// The table most recently inserted into, resolved once (catalog entry,
-    /// schema, indexes) so a run of inserts does no catalog lookups. Its row
-    /// count and next row ID are updated in place and written back to `catalog`
-    /// before anything else reads or changes the catalog (`loadCatalog` calls
-    /// `flushHotTable`, which also forgets it).
+    /// The table most recently written (inserted into, updated, deleted from),
+    /// resolved once: catalog entry with its counters, schema, indexes, tree and
+    /// the columns its indexes read. Inserts, updates and deletes by row ID or
+    /// by predicate take it instead of looking the table up by name per row.
+    /// Its row count and next row ID are updated in place and written back to
+    /// `catalog` before anything else reads or changes the catalog
+    /// (`loadCatalog` calls `flushHotTable`, which also forgets it). Every
+    /// schema change starts with `loadCatalog` (or `flushHotTable`), so a
+    /// handle never outlives the schema it was resolved from.
     final class HotTable {
         var info: TableInfo
         let schema: TableSchema?
         let indexes: [IndexDefinition]
         let tree: BTree
+        /// One past the highest column position any index reads (0 without indexes).
+        let indexedWidth: Int
         var dirty = false
+        /// Reused buffers locating the indexed columns of an old and a new record.
+        var oldFields: RecordFields
+        var newFields: RecordFields
         init(info: TableInfo, schema: TableSchema?, indexes: [IndexDefinition]) {
             self.info = info
             self.schema = schema
             self.indexes = indexes
             tree = BTree(root: info.rootPage, kind: .table)
+            indexedWidth = indexes.lazy.flatMap { $0.columns.lazy.map { $0.position + 1 } }.max() ?? 0
+            oldFields = RecordFields(columns: indexedWidth)
+            newFields = RecordFields(columns: indexedWidth)
+        }
+
+        /// For each index, whether its key may differ between the records `old`
+        /// and `new`: false only when every column it reads has the same serial
+        /// type and body bytes in both (equal bytes give equal keys). A column
+        /// missing from one record (written before the column was added) counts
+        /// as changed, so its key is built and compared as before.
+        ///
+        /// - Throws: `.corrupt` if either record's header is malformed.
+        func indexesChanged(old: [UInt8], new: [UInt8]) throws(KuraError) -> [Bool] {
+            try old.withBytes { o throws(KuraError) -> [Bool] in
+                try new.withBytes { n throws(KuraError) -> [Bool] in
+                    try oldFields.load(o)
+                    try newFields.load(n)
+                    return indexes.map { index in
+                        index.columns.contains { !oldFields.sameField($0.position, as: newFields) }
+                    }
+                }
+            }
         }
     }
     private var hot: HotTable?
 
+    /// The handle of `table` if it is the one resolved now, else nil (no lookup).
+    func resolvedHandle(_ table: TableInfo) -> HotTable? {
+        guard let h = hot, h.info.id == table.id, h.info.name == table.name else { return nil }
+        return h
+    }
+
     func hotTable(_ table: TableInfo) throws(KuraError) -> HotTable {
         try checkActive()
-        if let h = hot, h.info.id == table.id, h.info.name == table.name { return h }
+        if let h = resolvedHandle(table) { return h }
         let info = try entry(table)
         let h = HotTable(info: info, schema: try schema(of: info), indexes: try indexes(of: info.name))
         hot = h
@@ -479,21 +517,21 @@ public final class WriteTransaction: ReadTransaction {
     ///   `.constraintViolation` as `insert(_:into:)`.
     @discardableResult
     public func insertRecord(_ record: [UInt8], into table: TableInfo) throws(KuraError) -> Int64 {
-        let info = try entry(table)
-        if let schema = try schema(of: info), schema.hasExternal {
-            return try withExternal(RecordCodec.decode(record), info, schema, old: nil) { r throws(KuraError) in try insertEncoded(r, into: table) }
+        let h = try hotTable(table)
+        if let schema = h.schema, schema.hasExternal {
+            return try withExternal(RecordCodec.decode(record), h.info, schema, old: nil) { r throws(KuraError) in try insertEncoded(r, into: table) }
         }
-        return try insertEncoded(checkedRecord(record, info), into: table)
+        return try insertEncoded(checkedRecord(record, h), into: table)
     }
 
     /// The record itself, re-encoded with defaults and normalized values if the
     /// table has a schema.
-    private func checkedRecord(_ record: [UInt8], _ info: TableInfo) throws(KuraError) -> [UInt8] {
-        guard try schema(of: info) != nil else {
+    private func checkedRecord(_ record: [UInt8], _ h: HotTable) throws(KuraError) -> [UInt8] {
+        guard h.schema != nil else {
             _ = try record.withBytes { b throws(KuraError) in try RecordView(b) }
             return record
         }
-        return try encodeRow(RecordCodec.decode(record), info)
+        return try encode(RecordCodec.decode(record), for: h)
     }
 
     /// Inserts a checked record under `explicitRowID`, or the next row ID.
@@ -508,9 +546,10 @@ public final class WriteTransaction: ReadTransaction {
         }
         var keys: [(index: IndexDefinition, key: [UInt8], prefixLength: Int, hasNull: Bool)] = []
         if !h.indexes.isEmpty {
-            // Index checks read the catalog, which flushes the hot table: re-take it after.
-            keys = try indexKeys(h.indexes, record: record, rowID: rowID, table: h.info)
+            keys = try indexKeys(h.indexes, record: record, rowID: rowID, schema: h.schema)
             try checkUnique(h.indexes, keys, rowID: rowID, table: h.info.name)
+            // Nothing above reads the catalog (which would flush the handle);
+            // re-taking it costs one comparison and keeps the counters safe if that changes.
             h = try hotTable(table)
         }
         guard try h.tree.insert(RowIDKey.encode(rowID), record, mode: .insertNew, writer!) else {
@@ -564,32 +603,35 @@ public final class WriteTransaction: ReadTransaction {
     /// Replaces the values of row `rowID`. Returns false if there is no such row.
     @discardableResult
     public func update(_ values: [Value], in table: TableInfo, rowID: Int64) throws(KuraError) -> Bool {
-        let info = try entry(table)
-        if let schema = try schema(of: info), schema.hasExternal {
-            guard let old = try record(in: info, rowID: rowID) else { return false }
-            return try withExternal(values, info, schema, old: old) { r throws(KuraError) in try updateEncoded(r, in: table, rowID: rowID, current: old) }
+        let h = try hotTable(table)
+        if let schema = h.schema, schema.hasExternal {
+            guard let old = try record(in: h.info, rowID: rowID) else { return false }
+            return try withExternal(values, h.info, schema, old: old) { r throws(KuraError) in try updateEncoded(r, in: table, rowID: rowID, current: old) }
         }
-        return try updateEncoded(encodeRow(values, info), in: table, rowID: rowID)
+        return try updateEncoded(encode(values, for: h), in: table, rowID: rowID)
     }
 
     /// Replaces the encoded record of row `rowID`. Returns false if there is none.
     @discardableResult
     public func updateRecord(_ record: [UInt8], in table: TableInfo, rowID: Int64) throws(KuraError) -> Bool {
-        let info = try entry(table)
-        if let schema = try schema(of: info), schema.hasExternal {
-            guard let old = try self.record(in: info, rowID: rowID) else { return false }
-            return try withExternal(RecordCodec.decode(record), info, schema, old: old) { r throws(KuraError) in try updateEncoded(r, in: table, rowID: rowID, current: old) }
+        let h = try hotTable(table)
+        if let schema = h.schema, schema.hasExternal {
+            guard let old = try self.record(in: h.info, rowID: rowID) else { return false }
+            return try withExternal(RecordCodec.decode(record), h.info, schema, old: old) { r throws(KuraError) in try updateEncoded(r, in: table, rowID: rowID, current: old) }
         }
-        return try updateEncoded(checkedRecord(record, info), in: table, rowID: rowID)
+        return try updateEncoded(checkedRecord(record, h), in: table, rowID: rowID)
     }
 
     /// `current`, when given, is the row's record as this transaction has it now
     /// (the caller just read it), which saves a descent to read it again.
+    ///
+    /// Keys are built only for indexes one of whose columns changed bytes
+    /// (`HotTable.indexesChanged`); of those, only the ones whose key changed
+    /// are checked for uniqueness and rewritten.
     func updateEncoded(_ record: [UInt8], in table: TableInfo, rowID: Int64, current: [UInt8]? = nil) throws(KuraError) -> Bool {
-        let info = try entry(table)
-        let tree = BTree(root: info.rootPage, kind: .table)
-        let indexes = try self.indexes(of: info.name)
-        if indexes.isEmpty {
+        let h = try hotTable(table)
+        let tree = h.tree
+        if h.indexes.isEmpty {
             let done = try tree.insert(RowIDKey.encode(rowID), record, mode: .replaceExisting, writer!)
             if done { changeCount += 1 }
             return done
@@ -597,10 +639,12 @@ public final class WriteTransaction: ReadTransaction {
         let stored: [UInt8]?
         if let current { stored = current } else { stored = try tree.get(RowIDKey.encode(rowID), writer!) }
         guard let old = stored else { return false }
-        let oldKeys = try indexKeys(indexes, record: old, rowID: rowID, table: info)
-        let newKeys = try indexKeys(indexes, record: record, rowID: rowID, table: info)
+        let touched = try h.indexesChanged(old: old, new: record)
+        let indexes = zip(h.indexes, touched).filter(\.1).map(\.0)
+        let oldKeys = try indexKeys(indexes, record: old, rowID: rowID, schema: h.schema)
+        let newKeys = try indexKeys(indexes, record: record, rowID: rowID, schema: h.schema)
         let changed = zip(oldKeys, newKeys).map { $0.key != $1.key }
-        try checkUnique(indexes, newKeys, rowID: rowID, table: info.name, only: changed)
+        try checkUnique(indexes, newKeys, rowID: rowID, table: h.info.name, only: changed)
         try tree.insert(RowIDKey.encode(rowID), record, mode: .replaceExisting, writer!)
         for (i, index) in indexes.enumerated() where changed[i] {
             try index.tree.delete(oldKeys[i].key, writer!)
@@ -620,26 +664,25 @@ public final class WriteTransaction: ReadTransaction {
     /// transaction has it now (saves reading it again for its index keys).
     @discardableResult
     func delete(from table: TableInfo, rowID: Int64, current: [UInt8]?) throws(KuraError) -> Bool {
-        var info = try entry(table)
-        let tree = BTree(root: info.rootPage, kind: .table)
-        if let schema = try schema(of: info), schema.hasExternal {
+        var h = try hotTable(table)
+        let tree = h.tree
+        if let schema = h.schema, schema.hasExternal {
             let stored: [UInt8]?
             if let current { stored = current } else { stored = try tree.get(RowIDKey.encode(rowID), writer!) }
             guard let old = stored else { return false }
             try releaseExternal(ofRecord: old, schema)
-            info = try entry(table)
+            // Releasing writes the external-file tables (another handle): take this one again.
+            h = try hotTable(table)
         }
-        let indexes = try self.indexes(of: info.name)
-        if !indexes.isEmpty {
+        if !h.indexes.isEmpty {
             let stored: [UInt8]?
             if let current { stored = current } else { stored = try tree.get(RowIDKey.encode(rowID), writer!) }
             guard let old = stored else { return false }
-            for k in try indexKeys(indexes, record: old, rowID: rowID, table: info) { try k.index.tree.delete(k.key, writer!) }
+            for k in try indexKeys(h.indexes, record: old, rowID: rowID, schema: h.schema) { try k.index.tree.delete(k.key, writer!) }
         }
         guard try tree.delete(RowIDKey.encode(rowID), writer!) else { return false }
-        info.rowCount -= 1
-        catalog!.entries[info.name] = info
-        changedTables.insert(info.name)
+        h.info.rowCount -= 1
+        h.dirty = true
         changeCount += 1
         return true
     }

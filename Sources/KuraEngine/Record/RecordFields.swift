@@ -89,3 +89,17 @@ struct RecordFields {
         return UnsafeRawBufferPointer(start: base.unsafelyUnwrapped + offsets[i], count: Int((t - 13) / 2))
     }
 }
+
+extension RecordFields {
+    /// Whether column `i` has the same serial type and body bytes here and in
+    /// `other` (false if either record does not store column `i`). Both must
+    /// have been loaded from buffers that are still valid.
+    func sameField(_ i: Int, as other: RecordFields) -> Bool {
+        guard i < loaded, i < other.loaded, type(i) == other.type(i) else { return false }
+        // `load` checked that this type has a body length and that the body
+        // lies inside the record, in both.
+        let n = RecordCodec.bodyLength(type(i)).unsafelyUnwrapped
+        return n == 0 || UnsafeRawBufferPointer(start: base.unsafelyUnwrapped + offsets[i], count: n)
+            .elementsEqual(UnsafeRawBufferPointer(start: other.base.unsafelyUnwrapped + other.offsets[i], count: n))
+    }
+}
