@@ -1,7 +1,7 @@
 // BTree+BulkLoad: builds a tree from keys already in order, page by page.
 //
-// Used when an index is created on a filled table: the keys are sorted once and
-// written into full leaf pages left to right, then each interior level is built
+// Used when an index is created on a filled table: the keys are sorted once
+// (KeySorter, streamed from its merge) and written into full leaf pages left to right, then each interior level is built
 // from the level below (a child's last key is its separator; the last child of
 // each interior page is its right-most child). The finished top page is copied
 // into the tree's root page, whose number never changes. No key is inserted
@@ -12,6 +12,18 @@ extension BTree {
     /// `keys` must be strictly increasing; `values` empty or of the same count.
     func bulkLoad(keys: [[UInt8]], values: [[UInt8]] = [], _ w: PageWriter) throws(KuraError) {
         precondition(values.isEmpty || values.count == keys.count)
+        var i = 0
+        try bulkLoad(w) { () throws(KuraError) -> (key: [UInt8], value: [UInt8])? in
+            guard i < keys.count else { return nil }
+            defer { i += 1 }
+            return (keys[i], values.isEmpty ? [] : values[i])
+        }
+    }
+
+    /// Replaces the contents of this (empty) tree with the pairs `next` returns
+    /// until it returns nil; keys must be strictly increasing. Holds one leaf's
+    /// cells and one (page, last key) pair per leaf while building.
+    func bulkLoad(_ w: PageWriter, next: () throws(KuraError) -> (key: [UInt8], value: [UInt8])?) throws(KuraError) {
         let capacity = Node.usable(w.pageSize) - Node.headerSize
         var level: [(page: UInt32, lastKey: [UInt8])] = []
         var cells: [[UInt8]] = []
@@ -24,8 +36,8 @@ extension BTree {
             cells.removeAll(keepingCapacity: true)
             used = 0
         }
-        for (i, key) in keys.enumerated() {
-            let cell = try makeLeafCell(key, values.isEmpty ? [] : values[i], w)
+        while let (key, value) = try next() {
+            let cell = try makeLeafCell(key, value, w)
             if used + cell.count + 2 > capacity { try flushLeaf() }
             cells.append(cell)
             used += cell.count + 2
