@@ -13,8 +13,9 @@ final class KeySorterTests: XCTestCase {
     ])
 
     /// A store on `fs` whose cache (and so sort budget) is `cacheSize` bytes.
-    func open(_ fs: FaultInjectingFileSystem, cacheSize: Int) throws -> Database {
+    func open(_ fs: FaultInjectingFileSystem, cacheSize: Int, pageSize: Int = 4096) throws -> Database {
         var o = Database.Options()
+        o.pageSize = pageSize
         o.fileSystem = fs
         o.cacheSize = cacheSize
         o.durability = .off
@@ -47,15 +48,18 @@ final class KeySorterTests: XCTestCase {
         var rows: [[String: Value]] = []
         for _ in 0..<3000 {
             // Short names from a small alphabet: many equal names and heads.
-            let length = Int(rng.next() % 12)
+            let length = Int(rng.next() % 40)
             let name = String((0..<length).map { _ in "abc"[String.Index(utf16Offset: Int(rng.next() % 3), in: "abc")] })
             let age: Value = rng.next() % 10 == 0 ? .null : .integer(Int64(rng.next() % 200) - 100)
             rows.append(["name": rng.next() % 20 == 0 ? .null : .text(name), "age": age])
         }
+        // 512-byte pages give trees of three and more levels (bulkLoad's
+        // interior levels); 4096 the usual shape.
+        for pageSize in [512, 4096] {
         var built: [[[UInt8]]] = []
         for cacheSize in [4096, 32 << 20] {
             let fs = FaultInjectingFileSystem()
-            let db = try open(fs, cacheSize: cacheSize)
+            let db = try open(fs, cacheSize: cacheSize, pageSize: pageSize)
             try fill(db, rows: rows)
             try db.write { tx in
                 let writes = fs.operationCount(.write)
@@ -67,6 +71,10 @@ final class KeySorterTests: XCTestCase {
                     XCTAssertEqual(fs.operationCount(.write), writes, "one run: no file")
                 }
                 built.append(try indexKeys(tx, "by_name_age"))
+                if pageSize == 512 {
+                    let s = try tx.statistics(of: try tx.index("by_name_age").info)
+                    XCTAssertGreaterThanOrEqual(s.depth, 3, "\(s)")
+                }
             }
             XCTAssertFalse(fs.exists("/s.kura-sort"))
             try db.read { tx in XCTAssertEqual(try tx.checkIntegrity(), []) }
@@ -74,6 +82,7 @@ final class KeySorterTests: XCTestCase {
         XCTAssertEqual(built[0].count, 3000)
         XCTAssertEqual(built[0], built[1], "seed \(seed)")
         XCTAssertTrue(zip(built[0], built[0].dropFirst()).allSatisfy { bytesPrecede($0, $1) }, "seed \(seed)")
+        }
     }
 
     func testUniqueViolationAcrossRunsNamesBothRowsAndCreatesNothing() throws {
