@@ -200,12 +200,18 @@ extension WriteTransaction {
     // MARK: Indexes
 
     /// Creates an index on `table`'s columns and fills it from the table's rows
-    /// (sorted once, written page by page).
+    /// (sorted once, written page by page). The sort keeps at most about
+    /// `Options.cacheSize` bytes of keys in memory; larger tables are sorted in
+    /// runs written to a temporary file `PATH-sort` beside the store, removed
+    /// before this returns or throws (FORMAT.md, "Index trees").
     ///
     /// - Throws: `.alreadyExists` if the name is taken; `.notFound` for an unknown
     ///   column; `.invalidArgument` for a raw table or no columns; for a unique
-    ///   index, `.constraintViolation` naming two rows that share values. On any
-    ///   error nothing is created.
+    ///   index, `.constraintViolation` naming two rows that share values; `.io`,
+    ///   `.diskFull` or `.corrupt` from the temporary file. Errors found while
+    ///   reading the table and sorting (all of the above but I/O errors while the
+    ///   sorted keys are read back into the new tree) create nothing; after such
+    ///   a late I/O error, throw out of the write transaction so it rolls back.
     @discardableResult
     public func createIndex(_ name: String, on table: TableInfo, columns: [IndexColumn], unique: Bool = false) throws(KuraError) -> IndexDefinition {
         let info = try entry(table)
