@@ -239,7 +239,7 @@ extension WriteTransaction {
         // anything, so a failure creates nothing.
         let definition = IndexDefinition.encode(columns: resolved, unique: unique)
         let probe = try IndexDefinition(info: TableInfo(name: name, id: 0, rootPage: 1, rowCount: 0, nextRowID: 1, definition: definition, kind: "index", owner: info.name))
-        let sorter = KeySorter(fileSystem: database.options.fileSystem, storePath: database.path,
+        let sorter = KeySorter(fileSystem: database.options.fileSystem, storePath: database.path, permissionsOf: writer!.pager.file,
                                budget: database.options.cacheSize, maxKey: Node.maxKey(database.pageSize))
         do throws(KuraError) {
             let rows = try self.rows(in: info)

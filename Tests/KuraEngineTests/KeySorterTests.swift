@@ -133,6 +133,20 @@ final class KeySorterTests: XCTestCase {
         try db.read { tx in XCTAssertEqual(try tx.checkIntegrity(), []) }
     }
 
+    func testRunsOnDiskAreRemovedAfterTheBuild() throws {
+        let dir = try TemporaryDirectory()
+        var o = Database.Options()
+        o.cacheSize = 4096
+        let db = try Database(path: dir.path + "/d.kura", options: o)
+        try fill(db, rows: (0..<2000).map { ["name": .text("n\(($0 * 7919) % 2000)")] })
+        try db.write { tx in
+            try tx.createIndex("by_name", on: try tx.table("people"), columns: [IndexColumn("name")], unique: true)
+            XCTAssertEqual(try indexKeys(tx, "by_name").count, 2000)
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir.path + "/d.kura-sort"))
+        try db.read { tx in XCTAssertEqual(try tx.checkIntegrity(), []) }
+    }
+
     func testMalformedRunsThrowCorruptRatherThanTrap() throws {
         let fs = MemoryFileSystem()
         let file = try fs.open("/x-sort", create: true)

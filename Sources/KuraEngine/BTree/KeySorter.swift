@@ -17,10 +17,11 @@
 // the head is a prefix of any longer key with the same head bytes, and sorts
 // first in both orders. Index keys end in their row ID, so no two are equal.
 //
-// Memory: the budget (the connection's page cache size) bounds the entries held
-// while adding; merging holds one read buffer per run (`budget / runs`, at least
-// 4 KiB and at most 64 KiB) and one entry per run. There is one merge level, so
-// a table of R budgets needs R buffers: 1000 runs use about 4 MiB.
+// Memory: the budget (the connection's page cache size, so a build uses about
+// twice the cache size with the page cache) bounds the entries held while
+// adding; merging holds one read buffer per run (`budget / runs`, at least 4 KiB
+// and at most 64 KiB) and one entry per run. There is one merge level, so a
+// table of R budgets needs R buffers: 1000 runs use about 4 MiB.
 //
 // Run file (private to one sort, never read by another version, not part of the
 // store format): runs one after another, each a sequence of entries
@@ -77,6 +78,7 @@ final class KeySorter {
     static let entryOverhead = 64
 
     private let fs: any FileSystem
+    private let template: StorageFile?
     let path: String
     private let budget: Int
     private let maxKey: Int
@@ -90,11 +92,13 @@ final class KeySorter {
     /// Entries added.
     private(set) var count = 0
 
-    /// A sorter whose run file, if one is needed, is `storePath + "-sort"` on `fs`.
-    /// `budget` is the bytes of entries kept in memory; `maxKey` the longest key
-    /// a run may hold (checked when reading it back).
-    init(fileSystem fs: any FileSystem, storePath: String, budget: Int, maxKey: Int) {
+    /// A sorter whose run file, if one is needed, is `storePath + "-sort"` on `fs`,
+    /// created with the permissions of `template` (the store file: the runs hold
+    /// its data). `budget` is the bytes of entries kept in memory; `maxKey` the
+    /// longest key a run may hold (checked when reading it back).
+    init(fileSystem fs: any FileSystem, storePath: String, permissionsOf template: StorageFile?, budget: Int, maxKey: Int) {
         self.fs = fs
+        self.template = template
         self.path = storePath + "-sort"
         self.budget = max(budget, 1)
         self.maxKey = maxKey
@@ -160,7 +164,7 @@ final class KeySorter {
     private func spill() throws(KuraError) {
         sortPending()
         if file == nil {
-            let f = try fs.open(path, create: true)
+            let f = try fs.open(path, create: true, permissionsOf: template)
             file = f
             try f.truncate(to: 0)
         }
