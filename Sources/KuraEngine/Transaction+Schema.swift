@@ -209,12 +209,18 @@ extension WriteTransaction {
     // MARK: Indexes
 
     /// Creates an index on `table`'s columns and fills it from the table's rows
-    /// (sorted once, written page by page).
+    /// (sorted once, written page by page). The sort keeps at most about
+    /// `Options.cacheSize` bytes of keys in memory; larger tables are sorted in
+    /// runs written to a temporary file `PATH-sort` beside the store, removed
+    /// before this returns or throws (FORMAT.md, "Index trees").
     ///
     /// - Throws: `.alreadyExists` if the name is taken; `.notFound` for an unknown
     ///   column; `.invalidArgument` for a raw table or no columns; for a unique
-    ///   index, `.constraintViolation` naming two rows that share values. On any
-    ///   error nothing is created.
+    ///   index, `.constraintViolation` naming two rows that share values; `.io`,
+    ///   `.diskFull` or `.corrupt` from the temporary file. Errors found while
+    ///   reading the table and sorting (all of the above but I/O errors while the
+    ///   sorted keys are read back into the new tree) create nothing; after such
+    ///   a late I/O error, throw out of the write transaction so it rolls back.
     @discardableResult
     public func createIndex(_ name: String, on table: TableInfo, columns: [IndexColumn], unique: Bool = false) throws(KuraError) -> IndexDefinition {
         let info = try entry(table)
@@ -238,49 +244,42 @@ extension WriteTransaction {
         if try currentCatalog().entries[name] != nil {
             throw KuraError(.alreadyExists, "a table or index named \"\(name)\" already exists", path: database.path)
         }
-        // Compute and sort every key first, so a failure creates nothing.
+        // Compute and sort every key, and check uniqueness, before creating
+        // anything, so a failure creates nothing.
         let definition = IndexDefinition.encode(columns: resolved, unique: unique)
         let probe = try IndexDefinition(info: TableInfo(name: name, id: 0, rootPage: 1, rowCount: 0, nextRowID: 1, definition: definition, kind: "index", owner: info.name))
-        var entries: [(key: [UInt8], prefix: Int, hasNull: Bool, rowID: Int64)] = []
-        entries.reserveCapacity(Int(info.rowCount))
-        let rows = try self.rows(in: info)
-        while let row = try rows.next() {
-            guard let k = try indexKeys([probe], record: row.record, rowID: row.rowID, table: info).first else { continue }
-            entries.append((k.key, k.prefixLength, k.hasNull, row.rowID))
-        }
-        entries = sortedByKey(entries, \.key)
-        if unique {
-            for i in entries.indices.dropFirst() where !entries[i].hasNull && entries[i].prefix == entries[i - 1].prefix
-                && entries[i].key[0..<entries[i].prefix] == entries[i - 1].key[0..<entries[i - 1].prefix] {
-                throw KuraError(.constraintViolation, "cannot create unique index \"\(name)\": rows \(entries[i - 1].rowID) and \(entries[i].rowID) of table \"\(info.name)\" share \(resolved.map(\.name).joined(separator: ", ")) = \(try describeValues(probe, rowID: entries[i].rowID, table: info.name))")
+        let sorter = KeySorter(fileSystem: database.options.fileSystem, storePath: database.path, permissionsOf: writer!.pager.file,
+                               budget: database.options.cacheSize, maxKey: Node.maxKey(database.pageSize))
+        do throws(KuraError) {
+            let rows = try self.rows(in: info)
+            while let row = try rows.next() {
+                guard let k = try indexKeys([probe], record: row.record, rowID: row.rowID, table: info).first else { continue }
+                try sorter.add(SortEntry(key: k.key, prefix: k.prefixLength, hasNull: k.hasNull, rowID: row.rowID))
             }
-        }
-        let created = try createObject(name, kind: "index", owner: info.name, definition: definition)
-        let index = try IndexDefinition(info: created)
-        try index.tree.bulkLoad(keys: entries.map(\.key), writer!)
-        indexCache[info.name] = nil
-        return index
-    }
-
-    /// `entries` in key order. Sorts slots that carry the first eight key bytes as
-    /// a big-endian integer, so most comparisons are one integer comparison; equal
-    /// heads fall back to comparing the whole keys. (Zero-padding the head of a
-    /// shorter key keeps the order: a key that ends inside the head is a prefix of
-    /// any longer key with the same head bytes, and sorts first in both orders.)
-    private func sortedByKey<T>(_ entries: [T], _ key: (T) -> [UInt8]) -> [T] {
-        var slots: [KeySortSlot] = []
-        slots.reserveCapacity(entries.count)
-        for (i, e) in entries.enumerated() {
-            var head: UInt64 = 0
-            key(e).withUnsafeBufferPointer { k in
-                for j in 0..<8 { head = head << 8 | UInt64(j < k.count ? k[j] : 0) }
+            try sorter.finish()
+            if unique {
+                let entries = try sorter.merged()
+                var previous: SortEntry? = nil
+                while let e = try entries.next() {
+                    if let p = previous, !e.hasNull, e.sharesValues(with: p) {
+                        throw KuraError(.constraintViolation, "cannot create unique index \"\(name)\": rows \(p.rowID) and \(e.rowID) of table \"\(info.name)\" share \(resolved.map(\.name).joined(separator: ", ")) = \(try describeValues(probe, rowID: e.rowID, table: info.name))")
+                    }
+                    previous = e
+                }
             }
-            slots.append(KeySortSlot(head: head, index: i))
+            let created = try createObject(name, kind: "index", owner: info.name, definition: definition)
+            let index = try IndexDefinition(info: created)
+            let entries = try sorter.merged()
+            try index.tree.bulkLoad(writer!) { () throws(KuraError) -> (key: [UInt8], value: [UInt8])? in
+                try entries.next().map { ($0.key, []) }
+            }
+            try sorter.close()
+            indexCache[info.name] = nil
+            return index
+        } catch {
+            sorter.discard()
+            throw error
         }
-        slots.sort { a, b in
-            a.head != b.head ? a.head < b.head : bytesPrecede(key(entries[a.index]), key(entries[b.index]))
-        }
-        return slots.map { entries[$0.index] }
     }
 
     /// Drops an index.
@@ -291,11 +290,4 @@ extension WriteTransaction {
         try dropObject(index.name)
         indexCache[index.table] = nil
     }
-}
-
-/// An entry to sort by key: the key's first eight bytes, big-endian, and where
-/// the entry is (see `sortedByKey`).
-private struct KeySortSlot {
-    var head: UInt64
-    var index: Int
 }

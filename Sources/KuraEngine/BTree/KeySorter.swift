@@ -1,0 +1,324 @@
+// KeySorter: sorts index entries within a memory budget (an external merge
+// sort, after SQLite's vdbesort.c), for building an index on a filled table.
+//
+// Entries are added one at a time and kept in memory until their estimated size
+// passes the budget; then that run is sorted and appended to a temporary file
+// beside the store, `PATH-sort`, written through the store's own `FileSystem`
+// (so an in-memory store sorts in a memory file and fault injection reaches the
+// sort). When every entry fits in one run no file is written. Reading merges the
+// runs with a binary heap and streams entries in key order; it can be done more
+// than once (`createIndex` checks uniqueness in one pass and loads the tree in
+// the next).
+//
+// Order: keys compare as unsigned bytes (`bytesPrecede`). Each entry carries its
+// key's first eight bytes as a big-endian integer (`head`), so most comparisons
+// are one integer comparison; equal heads fall back to comparing the whole keys.
+// Zero-padding the head of a shorter key keeps the order: a key that ends inside
+// the head is a prefix of any longer key with the same head bytes, and sorts
+// first in both orders. Index keys end in their row ID, so no two are equal.
+//
+// Memory: the budget (the connection's page cache size, so a build uses about
+// twice the cache size with the page cache) bounds the entries held while
+// adding; merging holds one read buffer per run (`budget / runs`, at least 4 KiB
+// and at most 64 KiB) and one entry per run. There is one merge level, so a
+// table of R budgets needs R buffers: 1000 runs use about 4 MiB.
+//
+// Run file (private to one sort, never read by another version, not part of the
+// store format): runs one after another, each a sequence of entries
+//
+//     u32 key length | u32 key prefix length | u8 flags (1 = a key value is null)
+//     | i64 row ID | key bytes                        (little-endian integers)
+//
+// Reading checks every length against the run's end and the largest key the
+// page size allows, and throws `.corrupt` naming the file and offset otherwise.
+//
+// Stray files: only the writer sorts, and a store has one writer at a time, so
+// the name is fixed. A sort truncates a file left there by a crash before using
+// it and removes the file when it finishes or fails (`close`/`discard`); a file
+// left by a crash stays until the next sort that spills, which reuses and then
+// removes it. Nothing reads it at open.
+
+/// One index entry to sort: the key (column values then row ID), how many of
+/// its bytes are the column values, whether one of them is null, and the row.
+struct SortEntry {
+    var key: [UInt8]
+    var head: UInt64
+    var prefix: Int
+    var hasNull: Bool
+    var rowID: Int64
+
+    init(key: [UInt8], prefix: Int, hasNull: Bool, rowID: Int64) {
+        self.key = key
+        self.prefix = prefix
+        self.hasNull = hasNull
+        self.rowID = rowID
+        var h: UInt64 = 0
+        key.withUnsafeBufferPointer { k in
+            for j in 0..<8 { h = h << 8 | UInt64(j < k.count ? k[j] : 0) }
+        }
+        head = h
+    }
+
+    @inline(__always)
+    func precedes(_ other: SortEntry) -> Bool {
+        head != other.head ? head < other.head : bytesPrecede(key, other.key)
+    }
+
+    /// Whether both keys start with the same column values (same prefix bytes).
+    func sharesValues(with other: SortEntry) -> Bool {
+        prefix == other.prefix && key[0..<prefix] == other.key[0..<other.prefix]
+    }
+}
+
+/// Sorts `SortEntry`s within a memory budget, spilling sorted runs to a
+/// temporary file. Used by one thread (the writer); not Sendable.
+final class KeySorter {
+    static let entryHeader = 17
+    /// Bytes counted per entry besides its key (array and entry overhead).
+    static let entryOverhead = 64
+
+    private let fs: any FileSystem
+    private let template: StorageFile?
+    let path: String
+    private let budget: Int
+    private let maxKey: Int
+    private var pending: [SortEntry] = []
+    private var pendingBytes = 0
+    private var file: StorageFile?
+    /// Byte ranges of the runs in the file.
+    private(set) var runs: [(start: Int64, end: Int64)] = []
+    private var fileEnd: Int64 = 0
+    private var finished = false
+    /// Entries added.
+    private(set) var count = 0
+
+    /// A sorter whose run file, if one is needed, is `storePath + "-sort"` on `fs`,
+    /// created with the permissions of `template` (the store file: the runs hold
+    /// its data). `budget` is the bytes of entries kept in memory; `maxKey` the
+    /// longest key a run may hold (checked when reading it back).
+    init(fileSystem fs: any FileSystem, storePath: String, permissionsOf template: StorageFile?, budget: Int, maxKey: Int) {
+        self.fs = fs
+        self.template = template
+        self.path = storePath + "-sort"
+        self.budget = max(budget, 1)
+        self.maxKey = maxKey
+    }
+
+    /// Adds an entry; writes a sorted run once the entries held pass the budget.
+    func add(_ e: SortEntry) throws(KuraError) {
+        precondition(!finished, "KeySorter.add after finish")
+        pendingBytes += e.key.count + Self.entryOverhead
+        pending.append(e)
+        count += 1
+        if pendingBytes > budget { try spill() }
+    }
+
+    /// Ends adding: the last run is written too if earlier ones were.
+    func finish() throws(KuraError) {
+        guard !finished else { return }
+        finished = true
+        if file != nil && !pending.isEmpty { try spill() } else { sortPending() }
+    }
+
+    /// The entries in key order. Call after `finish`; each call starts over.
+    func merged() throws(KuraError) -> KeyMerge {
+        precondition(finished, "KeySorter.merged before finish")
+        guard let file else { return KeyMerge(memory: pending) }
+        let bufferSize = min(max(budget / max(runs.count, 1), 4096), 1 << 16)
+        var readers: [RunReader] = []
+        for r in runs {
+            readers.append(RunReader(file: file, start: r.start, end: r.end, bufferSize: bufferSize, maxKey: maxKey))
+        }
+        return try KeyMerge(readers: readers)
+    }
+
+    /// Removes the run file, if one was written. Call when done.
+    func close() throws(KuraError) {
+        guard let f = file else { return }
+        file = nil
+        f.close()
+        try fs.remove(path)
+    }
+
+    /// `close` on an error path: a failure to remove the file is dropped, since
+    /// the caller is already throwing the error that matters; the next sort that
+    /// spills reuses and removes the file.
+    func discard() {
+        do { try close() } catch { /* see above */ }
+    }
+
+    /// Sorts `pending` through slots of (head, position), so the sort moves
+    /// 16-byte slots rather than entries that own arrays.
+    private func sortPending() {
+        var slots: [(head: UInt64, index: Int)] = []
+        slots.reserveCapacity(pending.count)
+        for (i, e) in pending.enumerated() { slots.append((e.head, i)) }
+        pending.withUnsafeBufferPointer { entries in
+            slots.sort { a, b in
+                a.head != b.head ? a.head < b.head : bytesPrecede(entries[a.index].key, entries[b.index].key)
+            }
+        }
+        pending = slots.map { pending[$0.index] }
+    }
+
+    private func spill() throws(KuraError) {
+        sortPending()
+        if file == nil {
+            let f = try fs.open(path, create: true, permissionsOf: template)
+            file = f
+            try f.truncate(to: 0)
+        }
+        guard let file else { return }
+        let start = fileEnd
+        var buffer: [UInt8] = []
+        buffer.reserveCapacity(1 << 16)
+        for e in pending {
+            appendLE(UInt32(e.key.count), to: &buffer)
+            appendLE(UInt32(e.prefix), to: &buffer)
+            buffer.append(e.hasNull ? 1 : 0)
+            appendLE(UInt64(bitPattern: e.rowID), to: &buffer)
+            buffer.append(contentsOf: e.key)
+            if buffer.count >= 1 << 16 { try flush(&buffer, file) }
+        }
+        try flush(&buffer, file)
+        runs.append((start, fileEnd))
+        pending.removeAll(keepingCapacity: false)
+        pendingBytes = 0
+    }
+
+    private func flush(_ buffer: inout [UInt8], _ file: StorageFile) throws(KuraError) {
+        guard !buffer.isEmpty else { return }
+        let at = fileEnd
+        try buffer.withBytes { b throws(KuraError) in try file.write(b, at: at) }
+        fileEnd += Int64(buffer.count)
+        buffer.removeAll(keepingCapacity: true)
+    }
+
+    private func appendLE<T: FixedWidthInteger>(_ v: T, to out: inout [UInt8]) {
+        withUnsafeBytes(of: v.littleEndian) { out.append(contentsOf: $0) }
+    }
+}
+
+/// Reads one run of a sort file, entry by entry, through a buffer.
+struct RunReader {
+    let file: StorageFile
+    let end: Int64
+    let maxKey: Int
+    let bufferSize: Int
+    /// File offset of `buffer[0]`.
+    private var bufferStart: Int64
+    private var buffer: [UInt8] = []
+    private var position = 0
+
+    init(file: StorageFile, start: Int64, end: Int64, bufferSize: Int, maxKey: Int) {
+        self.file = file
+        self.end = end
+        self.maxKey = maxKey
+        self.bufferSize = bufferSize
+        bufferStart = start
+    }
+
+    /// The next entry, or nil at the end of the run.
+    mutating func next() throws(KuraError) -> SortEntry? {
+        let offset = bufferStart + Int64(position)
+        if offset == end { return nil }
+        try ensure(KeySorter.entryHeader, at: offset)
+        let (keyLength, prefix, flags, rowID) = buffer.withUnsafeBytes { b in
+            (Int(UInt32(littleEndian: b.loadUnaligned(fromByteOffset: position, as: UInt32.self))),
+             Int(UInt32(littleEndian: b.loadUnaligned(fromByteOffset: position + 4, as: UInt32.self))),
+             b[position + 8],
+             Int64(bitPattern: UInt64(littleEndian: b.loadUnaligned(fromByteOffset: position + 9, as: UInt64.self))))
+        }
+        guard keyLength <= maxKey, prefix <= keyLength, flags <= 1 else {
+            throw KuraError(.corrupt, "sort file entry at offset \(offset) is malformed (key length \(keyLength), prefix \(prefix), flags \(flags))", path: file.path)
+        }
+        position += KeySorter.entryHeader
+        try ensure(keyLength, at: offset + Int64(KeySorter.entryHeader))
+        let key = Array(buffer[position..<position + keyLength])
+        position += keyLength
+        return SortEntry(key: key, prefix: prefix, hasNull: flags == 1, rowID: rowID)
+    }
+
+    /// Makes `n` bytes from file offset `offset` (the current position) available
+    /// in the buffer, reading more of the run; throws if the run ends first.
+    private mutating func ensure(_ n: Int, at offset: Int64) throws(KuraError) {
+        if buffer.count - position >= n { return }
+        guard end - offset >= Int64(n) else {
+            throw KuraError(.corrupt, "sort file run ends inside the entry at offset \(offset)", path: file.path)
+        }
+        buffer.removeSubrange(0..<position)
+        bufferStart = offset
+        position = 0
+        let want = Int(min(Int64(max(n, bufferSize)), end - offset)) - buffer.count
+        let have = buffer.count
+        buffer.append(contentsOf: repeatElement(0, count: want))
+        let readAt = offset + Int64(have)
+        let complete = try buffer.withMutableBytes { b throws(KuraError) in
+            try file.readFully(into: UnsafeMutableRawBufferPointer(rebasing: b[have...]), at: readAt)
+        }
+        guard complete else {
+            throw KuraError(.corrupt, "sort file is shorter than its runs (reading offset \(readAt))", path: file.path)
+        }
+    }
+}
+
+/// Entries of all runs in key order: a k-way merge over a binary min-heap of
+/// the runs' current entries, or a walk over one in-memory run.
+final class KeyMerge {
+    private var memory: [SortEntry] = []
+    private var memoryIndex = 0
+    private var readers: [RunReader] = []
+    /// Current entry of each reader (nil once it ended).
+    private var current: [SortEntry?] = []
+    /// Reader indices, a min-heap by their current entries.
+    private var heap: [Int] = []
+
+    init(memory: [SortEntry]) { self.memory = memory }
+
+    init(readers: [RunReader]) throws(KuraError) {
+        self.readers = readers
+        for i in self.readers.indices {
+            let e = try self.readers[i].next()
+            current.append(e)
+            if e != nil { heap.append(i) }
+        }
+        var i = heap.count / 2
+        while i > 0 { i -= 1; siftDown(i) }
+    }
+
+    /// The next entry in key order, or nil when all are read.
+    func next() throws(KuraError) -> SortEntry? {
+        if readers.isEmpty {
+            guard memoryIndex < memory.count else { return nil }
+            memoryIndex += 1
+            return memory[memoryIndex - 1]
+        }
+        guard let top = heap.first, let e = current[top] else { return nil }
+        let following = try readers[top].next()
+        current[top] = following
+        if following == nil {
+            heap[0] = heap[heap.count - 1]
+            heap.removeLast()
+        }
+        if !heap.isEmpty { siftDown(0) }
+        return e
+    }
+
+    private func less(_ a: Int, _ b: Int) -> Bool {
+        // Readers in the heap always have a current entry.
+        current[a]!.precedes(current[b]!)
+    }
+
+    private func siftDown(_ start: Int) {
+        var i = start
+        while true {
+            let l = 2 * i + 1, r = l + 1
+            var m = i
+            if l < heap.count && less(heap[l], heap[m]) { m = l }
+            if r < heap.count && less(heap[r], heap[m]) { m = r }
+            if m == i { return }
+            heap.swapAt(i, m)
+            i = m
+        }
+    }
+}
