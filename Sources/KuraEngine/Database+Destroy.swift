@@ -14,7 +14,8 @@
 // processes' connections but not other connections of its own process.
 
 extension Database {
-    /// Removes the store at `path` and its log (`path-wal`), refusing while any
+    /// Removes the store at `path`, its log (`path-wal`), its sort file and its
+    /// external value files, refusing while any
     /// connection, in this process or another, has the store open. Nothing to
     /// remove is not an error.
     ///
@@ -38,7 +39,21 @@ extension Database {
             throw KuraError(.busy, "cannot destroy the store: it was replaced while being destroyed; retry", path: path)
         }
         try fileSystem.remove(path + "-wal")
+        try removeCompanionFiles(of: path, fileSystem)
         try fileSystem.remove(path)
+    }
+
+    /// Removes the files a store keeps beside it other than its log: the
+    /// index builder's sort file (`path-sort`, KeySorter.swift) and the files of
+    /// external values (`path-external/*`; the emptied directory stays, as the
+    /// file protocol has no directory removal). Called with the open byte held
+    /// exclusively, so no connection can be using them.
+    static func removeCompanionFiles(of path: String, _ fs: any FileSystem) throws(KuraError) {
+        try fs.remove(path + "-sort")
+        let external = ExternalReference.directory(of: path)
+        if fs.exists(external) {
+            for name in try fs.directoryContents(external) { try fs.remove(external + "/" + name) }
+        }
     }
 
     /// Removes this connection's store and log and closes the connection,
@@ -51,7 +66,8 @@ extension Database {
     ///   transaction of this connection is running (nothing is removed and
     ///   the connection stays usable); `.misuse` if already closed; `.io`.
     public func destroy() throws(KuraError) {
-        try pager.destroyFiles(options.fileSystem)
+        let fs = options.fileSystem
+        try pager.destroyFiles(fs) { () throws(KuraError) in try Database.removeCompanionFiles(of: path, fs) }
         watcherSlot.current?.stop()
         _ = gate.close {}
     }

@@ -692,6 +692,7 @@ public final class WriteTransaction: ReadTransaction {
     /// Writes changed catalog entries and commits. Called by `Database.write`.
     func commit() throws(KuraError) {
         try checkActive()
+        try writer!.checkNotFailed()
         try collectExternalGarbage()
         if catalog != nil { flushHotTable() }
         let w = writer!

@@ -75,6 +75,83 @@ final class RegressionTests: XCTestCase {
         }
     }
 
+    // Bug: a page read or write that failed inside a write transaction could be
+    // caught by the caller, and the transaction then committed whatever the
+    // failed operation had half done (a tree split with one side written). Now
+    // the first such failure after a change makes the commit throw, keeping the
+    // failure's code, and nothing of the transaction is written.
+    func testCaughtPageFailureAfterAChangeForbidsTheCommit() throws {
+        let fs = FaultInjectingFileSystem()
+        var o = Database.Options()
+        o.fileSystem = fs
+        o.pageSize = 512
+        o.cacheSize = 8 * 512
+        let db = try Database(path: "/f.kura", options: o)
+        try db.write { tx in
+            let t = try tx.createTable("t")
+            for i in 0..<2_000 { try tx.insert([.integer(Int64(i)), .blob([UInt8](repeating: UInt8(i & 0xFF), count: 60))], into: t) }
+        }
+        try db.checkpoint()
+        let reopened = try Database(path: "/f.kura", options: o)
+        var caught: KuraError?
+        XCTAssertThrowsError(try reopened.write { tx in
+            let t = try tx.table("t")
+            try tx.insert([.integer(-1), .null], into: t)
+            fs.failOperation(.read, after: 1)
+            do { _ = try tx.values(in: t, rowID: 1_000) } catch { caught = error as? KuraError }
+            fs.clearFaults()
+            try tx.insert([.integer(-2), .null], into: t)
+        }) { e in
+            XCTAssertEqual((e as? KuraError)?.code, .io)
+            XCTAssertTrue("\(e)".contains("cannot commit"), "\(e)")
+        }
+        XCTAssertEqual(caught?.code, .io, "the injected read fault did not reach the caller: the test tests nothing")
+        try reopened.read { tx in
+            XCTAssertEqual(try tx.rowCount(try tx.table("t")), 2_000)
+            XCTAssertEqual(try tx.checkIntegrity(), [])
+        }
+        // A failure before any change leaves the transaction free to commit.
+        try reopened.write { tx in
+            let t = try tx.table("t")
+            fs.failOperation(.read, after: 1)
+            do { _ = try tx.values(in: t, rowID: 1_500) } catch { caught = error as? KuraError }
+            fs.clearFaults()
+            try tx.insert([.integer(-3), .null], into: t)
+        }
+        try reopened.read { tx in XCTAssertEqual(try tx.rowCount(try tx.table("t")), 2_001) }
+    }
+
+    // Bug: destroying a store left its sort file (a crashed index build's keys)
+    // and its external value files behind, holding the destroyed store's data.
+    func testDestroyRemovesTheSortFileAndExternalValueFiles() throws {
+        let fs = MemoryFileSystem()
+        var o = Database.Options()
+        o.fileSystem = fs
+        let leftovers = ["/d.kura-sort", "/d.kura-external/a1", "/d.kura-external/b2"]
+        for viaConnection in [false, true] {
+            let db = try Database(path: "/d.kura", options: o)
+            try db.write { tx in _ = try tx.createTable("t") }
+            try fs.createDirectory("/d.kura-external")
+            for path in leftovers { try Self.writeFile(fs, path, "secret") }
+            if viaConnection {
+                try db.destroy()
+            } else {
+                db.close()
+                try Database.destroy(path: "/d.kura", fileSystem: fs)
+            }
+            for path in ["/d.kura", "/d.kura-wal"] + leftovers {
+                XCTAssertFalse(fs.exists(path), "\(path) survived the destroy (via connection: \(viaConnection))")
+            }
+        }
+    }
+
+    private static func writeFile(_ fs: MemoryFileSystem, _ path: String, _ text: String) throws {
+        let f = try fs.open(path, create: true, permissionsOf: nil)
+        defer { f.close() }
+        let bytes = Array(text.utf8)
+        try bytes.withUnsafeBytes { b in try f.write(b, at: 0) }
+    }
+
     // Bug: catalog IDs were "largest existing + 1", so dropping the newest table
     // and creating another reused its ID.
     func testCatalogIDsAreNeverReused() throws {

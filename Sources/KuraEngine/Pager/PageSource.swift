@@ -72,6 +72,12 @@ final class SnapshotPages: PageSource {
 /// Invariants: a page number is in at most one of `dirty` and `spilled`;
 /// `inLog` is the subset of `dirty` read back and unchanged since (its frame
 /// is still its newest version, so it is dropped again without a write).
+///
+/// Failure (SQLite's pager "error state"): a page operation that throws once
+/// the transaction has changed a page may have left a tree change half made
+/// (a split with one side written). The first such error is kept in
+/// `failure`, and `commit` refuses to write anything after it: the caller may
+/// catch the error and go on reading, but the transaction can only roll back.
 final class PageWriter: PageSource {
     let pager: Pager
     let snapshot: Snapshot
@@ -91,6 +97,15 @@ final class PageWriter: PageSource {
     private var hand = 0
     let header: Page
     var pageSize: Int { pager.pageSize }
+    /// The first error a page operation threw after the transaction changed a
+    /// page (see the header): set once, never cleared.
+    private(set) var failure: KuraError?
+
+    /// Records `error` as the transaction's failure if it changed a page.
+    private func failed(_ error: KuraError) -> KuraError {
+        if modified && failure == nil { failure = error }
+        return error
+    }
 
     init(pager: Pager, snapshot: Snapshot) throws(KuraError) {
         self.pager = pager
@@ -113,10 +128,14 @@ final class PageWriter: PageSource {
             return d
         }
         guard number <= header.headerPageCount else {
-            throw KuraError.corruption("reference to page \(number), beyond the last page (\(header.headerPageCount))", page: number, path: pager.path)
+            throw failed(KuraError.corruption("reference to page \(number), beyond the last page (\(header.headerPageCount))", page: number, path: pager.path))
         }
-        if !spilled.isEmpty, let frame = spilled[number] { return try readBack(number, frame: frame, clean: true) }
-        return try pager.page(number, snapshot)
+        do {
+            if !spilled.isEmpty, let frame = spilled[number] { return try readBack(number, frame: frame, clean: true) }
+            return try pager.page(number, snapshot)
+        } catch {
+            throw failed(error)
+        }
     }
 
     /// The page, copied for change if this transaction has not changed it yet.
@@ -127,10 +146,14 @@ final class PageWriter: PageSource {
             if !inLog.isEmpty { inLog[number] = nil }
             return d
         }
-        if !spilled.isEmpty, let frame = spilled[number] { return try readBack(number, frame: frame, clean: false) }
-        let p = Page(copying: try page(number))
-        try keep(p)
-        return p
+        do {
+            if !spilled.isEmpty, let frame = spilled[number] { return try readBack(number, frame: frame, clean: false) }
+            let p = Page(copying: try page(number))
+            try keep(p)
+            return p
+        } catch {
+            throw failed(error)
+        }
     }
 
     /// Brings a spilled page back into `dirty`.
@@ -212,6 +235,10 @@ final class PageWriter: PageSource {
     /// A zeroed page to use, from the freelist or the end of the file.
     func allocate() throws(KuraError) -> Page {
         modified = true
+        do { return try allocateFromFreelistOrEnd() } catch { throw failed(error) }
+    }
+
+    private func allocateFromFreelistOrEnd() throws(KuraError) -> Page {
         let head = header.headerFreelistHead
         if head != 0 {
             let trunk = try writable(head)
@@ -254,6 +281,10 @@ final class PageWriter: PageSource {
     func free(_ number: UInt32) throws(KuraError) {
         precondition(number > 1)
         modified = true
+        do { try putOnFreelist(number) } catch { throw failed(error) }
+    }
+
+    private func putOnFreelist(_ number: UInt32) throws(KuraError) {
         let head = header.headerFreelistHead
         if head != 0 {
             let trunk = try writable(head)
@@ -289,7 +320,11 @@ final class PageWriter: PageSource {
 
     /// Commits every changed page as one transaction: the pages still in
     /// memory (except those read back unchanged) follow the spilled frames.
+    ///
+    /// - Throws: `failure`'s code, saying the transaction was rolled back, if
+    ///   a page operation failed after a change (see the header).
     func commit() throws(KuraError) {
+        try checkNotFailed()
         header.headerChangeCounter &+= 1
         var pages = Array(dirty.values)
         if !inLog.isEmpty { pages.removeAll { inLog[$0.number] != nil } }
@@ -319,6 +354,13 @@ final class PageWriter: PageSource {
         ring = pages.dropFirst().map(\.number)
         hand = 0
         modified = true
+    }
+
+    /// Throws if an earlier page operation failed after a change (the header's
+    /// "Failure"): the error keeps the first failure's code, page and path.
+    func checkNotFailed() throws(KuraError) {
+        guard let f = failure else { return }
+        throw KuraError(f.code, "the write transaction cannot commit and was rolled back: an earlier operation in it failed after it had changed pages (\(f.message)), which may have left a change half made; nothing of it was written", path: f.path ?? pager.path, page: f.page)
     }
 
     /// Whether the transaction changed any page (set by `writable`, `allocate`,

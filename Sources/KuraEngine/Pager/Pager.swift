@@ -653,7 +653,9 @@ final class Pager: @unchecked Sendable {
     /// - Throws: `.busy` if another connection has the store open or this one
     ///   is inside a transaction (nothing is removed, the connection stays
     ///   open); `.misuse` if closed; `.io` if a file cannot be removed.
-    func destroyFiles(_ fs: FileSystem) throws(KuraError) {
+    /// `companions` removes the files the layers above keep beside the store
+    /// (sort file, external values); it runs after the log, before the store.
+    func destroyFiles(_ fs: FileSystem, companions: () throws(KuraError) -> Void) throws(KuraError) {
         try txnLock.withLock { () throws(KuraError) in
             if closed { throw KuraError(.misuse, "database is closed", path: path) }
             guard openTransactions == 0 else {
@@ -669,6 +671,7 @@ final class Pager: @unchecked Sendable {
             // The log first: a store file without its log is never mistaken
             // for one whose log holds commits (refuseOrphanedLog).
             try fs.remove(path + "-wal")
+            try companions()
             try fs.remove(path)
             closed = true
         }
