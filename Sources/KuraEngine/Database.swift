@@ -161,13 +161,16 @@ public final class Database: Sendable {
     /// ends (it cannot wait for itself). Calling it again does nothing.
     ///
     /// Failure modes: none reported. The checkpoint on the way out is only a
-    /// convenience: if it fails (another process is reading, a disk error), the
-    /// committed transactions stay in the log and the next open recovers them.
+    /// convenience, taken only if no other connection holds the write lock at
+    /// that moment (close never waits for the busy timeout): if it is skipped or
+    /// fails (another connection writing or reading, a read-only file, a disk
+    /// error), the committed transactions stay in the log and the next open
+    /// recovers them.
     public func close() {
         let pager = self.pager
         watcherSlot.current?.stop()
         gate.close {
-            do { _ = try pager.checkpointAsWriter(truncatingLog: true) } catch {
+            do { _ = try pager.checkpointAsWriter(truncatingLog: true, waiting: false) } catch {
                 // Nothing is lost: see "Failure modes" above.
             }
             pager.close()

@@ -406,13 +406,13 @@ final class Pager: @unchecked Sendable {
     /// Takes the connection's writer slot and the store's writer lock, then
     /// enters a transaction. Waits for other writers in this connection; waits at
     /// most the busy timeout for other connections.
-    func beginWrite() throws(KuraError) -> Snapshot {
+    func beginWrite(timeout: Double? = nil) throws(KuraError) -> Snapshot {
         writerMutex.lock()
         while writerActive { writerMutex.wait() }
         writerActive = true
         writerMutex.unlock()
         do {
-            try Pager.waitForLock(file, .writer, .exclusive, timeout: busyTimeout, what: "start a write transaction")
+            try Pager.waitForLock(file, .writer, .exclusive, timeout: timeout ?? busyTimeout, what: "start a write transaction")
         } catch {
             releaseWriterSlot()
             throw error
@@ -693,8 +693,12 @@ final class Pager: @unchecked Sendable {
 
     /// Runs a checkpoint as the writer (used by `close` and on request, both
     /// with `truncatingLog`; automatic checkpoints keep the file for reuse).
-    func checkpointAsWriter(truncatingLog: Bool = false) throws(KuraError) -> Bool {
-        let s = try beginWrite()
+    /// `waiting: false` (close) takes the store's writer lock only if it is free
+    /// at once: a connection closing does not wait for another's writer (which
+    /// will checkpoint itself), and a read-only one, which can never take the
+    /// lock, does not wait out the busy timeout.
+    func checkpointAsWriter(truncatingLog: Bool = false, waiting: Bool = true) throws(KuraError) -> Bool {
+        let s = try beginWrite(timeout: waiting ? nil : 0)
         endTransaction(s)
         defer {
             state.withLock { ownWriterActive = false }
