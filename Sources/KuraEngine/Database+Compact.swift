@@ -77,7 +77,11 @@ extension Database {
             try w.commit()
         }
         watcherSlot.current?.poke()
-        let checkpointed = try pager.checkpointAsWriter()
+        // Truncating the log too: the compacted copy went through it, and a
+        // compaction that left a log as large as the store would not shrink
+        // what the store takes on disk (automatic checkpoints keep the log's
+        // file for reuse; this one must not).
+        let checkpointed = try pager.checkpointAsWriter(truncatingLog: true)
         let length = try pager.file.size()
         out.fileTruncated = checkpointed && length <= Int64(out.pagesAfter) * Int64(pageSize)
         return out

@@ -83,6 +83,30 @@ final class SafetyTests: XCTestCase {
         XCTAssertEqual(reopened.activeSnapshotCount, 0)
     }
 
+    // Bug: once automatic checkpoints kept the log file for reuse, compaction's
+    // own checkpoint kept it too: the compacted copy, written through the log,
+    // stayed on disk beside the store, and "compacting" doubled the space used.
+    func testCompactionLeavesNoLargeLog() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.path + "/c.kura"
+        var options = Database.Options()
+        options.pageSize = 1024
+        let db = try Database(path: path, options: options)
+        defer { db.close() }
+        try db.write { tx in
+            let t = try tx.createTable("t", schema: try TableSchema([ColumnDefinition("n", .integer), ColumnDefinition("s", .text)]))
+            for i in 0..<3000 { try tx.insert([.integer(Int64(i)), .text(String(repeating: "z", count: 200))], into: t) }
+        }
+        try db.write { tx in try tx.delete(from: "t", where: try KuraPredicate(format: "n >= 500")) }
+        XCTAssertTrue(try db.checkpoint())
+        let r = try db.compact()
+        XCTAssertLessThan(r.pagesAfter, r.pagesBefore)
+        let store = try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int ?? -1
+        let log = try FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int ?? 0
+        XCTAssertEqual(store, r.pagesAfter * 1024)
+        XCTAssertLessThan(log, 1024, "compaction left a \(log)-byte log beside a \(store)-byte store")
+    }
+
     /// Compaction in place: free pages go, the file shrinks, every row, row ID,
     /// index and counter stays; a reader that started before keeps its snapshot;
     /// a second connection (its own file handle and locks, as another process
