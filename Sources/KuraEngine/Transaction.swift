@@ -68,16 +68,21 @@ public class ReadTransaction {
         if let c = countersMemo[info.id] { return info.with(c) }
         let header = try headerPage()
         guard header.headerVersion != 1 else { return info }
-        let root = header.headerCountersRoot
-        let found: TableCounters?
-        if root == 0 { found = nil }
-        else if let s = snapshotPages { found = try TableCounters.get(info.id, root: root, s) }
-        else { found = try TableCounters.get(info.id, root: root, writer!) }
-        guard let c = found else {
-            throw KuraError(.corrupt, "table \"\(info.name)\" (catalog ID \(info.id)) has no counters entry; run `kura check` on the store", path: database.path, page: root)
-        }
+        let c: TableCounters
+        if let s = snapshotPages { c = try storedCounters(info, root: header.headerCountersRoot, s) }
+        else { c = try storedCounters(info, root: header.headerCountersRoot, writer!) }
         countersMemo[info.id] = c
         return info.with(c)
+    }
+
+    /// Table `info`'s entry in the counters tree at `root` (format 2).
+    ///
+    /// - Throws: `.corrupt` naming the table if it has none (or there is no tree).
+    func storedCounters<S: PageSource>(_ info: TableInfo, root: UInt32, _ pages: S) throws(KuraError) -> TableCounters {
+        guard root != 0, let c = try TableCounters.get(info.id, root: root, pages) else {
+            throw KuraError(.corrupt, "table \"\(info.name)\" (catalog ID \(info.id)) has no counters entry; run `kura check` on the store", path: database.path, page: root)
+        }
+        return c
     }
 
     // MARK: Tables
@@ -244,11 +249,7 @@ public final class WriteTransaction: ReadTransaction {
         guard info.kind == "table", !counted.contains(info.id) else { return info }
         let header = writer!.header
         if header.headerVersion != 1 {
-            let root = header.headerCountersRoot
-            guard root != 0, let c = try TableCounters.get(info.id, root: root, writer!) else {
-                throw KuraError(.corrupt, "table \"\(name)\" (catalog ID \(info.id)) has no counters entry; run `kura check` on the store", path: database.path, page: root)
-            }
-            info = info.with(c)
+            info = info.with(try storedCounters(info, root: header.headerCountersRoot, writer!))
         }
         counted.insert(info.id)
         catalog!.entries[name] = info
