@@ -44,7 +44,7 @@ enum CheckCommand {
             if r.problemCount == 0 { checkExternalFiles(path, limit: limit, into: &r) }
             let tables = r.objects.filter { $0.kind == "table" }
             let summary = "\(store.pageCount) pages of \(store.pageSize) bytes, \(tables.count) tables, " +
-                "\(r.objects.filter { $0.kind == "index" }.count) indexes, \(tables.reduce(0) { $0 + $1.entries }) rows, \(r.freePages) free pages"
+                "\(r.objects.filter { $0.kind == "index" }.count) indexes, \(tables.reduce(0) { $0 + $1.tree.entries }) rows, \(r.freePages) free pages"
             report(path: path, summary: summary, problems: r.problems.map { ($0.page, $0.message) }, total: r.problemCount, json: a.has("json"))
             return r.problemCount == 0 ? ExitCode.ok : ExitCode.problems
         }

@@ -32,19 +32,19 @@ enum StatsCommand {
                     ("objects", .array(r.objects.map { o in
                         .object([("name", .string(o.name)), ("kind", .string(o.kind)), ("table", o.table.map { .string($0) } ?? .null),
                                  ("rootPage", .int(Int64(o.rootPage))), ("pages", .int(Int64(o.totalPages))),
-                                 ("leafPages", .int(Int64(o.leafPages))), ("interiorPages", .int(Int64(o.interiorPages))),
-                                 ("overflowPages", .int(Int64(o.overflowPages))), ("entries", .int(Int64(o.entries))),
+                                 ("leafPages", .int(Int64(o.tree.leafPages))), ("interiorPages", .int(Int64(o.tree.interiorPages))),
+                                 ("overflowPages", .int(Int64(o.tree.overflowPages))), ("entries", .int(Int64(o.tree.entries))),
                                  ("payloadBytes", .int(Int64(o.payloadBytes))), ("leafFill", .double((o.leafFill * 1000).rounded() / 1000)),
-                                 ("depth", .int(Int64(o.depth))), ("complete", .bool(o.complete))])
+                                 ("depth", .int(Int64(o.tree.depth))), ("complete", .bool(o.complete))])
                     })),
                     ("problemCount", .int(Int64(r.problemCount))),
                 ]).text)
                 return ExitCode.ok
             }
             let rows = r.objects.map { o -> [String] in
-                [o.kind == "index" ? "\(o.name) (on \(o.table ?? "?"))" : o.name, o.kind, String(o.totalPages), String(o.leafPages),
-                 String(o.interiorPages), String(o.overflowPages), String(o.entries), String(o.payloadBytes),
-                 percent(o.leafFill), String(o.depth)]
+                [o.kind == "index" ? "\(o.name) (on \(o.table ?? "?"))" : o.name, o.kind, String(o.totalPages), String(o.tree.leafPages),
+                 String(o.tree.interiorPages), String(o.tree.overflowPages), String(o.tree.entries), String(o.payloadBytes),
+                 percent(o.leafFill), String(o.tree.depth)]
             }
             for l in table(["object", "kind", "pages", "leaf", "interior", "overflow", "entries", "payload", "fill", "depth"], rows,
                            rightAligned: [2, 3, 4, 5, 6, 7, 8, 9]) { out.line(l) }

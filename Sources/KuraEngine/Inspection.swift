@@ -29,24 +29,15 @@ package struct ObjectSpace: Sendable, Equatable {
     package var rootPage: UInt32
     /// Row count the catalog records (tables).
     package var catalogRowCount: Int64?
-    /// Leaf cells found: rows or index entries.
-    package var entries = 0
-    package var leafPages = 0
-    package var interiorPages = 0
-    package var overflowPages = 0
+    /// The tree's pages, entries and fill, as `ReadTransaction.statistics(of:)` reports them.
+    package var tree = TreeStatistics()
     /// Bytes of keys and values stored (overflow parts included).
     package var payloadBytes = 0
-    /// Bytes of cells and pointers in leaf pages.
-    package var leafBytesUsed = 0
-    /// Bytes available for cells in leaf pages.
-    package var leafBytesAvailable = 0
-    /// Depth (1 = the root is a leaf).
-    package var depth = 0
     /// Whether every page of the tree could be read.
     package var complete = true
 
-    package var totalPages: Int { leafPages + interiorPages + overflowPages }
-    package var leafFill: Double { leafBytesAvailable == 0 ? 0 : Double(leafBytesUsed) / Double(leafBytesAvailable) }
+    package var totalPages: Int { tree.totalPages }
+    package var leafFill: Double { tree.leafFill }
 }
 
 /// One catalog entry with its decoded definition.

@@ -298,7 +298,7 @@ final class IntegrityChecker<S: IntegritySource> {
                 space.complete = false
                 continue
             }
-            space.depth = max(space.depth, depth)
+            space.tree.depth = max(space.tree.depth, depth)
             let n = p.cellCount
             if n == 0 && number != tree.root { report(number, "\(label): empty non-root page") }
             var prev = lo
@@ -321,10 +321,10 @@ final class IntegrityChecker<S: IntegritySource> {
             if p.isLeafNode {
                 if let d = leafDepth, d != depth { report(number, "\(label): leaf at depth \(depth), others at \(d)") }
                 leafDepth = depth
-                space.leafPages += 1
-                space.entries += n
-                space.leafBytesUsed += max(0, min(p.usedSpace, available))
-                space.leafBytesAvailable += available
+                space.tree.leafPages += 1
+                space.tree.entries += n
+                space.tree.leafBytesUsed += max(0, min(p.usedSpace, available))
+                space.tree.leafBytesAvailable += available
                 var overflow = 0
                 for i in 0..<n {
                     let v = p.leafValue(i)
@@ -350,7 +350,7 @@ final class IntegrityChecker<S: IntegritySource> {
                                 remaining -= cap
                             }
                             overflow += chain.count
-                            space.overflowPages += chain.count
+                            space.tree.overflowPages += chain.count
                         } catch {
                             report(number, "\(label): cell \(i): \(error.message)")
                             space.complete = false
@@ -361,7 +361,7 @@ final class IntegrityChecker<S: IntegritySource> {
                 }
                 use(number, PageUsage(kind: tree.kind == .table ? "table-leaf" : "index-leaf", owner: label, items: n, fill: fill, overflowPages: overflow))
             } else {
-                space.interiorPages += 1
+                space.tree.interiorPages += 1
                 use(number, PageUsage(kind: tree.kind == .table ? "table-interior" : "index-interior", owner: label, items: n, fill: fill))
                 var children: [(UInt32, Int, [UInt8]?, [UInt8]?)] = []
                 var lower = lo
@@ -414,8 +414,8 @@ final class IntegrityChecker<S: IntegritySource> {
                 report(o.info.rootPage, "index \"\(d.name)\" belongs to table \"\(d.table)\", which does not exist")
             } else if schemas[d.table] == nil {
                 report(o.info.rootPage, "index \"\(d.name)\" is on table \"\(d.table)\", which has no schema")
-            } else if let bad = d.columns.first(where: { $0.position >= schemas[d.table]!.columns.count }) {
-                report(o.info.rootPage, "index \"\(d.name)\" names column position \(bad.position), past the \(schemas[d.table]!.columns.count) columns of table \"\(d.table)\"")
+            } else if let columnCount = schemas[d.table]?.columns.count, let bad = d.columns.first(where: { $0.position >= columnCount }) {
+                report(o.info.rootPage, "index \"\(d.name)\" names column position \(bad.position), past the \(columnCount) columns of table \"\(d.table)\"")
             } else {
                 indexesOf[d.table, default: []].append(d)
             }
@@ -460,7 +460,7 @@ final class IntegrityChecker<S: IntegritySource> {
                                 self.report(p.number, "unique index \"\(d.name)\": row \(rowID) repeats values another row of \(label) has")
                             }
                             RowIDKey.append(rowID, to: &key)
-                            expected[d.name]!.insert(key)
+                            expected[d.name, default: []].insert(key)
                         }
                     }
                 } catch {
@@ -469,8 +469,8 @@ final class IntegrityChecker<S: IntegritySource> {
                 }
             }
             if !rowsComplete { space.complete = false }
-            if space.complete && Int64(space.entries) != info.rowCount {
-                report(info.rootPage, "\(label) holds \(space.entries) rows but its row count says \(info.rowCount)")
+            if space.complete && Int64(space.tree.entries) != info.rowCount {
+                report(info.rootPage, "\(label) holds \(space.tree.entries) rows but its row count says \(info.rowCount)")
             }
             if space.complete { for d in indexes { comparable.insert(d.name) } }
             spaces[info.id] = space
@@ -490,7 +490,9 @@ final class IntegrityChecker<S: IntegritySource> {
                 }
                 guard compare else { return }
                 let key = p.keyBytes(i)
-                if expected[info.name]!.remove(key) == nil {
+                // `compare` implies the table loop filled expected[info.name]; were it
+                // missing, the entry counts as unmatched, never as a match.
+                if expected[info.name]?.remove(key) == nil {
                     unmatched += 1
                     if firstUnmatched == nil { firstUnmatched = (p.number, key) }
                 }
