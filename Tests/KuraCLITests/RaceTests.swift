@@ -14,7 +14,7 @@ import Foundation
 import XCTest
 
 final class RaceTests: XCTestCase {
-    static var rounds: Int { ProcessInfo.processInfo.environment["KURA_RACE_ROUNDS"].flatMap(Int.init) ?? 3 }
+    static var rounds: Int { ProcessInfo.processInfo.environment["KURA_RACE_ROUNDS"].flatMap(Int.init) ?? 2 }
 
     /// What one importer printed, and how it ended.
     struct Outcome {
