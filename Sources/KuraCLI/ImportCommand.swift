@@ -5,9 +5,10 @@
 // every line and value and decides the column types before anything is
 // written, so a bad line leaves the store untouched (and a store this command
 // would have created is not created); a second pass inserts the rows one at a
-// time. Neither holds more than one chunk of the input and one row. Without
-// --batch the rows go in one transaction; with --batch N a commit follows every
-// N rows and prints `committed <total>`.
+// time. Neither holds more than one chunk of the input and one row, and the
+// store is opened with a small cache (`cacheSize`), so memory is bounded
+// whatever the input's size. Without --batch the rows go in one transaction;
+// with --batch N a commit follows every N rows and prints `committed <total>`.
 //
 // Other processes may import into the same store at the same time. Whether the
 // entity exists, and which columns it has, is decided inside each write
@@ -101,6 +102,7 @@ enum ImportCommand {
                     try requireStoreFile(path)
                     var options = Database.Options()
                     options.createIfMissing = false
+                    options.cacheSize = cacheSize
                     do throws(KuraError) { db = try Database(path: path, options: options) } catch {
                         throw CLIError.cannotRead("cannot open \(path): \(describe(error))")
                     }
@@ -125,6 +127,7 @@ enum ImportCommand {
             if db == nil {
                 var options = Database.Options()
                 options.pageSize = pageSize
+                options.cacheSize = cacheSize
                 do throws(KuraError) { db = try Database(path: path, options: options) } catch {
                     throw CLIError.cannotRead("cannot create \(path): \(describe(error))")
                 }
@@ -141,7 +144,7 @@ enum ImportCommand {
             } else {
                 second = try ImportSource(file: file)
             }
-            var feed = RowFeed(second, ctx)
+            let feed = RowFeed(second, ctx)
             let total = data.rowCount
             var start = 0
             let size = batch ?? max(total, 1)
@@ -195,6 +198,13 @@ enum ImportCommand {
             return ExitCode.ok
         }
     }
+
+    /// The page cache of the importing connection, which is also what its
+    /// write transaction keeps of changed pages before spilling them to the
+    /// log, and the index sort's memory: `sqlite3`'s default cache size. An
+    /// import appends rows, so each page fills once and a larger cache buys
+    /// little; the default (32 MiB) would be most of the command's memory.
+    static let cacheSize = 2 << 20
 
     /// Whether `path` names something that exists but is neither a regular
     /// file nor a directory (a pipe, a device): its bytes can be read once.

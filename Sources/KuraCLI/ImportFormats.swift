@@ -75,7 +75,7 @@ struct CSVTypeGuess {
         any = true
         guard allInt || allNumber || allBool else { return }
         if allInt && ImportReader.parseInt64(b) == nil { allInt = false }
-        if allNumber && !allInt && Double(String(decoding: b, as: UTF8.self)) == nil { allNumber = false }
+        if allNumber && !allInt && ImportReader.parseDouble(b) == nil { allNumber = false }
         if allBool && !(ImportReader.asciiLowercased(b, equals: "true") || ImportReader.asciiLowercased(b, equals: "false")) { allBool = false }
     }
 }
@@ -113,6 +113,37 @@ struct CSVRecordReader {
         bytes.removeAll(keepingCapacity: true)
         ends.removeAll(keepingCapacity: true)
         quoted.removeAll(keepingCapacity: true)
+        // Fast path: a record without quotes or carriage returns whose line
+        // feed is held already, split at its commas as the loop below would.
+        // Anything else consumes nothing here and goes through the loop.
+        var done = false
+        s.consumeHeld { b in
+            var start = 0, i = 0
+            while i < b.count {
+                let c = b[i]
+                if c == comma || c == lf {
+                    bytes.append(contentsOf: UnsafeBufferPointer(rebasing: b[start..<i]))
+                    ends.append(bytes.count)
+                    quoted.append(false)
+                    if c == lf {
+                        done = true
+                        return i + 1
+                    }
+                    start = i + 1
+                } else if c == quote || c == cr {
+                    break
+                }
+                i += 1
+            }
+            bytes.removeAll(keepingCapacity: true)
+            ends.removeAll(keepingCapacity: true)
+            quoted.removeAll(keepingCapacity: true)
+            return 0
+        }
+        if done {
+            line += 1
+            return true
+        }
         while true {
             var isQuoted = false
             if try s.peek() == quote {
@@ -250,7 +281,7 @@ enum ImportReader {
                 guard let f = b.first, let l = b.last else { return false }
                 return f < 0x80 && l < 0x80 && f != 0x20 && l != 0x20 && f != 0x09 && l != 0x09
             }
-            if plain, let d = Double(r.text(i)) { return .double(d) }
+            if plain, let d = r.withField(i, { parseDouble($0) }) { return .double(d) }
         default:
             break
         }
@@ -276,6 +307,45 @@ enum ImportReader {
         }
         return n
     }
+
+    /// `Double(String(decoding: b, as: UTF8.self))` without the string: the
+    /// standard library's parse is `strtod` in the C locale on the string's
+    /// bytes, NUL-terminated, succeeding if it consumes up to the first NUL and
+    /// rejecting leading whitespace; this calls `strtod` the same way on a
+    /// copy on the stack. It takes the string path instead wherever that could
+    /// differ: fields over 63 bytes, non-ASCII bytes, an `s` (the standard
+    /// library reads "snan" itself), an out-of-range value (`errno` set), or a
+    /// process locale whose decimal point is not ".".
+    static func parseDouble(_ b: UnsafeBufferPointer<UInt8>) -> Double? {
+        guard let f = b.first else { return nil }
+        switch f {
+        case 9, 10, 11, 12, 13, 32: return nil
+        default: break
+        }
+        func viaString() -> Double? { Double(String(decoding: b, as: UTF8.self)) }
+        guard b.count <= 63, cDecimalPoint, !b.contains(where: { $0 >= 0x80 || $0 | 0x20 == UInt8(ascii: "s") }) else {
+            return viaString()
+        }
+        return withUnsafeTemporaryAllocation(of: CChar.self, capacity: 64) { buffer -> Double? in
+            // Invariant: capacity 64 > b.count, so the copy and its NUL fit.
+            let p = buffer.baseAddress!
+            for i in 0..<b.count { p[i] = CChar(bitPattern: b[i]) }
+            p[b.count] = 0
+            var end: UnsafeMutablePointer<CChar>?
+            errno = 0
+            let d = strtod(p, &end)
+            if errno != 0 { return viaString() }
+            guard let end, end.pointee == 0 else { return nil }
+            return d
+        }
+    }
+
+    /// Whether the process locale's decimal point is "." (as in the C locale
+    /// the standard library parses numbers in), so that `strtod` agrees with it.
+    static let cDecimalPoint: Bool = {
+        guard let lc = localeconv(), let point = lc.pointee.decimal_point else { return false }
+        return strcmp(point, ".") == 0
+    }()
 
     /// Whether `b`, ASCII letters lowercased, is `word` (lowercase ASCII).
     static func asciiLowercased(_ b: UnsafeBufferPointer<UInt8>, equals word: StaticString) -> Bool {

@@ -98,8 +98,10 @@ extension ImportCommand {
     }
 
     /// Pass 2: the input's rows again, one at a time, converted into reused
-    /// storage.
-    struct RowFeed {
+    /// storage. A class: the inserting transaction's closure uses it once per
+    /// row, and a struct captured there would be copied (every field retained)
+    /// at each non-mutating call.
+    final class RowFeed {
         let ctx: Context
         // Both read `source`; only the one of the input's format is used.
         var csv: CSVRecordReader
@@ -120,7 +122,7 @@ extension ImportCommand {
         }
 
         /// Moves to the next row; false at the end.
-        mutating func next() throws -> Bool {
+        func next() throws -> Bool {
             do {
                 if ctx.isCSV {
                     if !headerRead {

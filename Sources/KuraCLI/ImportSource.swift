@@ -101,6 +101,16 @@ final class ImportSource {
         pos = end
     }
 
+    /// Calls `body` with the held bytes not consumed yet (`buffer[pos...]`);
+    /// `body` returns how many of them it consumed. The CSV reader's fast path
+    /// reads a whole record this way when its line feed is held already.
+    @inline(__always)
+    func consumeHeld(_ body: (UnsafeBufferPointer<UInt8>) -> Int) {
+        let start = pos
+        let n = buffer.withUnsafeBufferPointer { b in body(UnsafeBufferPointer(rebasing: b[start...])) }
+        pos = start + n
+    }
+
     /// Reads chunks until byte `pos + k` is held or the input ends.
     private func peekSlow(_ k: Int) throws -> UInt8? {
         while pos + k >= buffer.count {
@@ -159,11 +169,25 @@ final class ImportSource {
         }
     }
 
+    /// Whether every byte is below 0x80 (eight at a time).
+    static func isASCII(_ b: UnsafeRawBufferPointer) -> Bool {
+        var i = 0
+        while i + 8 <= b.count {
+            if b.loadUnaligned(fromByteOffset: i, as: UInt64.self) & 0x8080_8080_8080_8080 != 0 { return false }
+            i += 8
+        }
+        while i < b.count {
+            if b[i] >= 0x80 { return false }
+            i += 1
+        }
+        return true
+    }
+
     /// Checks a chunk as the continuation of the bytes before it.
     private func checkUTF8(_ chunk: UnsafeRawBufferPointer) {
         guard !invalidUTF8 else { return }
         // Plain ASCII needs no decoding.
-        if utf8Carry.isEmpty && !chunk.contains(where: { $0 >= 0x80 }) { return }
+        if utf8Carry.isEmpty && Self.isASCII(chunk) { return }
         var bytes = utf8Carry
         bytes.append(contentsOf: chunk)
         // Keep back a sequence the chunk ends inside of.
