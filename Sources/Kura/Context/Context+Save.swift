@@ -67,26 +67,41 @@ extension ManagedObjectContext {
                 defer { self.enclosingTransaction = outer }
                 try self.validate(ins + upd, deleted: del)
                 self.enclosingTransaction = outer
-                // Table handles, resolved once per save.
+                // Table handles, resolved once per save (the last one kept
+                // by entity: runs of one entity's objects hash no name).
                 var tables: [String: TableInfo] = [:]
+                var lastTable: (entity: EntityDescription, info: TableInfo)?
                 func table(_ e: EntityDescription) throws(KuraError) -> TableInfo {
-                    if let t = tables[e.hierarchy.table] { return t }
-                    let t = try tx.table(e.hierarchy.table)
-                    tables[e.hierarchy.table] = t
+                    if let l = lastTable, l.entity === e { return l.info }
+                    let t: TableInfo
+                    if let known = tables[e.hierarchy.table] { t = known } else {
+                        t = try tx.table(e.hierarchy.table)
+                        tables[e.hierarchy.table] = t
+                    }
+                    lastTable = (e, t)
                     return t
                 }
+                // The next row ID by table (a hierarchy's entities share row
+                // IDs); the current run's table is kept aside.
                 var next: [String: Int64] = [:]
+                var run: (table: String, next: Int64)?
                 for o in ins {
                     // An ID made permanent early (obtainPermanentIDs) names its reserved row.
                     if !o.objectID.isTemporary {
                         assigned.append(o.objectID.rowID)
                         continue
                     }
-                    // Keyed by table: a hierarchy's entities share row IDs.
-                    let n = try next[o.entity.hierarchy.table] ?? table(o.entity).nextRowID
-                    assigned.append(n)
-                    next[o.entity.hierarchy.table] = n + 1
+                    let t = o.entity.hierarchy.table
+                    var r: (table: String, next: Int64)
+                    if let current = run, current.table == t { r = current } else {
+                        if let current = run { next[current.table] = current.next }
+                        r = (t, try next[t] ?? table(o.entity).nextRowID)
+                    }
+                    assigned.append(r.next)
+                    r.next += 1
+                    run = r
                 }
+                if let current = run { next[current.table] = current.next }
                 func rowID(_ id: ManagedObjectID) -> Int64? {
                     guard id.isTemporary else { return id.rowID }
                     if let m = tempRowIDs { return m[id] }

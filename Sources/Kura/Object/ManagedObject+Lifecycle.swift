@@ -154,10 +154,18 @@ extension ManagedObjectContext {
         for o in objects {
             let isNew = o.isNew
             let attributes = o.entity.attributes
+            let types = o.entity.attributeStorageTypes
             for i in attributes.indices {
                 let v = o.values[ordinal: i] ?? .null
                 if isNew ? v.isNull : o.savedValues?[ordinal: i] == v { continue }
-                do { try o.validateValue(try attributes[i].swiftValue(v, of: o.objectID), forKey: attributes[i].name) } catch {
+                do {
+                    // Plain types convert by their type alone (no copy of the
+                    // description); composite, transformable, null and
+                    // mismatched values take the attribute's own way.
+                    let swift: Any?
+                    if let t = types[i], t != .transformable, let s = t.swiftValue(v) { swift = s } else { swift = try attributes[i].swiftValue(v, of: o.objectID) }
+                    try o.validateValue(swift, forKey: attributes[i].name)
+                } catch {
                     problems.append("\(o.objectID): attribute \"\(attributes[i].name)\": \(error.message)")
                 }
             }
