@@ -43,9 +43,12 @@ extension ManagedObjectContext {
         let upd = updatedObjects
         let del = deletedObjects
 
-        var assigned: [ObjectIdentifier: Int64] = [:]
-        var tempToObject: [ManagedObjectID: ManagedObject] = [:]
-        for o in ins { tempToObject[o.objectID] = o }
+        /// The row ID of each inserted object, parallel to `ins` (filled
+        /// first thing in the transaction).
+        var assigned: [Int64] = []
+        assigned.reserveCapacity(ins.count)
+        /// The same by temporary ID, made when a row first names one.
+        var tempRowIDs: [ManagedObjectID: Int64]?
         var resolutions: [ObjectIdentifier: Resolution] = [:]
         var conflicts: [MergeConflict] = []
         let policy = mergePolicy
@@ -64,45 +67,75 @@ extension ManagedObjectContext {
                 defer { self.enclosingTransaction = outer }
                 try self.validate(ins + upd, deleted: del)
                 self.enclosingTransaction = outer
-                // Table handles, resolved once per save.
+                // Table handles, resolved once per save (the last one kept
+                // by entity: runs of one entity's objects hash no name).
                 var tables: [String: TableInfo] = [:]
+                var lastTable: (entity: EntityDescription, info: TableInfo)?
                 func table(_ e: EntityDescription) throws(KuraError) -> TableInfo {
-                    if let t = tables[e.hierarchy.table] { return t }
-                    let t = try tx.table(e.hierarchy.table)
-                    tables[e.hierarchy.table] = t
+                    if let l = lastTable, l.entity === e { return l.info }
+                    let t: TableInfo
+                    if let known = tables[e.hierarchy.table] { t = known } else {
+                        t = try tx.table(e.hierarchy.table)
+                        tables[e.hierarchy.table] = t
+                    }
+                    lastTable = (e, t)
                     return t
                 }
+                // The next row ID by table (a hierarchy's entities share row
+                // IDs); the current run's table is kept aside.
                 var next: [String: Int64] = [:]
+                var run: (table: String, next: Int64)?
                 for o in ins {
                     // An ID made permanent early (obtainPermanentIDs) names its reserved row.
                     if !o.objectID.isTemporary {
-                        assigned[ObjectIdentifier(o)] = o.objectID.rowID
+                        assigned.append(o.objectID.rowID)
                         continue
                     }
-                    // Keyed by table: a hierarchy's entities share row IDs.
-                    let n = try next[o.entity.hierarchy.table] ?? table(o.entity).nextRowID
-                    assigned[ObjectIdentifier(o)] = n
-                    next[o.entity.hierarchy.table] = n + 1
+                    let t = o.entity.hierarchy.table
+                    var r: (table: String, next: Int64)
+                    if let current = run, current.table == t { r = current } else {
+                        if let current = run { next[current.table] = current.next }
+                        r = (t, try next[t] ?? table(o.entity).nextRowID)
+                    }
+                    assigned.append(r.next)
+                    r.next += 1
+                    run = r
                 }
+                if let current = run { next[current.table] = current.next }
                 func rowID(_ id: ManagedObjectID) -> Int64? {
                     guard id.isTemporary else { return id.rowID }
-                    guard let o = tempToObject[id] else { return nil }
-                    return assigned[ObjectIdentifier(o)]
+                    if let m = tempRowIDs { return m[id] }
+                    var m: [ManagedObjectID: Int64] = [:]
+                    m.reserveCapacity(ins.count)
+                    for (o, rid) in zip(ins, assigned) { m[o.objectID] = rid }
+                    tempRowIDs = m
+                    return m[id]
                 }
                 // Check every saved object against its stored row first, so a
                 // refusal writes nothing.
                 for o in upd + del {
                     let t = try table(o.entity)
-                    let stored = try tx.values(in: t, rowID: o.objectID.rowID)
                     let row = o.isDeleted ? nil : try self.row(o, rowID)
+                    // The common case: the stored row is at the version this
+                    // context read. Only its version column is decoded; the
+                    // whole stored row and the row as read are built for a
+                    // conflict (or an old record without the column) alone.
+                    if let version = try self.storedVersion(tx, t, o), version == o.version {
+                        if var row {
+                            row[self.layout(of: o.entity).version] = .integer(version + 1)
+                            resolutions[ObjectIdentifier(o)] = .write(row)
+                        } else {
+                            resolutions[ObjectIdentifier(o)] = .delete
+                        }
+                        continue
+                    }
+                    let stored = try tx.values(in: t, rowID: o.objectID.rowID)
                     let (conflict, resolution) = self.resolve(o, stored: stored, row: row, original: self.originalRow(o))
                     if let conflict { conflicts.append(conflict) }
                     if let resolution { resolutions[ObjectIdentifier(o)] = resolution } else { refused = true }
                 }
                 if refused { throw Self.conflictError(conflicts, policy: policy) }
-                for o in ins {
-                    // `assigned` holds every inserted object (filled above).
-                    guard let rid = assigned[ObjectIdentifier(o)] else { continue }
+                for (o, rid) in zip(ins, assigned) {
                     let layout = self.layout(of: o.entity)
                     var row = layout.row(o, saved: false) { id in self.registered(id)?.isDeleted == true ? nil : rowID(id) }
                     row[layout.version] = .integer(1)
@@ -123,9 +156,7 @@ extension ManagedObjectContext {
                     }
                 }
                 try self.writeJoinEdits(tx, rowID)
-                record = self.savedChanges(inserted: ins.compactMap { o in
-                    assigned[ObjectIdentifier(o)].map { ManagedObjectID(entity: o.entity.name, rowID: $0) }
-                }, updated: upd.filter { o in
+                record = self.savedChanges(inserted: zip(ins, assigned).map { o, rid in ManagedObjectID(entity: o.entity.name, rowID: rid) }, updated: upd.filter { o in
                     if case .write? = resolutions[ObjectIdentifier(o)] { return true } else { return false }
                 }, deleted: del.filter { o in
                     if case .delete? = resolutions[ObjectIdentifier(o)] { return true } else { return false }
@@ -153,21 +184,27 @@ extension ManagedObjectContext {
         lastMergeConflicts = conflicts
 
         // Committed: make the context match the store.
-        var renamed: [ManagedObjectID: ManagedObjectID] = [:]
-        for o in ins {
+        var before: [ManagedObjectID] = []
+        before.reserveCapacity(ins.count)
+        for (o, rid) in zip(ins, assigned) {
             o.isNew = false
-            guard let rid = assigned[ObjectIdentifier(o)] else { continue }
             let id = ManagedObjectID(entity: o.entity.name, rowID: rid)
-            renamed[o.objectID] = id
+            before.append(o.objectID)
             registry[o.objectID] = nil
             o.objectID = id
             o.version = 1
             track(o, as: id)
         }
-        if !renamed.isEmpty {
+        // To-one keys naming an inserted object take its new ID (the map of
+        // old to new IDs is made only if some object has a to-one key).
+        if !ins.isEmpty {
+            var renamed: [ManagedObjectID: ManagedObjectID]?
             for u in registry.values {
                 let o = u.takeUnretainedValue()
-                for (k, v) in o.toOne { if let n = renamed[v] { o.toOne[k] = n } }
+                guard !o.toOne.isEmpty else { continue }
+                let map = renamed ?? Dictionary(zip(before, ins.lazy.map(\.objectID)), uniquingKeysWith: { a, _ in a })
+                renamed = map
+                for (k, v) in o.toOne { if let n = map[v] { o.toOne[k] = n } }
             }
         }
         var gone: [ManagedObject] = []
@@ -281,6 +318,21 @@ extension ManagedObjectContext {
     /// order), then the version this context read (RowLayout.row).
     func row(_ o: ManagedObject, _ rowID: (ManagedObjectID) -> Int64?) throws(KuraError) -> [Value] {
         layout(of: o.entity).row(o, saved: false) { id in registered(id)?.isDeleted == true ? nil : rowID(id) }
+    }
+
+    /// The version column of `o`'s stored row, decoded alone; nil if the row
+    /// is gone or the column holds no integer (a record ending before it reads
+    /// null): then `resolve` judges the whole row, padded with the column defaults.
+    ///
+    /// - Throws: `.corrupt` for a malformed record; engine read errors.
+    func storedVersion(_ tx: ReadTransaction, _ t: TableInfo, _ o: ManagedObject) throws(KuraError) -> Int64? {
+        guard let bytes = try tx.record(in: t, rowID: o.objectID.rowID) else { return nil }
+        let v = layout(of: o.entity).version
+        let decoded = bytes.withUnsafeBytes { buf -> Result<Value, KuraError> in
+            do throws(KuraError) { return .success(try RecordCodec.value(at: v, in: buf)) } catch { return .failure(error) }
+        }
+        // A null (also what a record ending before the column reads as) goes the whole-row way.
+        return try decoded.get().integerValue
     }
 
     /// The row as this context read it (its saved state).

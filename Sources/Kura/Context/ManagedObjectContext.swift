@@ -66,7 +66,7 @@ public final class ManagedObjectContext {
     func forget(_ o: ManagedObject) {
         if let u = registry[o.objectID], u.toOpaque() == Unmanaged.passUnretained(o).toOpaque() {
             registry[o.objectID] = nil
-            batchGroups[o.objectID] = nil
+            if !batchGroups.isEmpty { batchGroups[o.objectID] = nil }
         }
     }
 
@@ -238,6 +238,10 @@ public final class ManagedObjectContext {
     /// The container's open store, resolved once it is loaded (then kept:
     /// no lock per access; PersistentContainer+Loading.swift).
     private var cachedStore: LoadedStore?
+    /// The last entity `layout(of:)` resolved, and its layout.
+    private var lastLayout: (entity: EntityDescription, layout: RowLayout)?
+    /// The last entity `entity(named:)` resolved.
+    private var lastEntity: EntityDescription?
     var store: LoadedStore {
         if let s = cachedStore { return s }
         let s = container.storeSlot.current
@@ -298,8 +302,8 @@ public final class ManagedObjectContext {
         o.managedObjectContext = self
         // Defaults in stored form, computed once per entity (RowLayout.insertValues);
         // a store that is not loaded has no layouts.
-        if let l = store.layouts[o.entity.name], l.insertValues.count == o.entity.attributes.count {
-            for (i, v) in l.insertValues.enumerated() { o.values[ordinal: i] = v }
+        if let l = loadedLayout(of: o.entity), l.insertValues.count == o.entity.attributes.count {
+            o.values = AttributeValues(o.entity, l.insertValues)
         } else {
             for (i, a) in o.entity.attributes.enumerated() { o.values[ordinal: i] = a.defaultValue.map { a.type.stored($0) } ?? .null }
         }
@@ -336,15 +340,22 @@ public final class ManagedObjectContext {
             _ = try model.entity(id.entityName)
             throw KuraError(.invalidArgument, "\(id) is a temporary ID of another context; save that context first")
         }
-        let id = canonical ? id : try canonicalID(id)
-        if let o = registered(id) { return o }
-        _ = try model.entity(id.entityName)
-        return registerFault(id)
+        let e = try entity(named: id.entityName)
+        // Only an entity with subentities can name another entity's row.
+        if canonical || e.subentityNames.isEmpty { return registerFault(id, e) }
+        let c = try canonicalID(id)
+        if let o = registered(c) { return o }
+        return registerFault(c)
     }
 
     /// Registers a fault for `id`, whose entity the model has.
     func registerFault(_ id: ManagedObjectID) -> ManagedObject {
         guard let e = model.entitiesByName[id.entityName] else { preconditionFailure("entity \(id.entityName) is not in the model (callers check; a Kura bug)") }
+        return registerFault(id, e)
+    }
+
+    /// Registers a fault for `id` of entity `e` (`id`'s entity).
+    func registerFault(_ id: ManagedObjectID, _ e: EntityDescription) -> ManagedObject {
         let o = e.objectClass.init(entity: e, objectID: id)
         o.managedObjectContext = self
         o.isFault = true
@@ -372,7 +383,7 @@ public final class ManagedObjectContext {
             try loadFromParent(o, parent)
             return
         }
-        if let group = batchGroups[o.objectID] {
+        if !batchGroups.isEmpty, let group = batchGroups[o.objectID] {
             try loadBatch(group)
             if !o.isFault { return }
         }
@@ -465,10 +476,32 @@ public final class ManagedObjectContext {
     }
 
     func layout(of e: EntityDescription) -> RowLayout {
-        guard let l = store.layouts[e.name] else {
+        guard let l = loadedLayout(of: e) else {
             preconditionFailure("entity \(e.name) is not in the container's model (a Kura bug)")
         }
         return l
+    }
+
+    /// The layout of `e`'s rows, nil while the store is not loaded.
+    @inline(__always)
+    func loadedLayout(of e: EntityDescription) -> RowLayout? {
+        if let last = lastLayout, last.entity === e { return last.layout }
+        guard let l = store.layouts[e.name] else { return nil }
+        // The layouts of a loaded store never change (`store` keeps it).
+        if cachedStore != nil { lastLayout = (e, l) }
+        return l
+    }
+
+    /// The model's entity named `name` (the last one asked for is kept:
+    /// runs of objects of one entity hash no name).
+    ///
+    /// - Throws: `.notFound` naming the entity.
+    @inline(__always)
+    func entity(named name: String) throws(KuraError) -> EntityDescription {
+        if let e = lastEntity, e.name == name { return e }
+        let e = try model.entity(name)
+        lastEntity = e
+        return e
     }
 
     /// The uniqued object for a fetched row.

@@ -123,6 +123,19 @@ final class RowLayout: Sendable {
         return values
     }
 
+    /// The values of a row a query cursor of this layout's table gave, as
+    /// `ReadTransaction.resolvedValues` gives them (padded with the column
+    /// defaults, external values read from their files) without looking up
+    /// the table's schema per row.
+    ///
+    /// - Throws: `.corrupt` for an undecodable record or a bad external value.
+    func values(of row: Row, _ tx: ReadTransaction, _ table: TableInfo) throws(KuraError) -> [Value] {
+        if hasExternal { return try tx.resolvedValues(of: row, in: table) }
+        var values = try RecordCodec.decode(row.record)
+        if values.count < defaults.count { values += defaults[values.count...] }
+        return values
+    }
+
     /// The stored row of `o` (width of the table; other entities' columns
     /// null), with `rowID` mapping to-one targets to row IDs (nil: no key).
     /// `saved` takes the values the context last read instead of the current ones.

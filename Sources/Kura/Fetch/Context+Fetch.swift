@@ -279,9 +279,12 @@ extension ManagedObjectContext {
         if let q = storeQuery, !hasPendingChanges(e, request) {
             try read { tx throws(KuraError) in
                 let cursor = try tx.select(q)
+                // The table and its layout, resolved once for every row.
+                let table = try tx.table(e.hierarchy.table)
+                let layout = self.layout(of: e)
                 while let row = try cursor.next() {
                     if e.hierarchy.isShared || materialize {
-                        let values = try tx.valuesOf(row, in: e.hierarchy.table)
+                        let values = try layout.values(of: row, tx, table)
                         let x = try self.rowEntity(values, rowID: row.rowID, in: e)
                         result.ids.append(ManagedObjectID(entity: x.name, rowID: row.rowID))
                         if materialize { result.objects.append(self.materialize(x, rowID: row.rowID, row: values)) }
@@ -302,8 +305,10 @@ extension ManagedObjectContext {
         var seen = Set<ObjectIdentifier>()
         try read { tx throws(KuraError) in
             let cursor = try tx.select(TableQuery(e.hierarchy.table, where: EntityPredicate.stored(narrowing, kinds, e)))
+            let table = try tx.table(e.hierarchy.table)
+            let layout = self.layout(of: e)
             while let row = try cursor.next() {
-                let values = try tx.valuesOf(row, in: e.hierarchy.table)
+                let values = try layout.values(of: row, tx, table)
                 let o = self.materialize(try self.rowEntity(values, rowID: row.rowID, in: e), rowID: row.rowID, row: values)
                 if request.includesPendingChanges && (o.isDeleted || o.hasChangedValues) { continue }
                 if seen.insert(ObjectIdentifier(o)).inserted { candidates.append(o) }

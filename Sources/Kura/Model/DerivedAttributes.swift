@@ -141,6 +141,8 @@ extension ManagedObjectContext {
     /// Computes the derived attributes of every inserted or updated object
     /// (see the header); called by `save` before validation.
     func computeDerivedAttributes() throws(KuraError) {
+        // Most models derive nothing: then no object needs looking at.
+        guard model.entities.contains(where: { e in e.attributes.contains { $0.derivationExpression != nil } }) else { return }
         let objects = inserted.filter { !$0.isDeleted } + updatedObjects
         guard objects.contains(where: { o in o.entity.attributes.contains { $0.derivationExpression != nil } }) else { return }
         let now = Date()

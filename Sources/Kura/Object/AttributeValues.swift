@@ -32,6 +32,15 @@ struct AttributeValues: Equatable {
         count = entity.attributes.count
     }
 
+    /// Every value set, for an object of `entity`: `values` holds one per
+    /// attribute, in ordinal order.
+    init(_ entity: EntityDescription, _ values: [Value]) {
+        precondition(values.count == entity.attributes.count, "\(values.count) values for the \(entity.attributes.count) attributes of entity \(entity.name) (a Kura bug)")
+        slots = values.map { Optional($0) }
+        ordinals = entity.attributeOrdinals
+        count = values.count
+    }
+
     /// The value of the attribute at `ordinal` (nil if never set).
     @inline(__always)
     subscript(ordinal i: Int) -> Value? {

@@ -118,7 +118,23 @@ extension ManagedObjectContext {
             let relinked = notices.toManyTouched.values.filter { $0.managedObjectContext === self && !$0.isDeleted && !$0.isNew && !$0.hasChangedValues }
             return inserted.filter { !$0.isDeleted } + updatedObjects + deletedObjects + relinked
         }
-        for _ in 0..<Self.maximumWillSavePasses {
+        // The first pass calls every pending object; its snapshots sit in an
+        // array, so the common case (no hook changed anything) is settled by
+        // comparing in order, without a dictionary.
+        let first = pending()
+        var snapshots: [(AttributeValues, [String: ManagedObjectID], Bool)] = []
+        snapshots.reserveCapacity(first.count)
+        for o in first {
+            snapshots.append((o.values, o.toOne, o.isDeleted))
+            o.willSave()
+        }
+        let after = pending()
+        if after.count == first.count && after.indices.allSatisfy({ i in
+            let o = after[i], s = snapshots[i]
+            return o === first[i] && s.0 == o.values && s.1 == o.toOne && s.2 == o.isDeleted
+        }) { return }
+        for (o, s) in zip(first, snapshots) { seen[ObjectIdentifier(o)] = s }
+        for _ in 1..<Self.maximumWillSavePasses {
             let due = pending().filter(changedSinceLastCall)
             if due.isEmpty { return }
             for o in due {
@@ -138,10 +154,18 @@ extension ManagedObjectContext {
         for o in objects {
             let isNew = o.isNew
             let attributes = o.entity.attributes
+            let types = o.entity.attributeStorageTypes
             for i in attributes.indices {
                 let v = o.values[ordinal: i] ?? .null
                 if isNew ? v.isNull : o.savedValues?[ordinal: i] == v { continue }
-                do { try o.validateValue(try attributes[i].swiftValue(v, of: o.objectID), forKey: attributes[i].name) } catch {
+                do {
+                    // Plain types convert by their type alone (no copy of the
+                    // description); composite, transformable, null and
+                    // mismatched values take the attribute's own way.
+                    let swift: Any?
+                    if let t = types[i], t != .transformable, let s = t.swiftValue(v) { swift = s } else { swift = try attributes[i].swiftValue(v, of: o.objectID) }
+                    try o.validateValue(swift, forKey: attributes[i].name)
+                } catch {
                     problems.append("\(o.objectID): attribute \"\(attributes[i].name)\": \(error.message)")
                 }
             }

@@ -348,6 +348,21 @@ open class ManagedObject: CustomStringConvertible {
 
     // MARK: Typed access (property wrappers)
 
+    /// Whether this is a probe object of ModelKeyPath.swift.
+    @usableFromInline
+    var isKeyPathProbe: Bool { keyPathProbe != nil }
+
+    /// `typedAttribute`, except on a probe object of ModelKeyPath.swift,
+    /// which records the key and reads nil.
+    @usableFromInline
+    func typedAttributeOrProbe(_ key: String) -> Any? {
+        if let probe = keyPathProbe {
+            probe.keys.append(key)
+            return nil
+        }
+        return typedAttribute(key)
+    }
+
     /// An attribute's Swift value for a typed property; failures go to the
     /// failure channel and read nil (the property's zero value).
     func typedAttribute(_ key: String) -> Any? {
@@ -376,6 +391,7 @@ open class ManagedObject: CustomStringConvertible {
     /// going through `Any`, for the common scalar types (nil: not one of
     /// them, or a value the general path must judge: null, a mismatch, a
     /// composite or transformable attribute). Loads a fault first.
+    @usableFromInline
     func directAttribute<T>(_ key: String, as _: T.Type) -> T? {
         guard let i = entity.attributeOrdinals[key] else { return nil }
         if isFault {
@@ -415,6 +431,7 @@ open class ManagedObject: CustomStringConvertible {
     /// for the common scalar types; false if the general path must do it
     /// (another type, nil, a fault whose load failed, a composite or
     /// transformable attribute, no context).
+    @usableFromInline
     func setDirectAttribute<T>(_ key: String, _ newValue: T) -> Bool {
         guard let i = entity.attributeOrdinals[key], let ctx = managedObjectContext else { return false }
         guard let type = entity.attributeStorageTypes[i] else { return false }

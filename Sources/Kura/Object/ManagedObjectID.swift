@@ -31,6 +31,12 @@ public struct ManagedObjectID: Hashable, Sendable, CustomStringConvertible {
         hasher.combine(entityName.utf8.count)
     }
 
+    /// Equal when entity, row ID and kind are: the row ID is compared first,
+    /// so IDs of different rows differ without comparing names.
+    public static func == (a: ManagedObjectID, b: ManagedObjectID) -> Bool {
+        a.rowID == b.rowID && a.isTemporary == b.isTemporary && a.entityName == b.entityName
+    }
+
     /// `kura:///Student/p12` (permanent) or `kura:///Student/t3` (temporary).
     public var uriRepresentation: String {
         "kura:///\(entityName)/\(isTemporary ? "t" : "p")\(rowID)"

@@ -87,14 +87,17 @@ public struct Managed<Value: AttributeValueConvertible> {
         set { fatalError("unavailable") }  // swiftlint:disable:this unused_setter_value
     }
 
+    // Inlinable: in the subclass's module the storage key path is a literal
+    // the optimizer turns into a plain field read, and nothing generic is
+    // instantiated per access (the ordinal lookup and value stay in Kura).
+    @inlinable
     public static subscript<Object: ManagedObject>(_enclosingInstance object: Object,
                                                     wrapped wrappedKeyPath: ReferenceWritableKeyPath<Object, Value>,
                                                     storage storageKeyPath: ReferenceWritableKeyPath<Object, Self>) -> Value {
         get {
             let key = object[keyPath: storageKeyPath].key
-            if let probe = object.keyPathProbe { probe.keys.append(key); return Value.fromAttribute(nil) }
-            if let v = object.directAttribute(key, as: Value.self) { return v }
-            return Value.fromAttribute(object.typedAttribute(key))
+            if !object.isKeyPathProbe, let v = object.directAttribute(key, as: Value.self) { return v }
+            return Value.fromAttribute(object.typedAttributeOrProbe(key))
         }
         set {
             let key = object[keyPath: storageKeyPath].key
