@@ -159,6 +159,14 @@ extension ReadTransaction {
     /// Resolves `query`'s table, schema, columns and indexes, and validates it.
     func resolve(_ query: TableQuery) throws(KuraError) -> ResolvedQuery {
         try checkActive()
+        if writer == nil {
+            // A read transaction resolves each table once (TableHandle.swift).
+            let h = try readHandle(query.table)
+            let r = ResolvedQuery(info: h.info, schema: h.schema, indexes: h.indexes, columns: h.columns,
+                                  fingerprint: try schemaFingerprint(of: h.info.name))
+            try Self.validate(query, r)
+            return r
+        }
         let info = try table(query.table)
         let schema = try self.schema(of: info)
         let r = ResolvedQuery(info: info, schema: schema, indexes: try indexes(of: info.name),
@@ -188,8 +196,14 @@ extension ReadTransaction {
     /// estimates read from the index trees (BTree.position).
     func plan(_ query: TableQuery, _ r: ResolvedQuery, explaining: Bool) throws(KuraError) -> QueryPlan {
         let rows = try rowCount(r.info)
+        // The planner asks for the same estimate twice (selectivity, then the
+        // index's cost): the second is the first one's answer.
+        var last: (index: Int64, ranges: [KeyRange], entries: Double)?
         return try QueryPlanner.plan(query, schema: r.schema, indexes: r.indexes, rowCount: rows, explaining: explaining) { index, ranges throws(KuraError) in
-            try self.estimateEntries(index, ranges, total: rows)
+            if let l = last, l.index == index.info.id, l.ranges == ranges { return l.entries }
+            let entries = try self.estimateEntries(index, ranges, total: rows)
+            last = (index.info.id, ranges, entries)
+            return entries
         }
     }
 

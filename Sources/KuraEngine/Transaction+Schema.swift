@@ -15,6 +15,8 @@ extension ReadTransaction {
         try checkActive()
         // The write transaction's table handle holds it resolved (and is
         // dropped by every schema change): no lookup by name.
+        // A read transaction's handle holds it too (TableHandle.swift).
+        if let h = cachedReadHandle(table.name), h.isHandle(of: table) { return h.schema }
         if let w = self as? WriteTransaction, let h = w.resolvedHandle(table) { return h.schema }
         let info = try self.table(table.name)
         // The connection's decoded schema is the one, unless this (write)

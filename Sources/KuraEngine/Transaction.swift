@@ -13,7 +13,9 @@
 // counters tree (TableCounters.swift) and keeps them. A write transaction keeps
 // the table it last wrote resolved (`HotTable`, its table handle: entry with
 // counters, schema, indexes, tree), so a run of inserts, updates or deletes,
-// by row ID or by predicate, does no lookups at all. At commit, changed
+// by row ID or by predicate, does no lookups at all. A read transaction keeps
+// a handle (TableHandle.swift) for each table it touches, made on first use,
+// so lookups by row ID and queries do no lookup by name. At commit, changed
 // counters go to the counters tree and only schema changes rewrite catalog
 // records and move the schema cookie on. A format-1 store is migrated by the
 // first write transaction that loads the catalog (`migrateCounters`).
@@ -98,6 +100,7 @@ public class ReadTransaction {
     /// - Throws: `KuraError.notFound` naming the table if there is none.
     public func table(_ name: String) throws(KuraError) -> TableInfo {
         try checkActive()
+        if let h = cachedReadHandle(name) { return h.info }
         guard let info = try currentCatalog().entries[name], info.kind == "table" else {
             throw KuraError(.notFound, "no table named \"\(name)\"", path: database.path)
         }
@@ -127,6 +130,17 @@ public class ReadTransaction {
     /// files; a missing or damaged file throws `.corrupt` naming the table,
     /// column, row and file.
     public func values(in table: TableInfo, rowID: Int64) throws(KuraError) -> [Value]? {
+        try checkActive()
+        if let h = try handle(for: table), let s = snapshotPages {
+            // Decoded from the page where the record lies, with the handle's schema.
+            return try RowIDKey.withEncoded(rowID) { k throws(KuraError) in
+                try h.tree.withValue(k, s) { b throws(KuraError) in
+                    var values = try RecordCodec.decode(b)
+                    try complete(&values, h.schema, table: h.info.name, rowID: rowID)
+                    return values
+                }
+            }
+        }
         guard let bytes = try record(in: table, rowID: rowID) else { return nil }
         return try decodeRow(bytes, table, rowID: rowID)
     }
@@ -135,13 +149,57 @@ public class ReadTransaction {
     /// and reading external values from their files.
     func decodeRow(_ record: [UInt8], _ table: TableInfo, rowID: Int64?) throws(KuraError) -> [Value] {
         var values = try RecordCodec.decode(record)
-        if let schema = try schema(of: table) {
-            if values.count < schema.columns.count {
-                for c in schema.columns[values.count...] { values.append(c.defaultValue) }
-            }
-            if schema.hasExternal { try resolveExternal(&values, schema, table: table.name, rowID: rowID) }
-        }
+        try complete(&values, try schema(of: table), table: table.name, rowID: rowID)
         return values
+    }
+
+    /// Fills schema defaults for the columns a decoded row does not store and
+    /// reads its external values from their files.
+    @inline(__always)
+    func complete(_ values: inout [Value], _ schema: TableSchema?, table: String, rowID: Int64?) throws(KuraError) {
+        guard let schema else { return }
+        if values.count < schema.columns.count {
+            for c in schema.columns[values.count...] { values.append(c.defaultValue) }
+        }
+        if schema.hasExternal { try resolveExternal(&values, schema, table: table, rowID: rowID) }
+    }
+
+    // MARK: Table handles (read transactions)
+
+    /// The handle of the table named `name` if this read transaction resolved
+    /// it already (nil in a write transaction, whose catalog changes).
+    @inline(__always)
+    func cachedReadHandle(_ name: String) -> TableHandle? {
+        guard writer == nil else { return nil }
+        if let h = lastHandle, h.info.name == name { return h }
+        guard let h = handles[name] else { return nil }
+        lastHandle = h
+        return h
+    }
+
+    /// The handle of the table named `name` in this read transaction's
+    /// snapshot, resolved on first use (TableHandle.swift).
+    ///
+    /// - Throws: `.notFound` if there is no such table; `.corrupt` as `table(_:)`,
+    ///   `schema(of:)` and `indexes(of:)`.
+    func readHandle(_ name: String) throws(KuraError) -> TableHandle {
+        precondition(writer == nil, "read handles are for read transactions")
+        if let h = cachedReadHandle(name) { return h }
+        let info = try table(name)
+        let h = TableHandle(info: info, schema: try schema(of: info), indexes: try indexes(of: name))
+        handles[name] = h
+        lastHandle = h
+        return h
+    }
+
+    /// The read handle of `table` if this is a read transaction and `table` is
+    /// the table of that name in its snapshot (same catalog ID), else nil
+    /// (callers then take the general path, which reports what is wrong).
+    func handle(for table: TableInfo) throws(KuraError) -> TableHandle? {
+        guard writer == nil else { return nil }
+        if let h = cachedReadHandle(table.name) { return h.isHandle(of: table) ? h : nil }
+        guard let e = try currentCatalog().entries[table.name], e.kind == "table", e.id == table.id else { return nil }
+        return try readHandle(table.name)
     }
 
     /// The encoded record stored under `rowID`, or nil (see `RecordView`).
@@ -185,6 +243,9 @@ public class ReadTransaction {
     var countersMemo: [Int64: TableCounters] = [:]
     /// The schema fingerprint of this (read) transaction, once computed.
     var fingerprintMemo: SchemaFingerprint?
+    /// Table handles of this (read) transaction by name, and the last one used.
+    var handles: [String: TableHandle] = [:]
+    var lastHandle: TableHandle?
 }
 
 /// A transaction that reads its own snapshot and changes the database.
@@ -276,54 +337,14 @@ public final class WriteTransaction: ReadTransaction {
     }
 
     /// The table most recently written (inserted into, updated, deleted from),
-    /// resolved once: catalog entry with its counters, schema, indexes, tree and
-    /// the columns its indexes read. Inserts, updates and deletes by row ID or
+    /// resolved once (`TableHandle`). Inserts, updates and deletes by row ID or
     /// by predicate take it instead of looking the table up by name per row.
     /// Its row count and next row ID are updated in place and written back to
     /// `catalog` before anything else reads or changes the catalog
     /// (`loadCatalog` calls `flushHotTable`, which also forgets it). Every
     /// schema change starts with `loadCatalog` (or `flushHotTable`), so a
     /// handle never outlives the schema it was resolved from.
-    final class HotTable {
-        var info: TableInfo
-        let schema: TableSchema?
-        let indexes: [IndexDefinition]
-        let tree: BTree
-        /// One past the highest column position any index reads (0 without indexes).
-        let indexedWidth: Int
-        var dirty = false
-        /// Reused buffers locating the indexed columns of an old and a new record.
-        var oldFields: RecordFields
-        var newFields: RecordFields
-        init(info: TableInfo, schema: TableSchema?, indexes: [IndexDefinition]) {
-            self.info = info
-            self.schema = schema
-            self.indexes = indexes
-            tree = BTree(root: info.rootPage, kind: .table)
-            indexedWidth = indexes.lazy.flatMap { $0.columns.lazy.map { $0.position + 1 } }.max() ?? 0
-            oldFields = RecordFields(columns: indexedWidth)
-            newFields = RecordFields(columns: indexedWidth)
-        }
-
-        /// For each index, whether its key may differ between the records `old`
-        /// and `new`: false only when every column it reads has the same serial
-        /// type and body bytes in both (equal bytes give equal keys). A column
-        /// missing from one record (written before the column was added) counts
-        /// as changed, so its key is built and compared as before.
-        ///
-        /// - Throws: `.corrupt` if either record's header is malformed.
-        func indexesChanged(old: [UInt8], new: [UInt8]) throws(KuraError) -> [Bool] {
-            try old.withBytes { o throws(KuraError) -> [Bool] in
-                try new.withBytes { n throws(KuraError) -> [Bool] in
-                    try oldFields.load(o)
-                    try newFields.load(n)
-                    return indexes.map { index in
-                        index.columns.contains { !oldFields.sameField($0.position, as: newFields) }
-                    }
-                }
-            }
-        }
-    }
+    typealias HotTable = TableHandle
     private var hot: HotTable?
 
     /// The handle of `table` if it is the one resolved now, else nil (no lookup).

@@ -74,24 +74,55 @@ struct BTree {
         return p
     }
 
+    /// Descends to the leaf that holds (or would hold) `key`, without
+    /// recording the path (point reads).
+    @inline(__always)
+    func leaf<S: PageSource>(for key: UnsafeRawBufferPointer, _ s: S) throws(KuraError) -> Page {
+        var number = root
+        var p = try node(number, s)
+        var depth = 0
+        while !p.isLeafNode {
+            guard depth < Self.maxDepth else { throw depthError(number) }
+            depth += 1
+            number = p.child(p.lowerBound(key))
+            p = try node(number, s)
+        }
+        return p
+    }
+
     /// The value stored under `key`, or nil.
     func get<S: PageSource>(_ key: [UInt8], _ s: S) throws(KuraError) -> [UInt8]? {
-        var path: [(page: UInt32, index: Int)] = []
-        return try key.withBytes { k throws(KuraError) -> [UInt8]? in
-                let leaf = try descend(k, s, path: &path)
-                let i = leaf.lowerBound(k)
-                guard i < leaf.cellCount, leaf.compareKey(i, k) == 0 else { return nil }
-                return try value(leaf, i, s)
-        }
+        try key.withBytes { k throws(KuraError) -> [UInt8]? in try get(k, s) }
+    }
+
+    /// The value stored under `key`, or nil.
+    func get<S: PageSource>(_ k: UnsafeRawBufferPointer, _ s: S) throws(KuraError) -> [UInt8]? {
+        let leaf = try leaf(for: k, s)
+        let i = leaf.lowerBound(k)
+        guard i < leaf.cellCount, leaf.compareKey(i, k) == 0 else { return nil }
+        return try value(leaf, i, s)
+    }
+
+    /// `body` applied to the value stored under `key` where it lies (the leaf
+    /// page's bytes, or the value assembled from its overflow chain), or nil if
+    /// there is none. The bytes are valid only inside `body`.
+    func withValue<S: PageSource, T>(_ k: UnsafeRawBufferPointer, _ s: S,
+                                     _ body: (UnsafeRawBufferPointer) throws(KuraError) -> T) throws(KuraError) -> T? {
+        let leaf = try leaf(for: k, s)
+        defer { withExtendedLifetime(leaf) {} }
+        let i = leaf.lowerBound(k)
+        guard i < leaf.cellCount, leaf.compareKey(i, k) == 0 else { return nil }
+        let v = leaf.leafValue(i)
+        if v.overflow == 0 { return try body(UnsafeRawBufferPointer(start: leaf.bytes + v.offset, count: v.length)) }
+        return try value(leaf, i, s).withBytes(body)
     }
 
     /// Whether `key` is present.
     func contains<S: PageSource>(_ key: [UInt8], _ s: S) throws(KuraError) -> Bool {
-        var path: [(page: UInt32, index: Int)] = []
-        return try key.withBytes { k throws(KuraError) -> Bool in
-                let leaf = try descend(k, s, path: &path)
-                let i = leaf.lowerBound(k)
-                return i < leaf.cellCount && leaf.compareKey(i, k) == 0
+        try key.withBytes { k throws(KuraError) -> Bool in
+            let leaf = try leaf(for: k, s)
+            let i = leaf.lowerBound(k)
+            return i < leaf.cellCount && leaf.compareKey(i, k) == 0
         }
     }
 
@@ -165,6 +196,58 @@ struct BTree {
             try c.next(s)
         }
         return n
+    }
+}
+
+/// Point reads in one read snapshot that reuse the pages of the previous
+/// descent: at each level, a child page that is the one the last descent went
+/// through is taken from `pages` instead of being fetched and checked again.
+/// Reads by increasing key (an index's candidates in row-ID order) share their
+/// upper levels, and often their leaf.
+///
+/// Only for snapshot pages (a read transaction): there a page number names
+/// one immutable page, so a kept page is always the snapshot's. In a write
+/// transaction pages change in place or are copied; use `BTree.get` there.
+struct TreePath {
+    let tree: BTree
+    /// The pages of the last descent, root first.
+    private var pages: [Page] = []
+
+    init(tree: BTree) { self.tree = tree }
+
+    /// The leaf that holds (or would hold) `key`.
+    mutating func leaf<S: PageSource>(for key: UnsafeRawBufferPointer, _ s: S) throws(KuraError) -> Page {
+        var p: Page
+        if let root = pages.first { p = root } else {
+            p = try tree.node(tree.root, s)
+            pages.append(p)
+        }
+        var depth = 0
+        while !p.isLeafNode {
+            guard depth < BTree.maxDepth else { throw tree.depthError(p.number) }
+            depth += 1
+            let child = p.child(p.lowerBound(key))
+            if depth < pages.count {
+                if pages[depth].number == child {
+                    p = pages[depth]
+                } else {
+                    p = try tree.node(child, s)
+                    pages[depth] = p
+                }
+            } else {
+                p = try tree.node(child, s)
+                pages.append(p)
+            }
+        }
+        return p
+    }
+
+    /// The value stored under `key` (copied), or nil.
+    mutating func get<S: PageSource>(_ key: UnsafeRawBufferPointer, _ s: S) throws(KuraError) -> [UInt8]? {
+        let leaf = try leaf(for: key, s)
+        let i = leaf.lowerBound(key)
+        guard i < leaf.cellCount, leaf.compareKey(i, key) == 0 else { return nil }
+        return try tree.value(leaf, i, s)
     }
 }
 

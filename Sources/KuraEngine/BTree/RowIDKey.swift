@@ -43,6 +43,24 @@ enum RowIDKey {
         return out
     }
 
+    /// `body` applied to the encoding of `n`, built on the stack (no array).
+    @inline(__always)
+    static func withEncoded<T>(_ n: Int64, _ body: (UnsafeRawBufferPointer) throws(KuraError) -> T) throws(KuraError) -> T {
+        var storage: (UInt64, UInt64) = (0, 0)
+        return try withUnsafeMutableBytes(of: &storage) { raw in
+            let m = n >= 0 ? UInt64(n) : UInt64(~n)
+            let k = byteCount(m)
+            raw[0] = n >= 0 ? 0x80 + UInt8(k) : 0x7F - UInt8(k)
+            let v = UInt64(bitPattern: n)
+            var s = 0
+            while s < k {
+                raw[1 + s] = UInt8(truncatingIfNeeded: v >> (8 * UInt64(k - 1 - s)))
+                s += 1
+            }
+            return Result { () throws(KuraError) in try body(UnsafeRawBufferPointer(rebasing: raw[0..<(1 + k)])) }
+        }.get()
+    }
+
     /// Decodes an encoding at `p[offset..<end]`; nil if malformed.
     static func decode(_ p: UnsafeRawPointer, _ offset: Int, _ end: Int) -> (value: Int64, length: Int)? {
         guard offset < end else { return nil }

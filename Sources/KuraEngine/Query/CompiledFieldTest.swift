@@ -97,11 +97,7 @@ struct CompiledFieldTest {
     /// The answer for ASCII row bytes, or nil when the row is not ASCII (or has a
     /// CR where that matters) and the interpreter must decide.
     static func asciiTest(_ op: TextOp, _ h: UnsafeRawBufferPointer, _ n: [UInt8], _ lower: Bool) -> Bool? {
-        var hasCR = false
-        for x in h {
-            if x >= 0x80 { return nil }
-            if x == 0x0D { hasCR = true }
-        }
+        guard h.isASCII else { return nil }
         @inline(__always) func at(_ i: Int) -> UInt8 {
             let x = h[i]
             return lower && x >= 0x41 && x <= 0x5A ? x | 0x20 : x
@@ -144,7 +140,7 @@ struct CompiledFieldTest {
             }
             return false
         case .like(let pattern):
-            if hasCR { return nil }
+            if h.contains(0x0D) { return nil }
             return like(pattern, count: h.count, at)
         }
     }

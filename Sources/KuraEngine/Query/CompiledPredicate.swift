@@ -32,11 +32,13 @@ final class CompiledPredicate {
         case and([Node])
         case or([Node])
         case not(Node)
-        case test(CompiledFieldTest)
+        /// `tests[i]` (kept out of the node so running it copies nothing).
+        case test(Int)
         case interpreted(KuraPredicate)
     }
 
     let root: Node
+    let tests: [CompiledFieldTest]
     let columns: ColumnMap
     let variables: [String: EvaluatedValue]
     private var fields: RecordFields
@@ -50,7 +52,9 @@ final class CompiledPredicate {
         self.variables = variables
         var maxOrdinal = -1
         var interpreted = false
-        root = Self.compile(predicate, columns, variables, &maxOrdinal, &interpreted)
+        var tests: [CompiledFieldTest] = []
+        root = Self.compile(predicate, columns, variables, &maxOrdinal, &interpreted, &tests)
+        self.tests = tests
         usesInterpreter = interpreted
         fields = RecordFields(columns: maxOrdinal + 1)
     }
@@ -73,9 +77,9 @@ final class CompiledPredicate {
     private func run(_ node: Node, _ record: UnsafeRawBufferPointer) throws(KuraError) -> Bool {
         switch node {
         case .constant(let b): return b
-        case .test(let t):
+        case .test(let i):
             do {
-                return try t.holds(fields)
+                return try tests[i].holds(fields)
             } catch where error.code == .corrupt {
                 throw KuraError(.corrupt, "a row of table \"\(columns.table)\" has a malformed record: \(error.message)", page: error.page)
             }
@@ -95,17 +99,18 @@ final class CompiledPredicate {
     // MARK: Compilation
 
     private static func compile(_ p: KuraPredicate, _ columns: ColumnMap, _ variables: [String: EvaluatedValue],
-                                _ maxOrdinal: inout Int, _ interpreted: inout Bool) -> Node {
+                                _ maxOrdinal: inout Int, _ interpreted: inout Bool, _ tests: inout [CompiledFieldTest]) -> Node {
         switch p {
         case .truePredicate: return .constant(true)
         case .falsePredicate: return .constant(false)
-        case .not(let x): return .not(compile(x, columns, variables, &maxOrdinal, &interpreted))
-        case .and(let xs): return .and(xs.map { compile($0, columns, variables, &maxOrdinal, &interpreted) })
-        case .or(let xs): return .or(xs.map { compile($0, columns, variables, &maxOrdinal, &interpreted) })
+        case .not(let x): return .not(compile(x, columns, variables, &maxOrdinal, &interpreted, &tests))
+        case .and(let xs): return .and(xs.map { compile($0, columns, variables, &maxOrdinal, &interpreted, &tests) })
+        case .or(let xs): return .or(xs.map { compile($0, columns, variables, &maxOrdinal, &interpreted, &tests) })
         case .comparison(let c):
             if let t = fieldTest(c, columns, variables) {
                 maxOrdinal = max(maxOrdinal, t.ordinal)
-                return .test(t)
+                tests.append(t)
+                return .test(tests.count - 1)
             }
             interpreted = true
             return .interpreted(p)

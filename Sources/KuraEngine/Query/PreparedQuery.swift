@@ -128,6 +128,7 @@ extension ReadTransaction {
     ///
     /// - Throws: `.notFound` if there is no such table.
     func schemaFingerprint(of table: String) throws(KuraError) -> SchemaFingerprint {
+        if writer == nil, let f = fingerprintMemo { return f }
         if let w = self as? WriteTransaction {
             return SchemaFingerprint(catalog: CatalogCache.Key(w.writer!.header), local: w.localSchemaGeneration)
         }

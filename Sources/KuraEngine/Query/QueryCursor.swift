@@ -44,7 +44,7 @@ public final class QueryCursor {
         compiled = query.predicate.map { CompiledPredicate($0, columns: resolved.columns) }
         filters = joins?.filters ?? []
         lookups = joins?.lookups ?? [:]
-        source = CandidateSource(plan: plan, table: resolved.info)
+        source = CandidateSource(plan: plan, table: resolved.info, snapshot: transaction.writer == nil)
     }
 
     /// The next matching row, or nil at the end.
@@ -73,7 +73,7 @@ public final class QueryCursor {
                 sortedPosition += 1
                 // A row deleted since the IDs were gathered (in this write
                 // transaction) is skipped, as a scan past it would.
-                guard let record = try BTree(root: info.rootPage, kind: .table).get(RowIDKey.encode(id), s) else { continue }
+                guard let record = try source.rowRecord(id, s) else { continue }
                 if testOnRead {
                     let matched: Bool
                     do throws(KuraError) {
@@ -169,6 +169,8 @@ struct CandidateSource {
     let plan: QueryPlan
     let table: TableInfo
     let tableTree: BTree
+    /// Row reads reuse the previous descent's pages (read transactions only).
+    private var rowPath: TreePath?
     private var cursor: TreeCursor?
     private var rangeIndex = 0
     private var started = false
@@ -176,10 +178,13 @@ struct CandidateSource {
     private var run: [Int64] = []
     private var runPosition = 0
 
-    init(plan: QueryPlan, table: TableInfo) {
+    /// `snapshot`: the pages are a read transaction's (immutable), so row
+    /// reads may keep their path (`TreePath`).
+    init(plan: QueryPlan, table: TableInfo, snapshot: Bool = false) {
         self.plan = plan
         self.table = table
         tableTree = BTree(root: table.rootPage, kind: .table)
+        if snapshot { rowPath = TreePath(tree: tableTree) }
     }
 
     mutating func next<S: PageSource>(_ s: S, matching: (UnsafeRawBufferPointer, Int64) throws(KuraError) -> Bool) throws(KuraError) -> Row? {
@@ -192,7 +197,7 @@ struct CandidateSource {
                 rangeIndex += 1
                 // A row deleted since the IDs were gathered (in this write
                 // transaction) is skipped, as a scan past it would.
-                guard let record = try tableTree.get(RowIDKey.encode(rowID), s) else { continue }
+                guard let record = try rowRecord(rowID, s) else { continue }
                 let matched: Bool
                 do throws(KuraError) {
                     matched = try record.withBytes { b throws(KuraError) in try matching(b, rowID) }
@@ -213,7 +218,7 @@ struct CandidateSource {
                 while runPosition < run.count {
                     let rowID = run[runPosition]
                     runPosition += 1
-                    guard let record = try tableTree.get(RowIDKey.encode(rowID), s) else {
+                    guard let record = try rowRecord(rowID, s) else {
                         throw KuraError(.corrupt, "index \"\(index.name)\" names row \(rowID), which table \"\(table.name)\" does not have", page: index.info.rootPage)
                     }
                     let matched: Bool
@@ -227,18 +232,23 @@ struct CandidateSource {
                 run.removeAll(keepingCapacity: true)
                 runPosition = 0
                 var runKey: [UInt8]?
-                while let (key, rowID) = try nextIndexEntry(s, index, ranges, reverse) {
+                while let rowID = try nextIndexEntry(s, index, ranges, reverse) {
                     if !needsRun {
                         run.append(rowID)
                         break
                     }
-                    let orderKey = try IndexKeyParser.prefix(key, columns: plan.orderColumns, of: index)
-                    if let rk = runKey, orderKey != rk {
-                        // One past the run: step back so it is read again next time.
-                        try stepBack(s, reverse)
-                        break
+                    // The entry's key, borrowed from the page the cursor holds.
+                    let key = cursor!.key
+                    let orderKey = UnsafeRawBufferPointer(rebasing: key[0..<(try IndexKeyParser.prefixLength(key, columns: plan.orderColumns, of: index))])
+                    if let rk = runKey {
+                        if !orderKey.elementsEqual(rk) {
+                            // One past the run: step back so it is read again next time.
+                            try stepBack(s, reverse)
+                            break
+                        }
+                    } else {
+                        runKey = Array(orderKey)
                     }
-                    runKey = orderKey
                     run.append(rowID)
                 }
                 if run.isEmpty { return nil }
@@ -252,7 +262,17 @@ struct CandidateSource {
         guard case .index(let index, let ranges, let reverse) = plan.access else {
             preconditionFailure("nextIndexRowID on a table scan")
         }
-        return try nextIndexEntry(s, index, ranges, reverse)?.1
+        return try nextIndexEntry(s, index, ranges, reverse)
+    }
+
+    /// The record of row `rowID` (copied out of its page), or nil.
+    @inline(__always)
+    mutating func rowRecord<S: PageSource>(_ rowID: Int64, _ s: S) throws(KuraError) -> [UInt8]? {
+        if rowPath != nil {
+            return try RowIDKey.withEncoded(rowID) { k throws(KuraError) in try rowPath!.get(k, s) }
+        }
+        let tree = tableTree
+        return try RowIDKey.withEncoded(rowID) { k throws(KuraError) in try tree.get(k, s) }
     }
 
     private mutating func stepBack<S: PageSource>(_ s: S, _ reverse: Bool) throws(KuraError) {
@@ -295,8 +315,9 @@ struct CandidateSource {
         return nil
     }
 
-    /// The next index entry inside the ranges, as (key, row ID).
-    private mutating func nextIndexEntry<S: PageSource>(_ s: S, _ index: IndexDefinition, _ ranges: [KeyRange], _ reverse: Bool) throws(KuraError) -> ([UInt8], Int64)? {
+    /// Moves to the next index entry inside the ranges and returns its row ID;
+    /// its key is then `cursor!.key`.
+    private mutating func nextIndexEntry<S: PageSource>(_ s: S, _ index: IndexDefinition, _ ranges: [KeyRange], _ reverse: Bool) throws(KuraError) -> Int64? {
         while rangeIndex < ranges.count {
             let r = ranges[reverse ? ranges.count - 1 - rangeIndex : rangeIndex]
             if !started {
@@ -316,10 +337,10 @@ struct CandidateSource {
                 if reverse { try cursor!.previous(s) } else { try cursor!.next(s) }
             }
             if cursor!.isValid {
-                let key = Array(cursor!.key)
-                let inRange = reverse ? !bytesPrecede(key, r.lower) : withinUpper(key, r.upper)
+                let key = cursor!.key
+                let inRange = reverse ? !Self.precedes(key, r.lower) : withinUpper(key, r.upper)
                 if inRange {
-                    return (key, try IndexKeyParser.rowID(key, of: index))
+                    return try IndexKeyParser.rowID(key, of: index)
                 }
             }
             rangeIndex += 1
@@ -337,8 +358,21 @@ struct CandidateSource {
         return e
     }
 
-    private func withinUpper(_ key: [UInt8], _ upper: [UInt8]) -> Bool {
-        upper.isEmpty || key.starts(with: upper) || !bytesPrecede(upper, key)
+    private func withinUpper(_ key: UnsafeRawBufferPointer, _ upper: [UInt8]) -> Bool {
+        upper.isEmpty || key.starts(with: upper) || !upper.withUnsafeBytes { u in Self.precedes(u, key) }
+    }
+
+    /// `bytesPrecede` on borrowed key bytes.
+    @inline(__always)
+    private static func precedes(_ a: UnsafeRawBufferPointer, _ b: [UInt8]) -> Bool {
+        b.withUnsafeBytes { y in precedes(a, y) }
+    }
+
+    @inline(__always)
+    private static func precedes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+        let n = min(a.count, b.count)
+        let c = n == 0 ? 0 : memcmpBytes(a.baseAddress!, b.baseAddress!, n)
+        return c != 0 ? c < 0 : a.count < b.count
     }
 
     private func incrementPrefix(_ p: inout [UInt8]) -> Bool { KeyRange.incrementPrefix(&p) }
@@ -347,7 +381,7 @@ struct CandidateSource {
 /// Splits index keys into their column segments and row ID.
 enum IndexKeyParser {
     /// Length of the segment at `offset`, or nil if malformed.
-    static func segmentLength(_ key: [UInt8], _ offset: Int, descending: Bool) -> Int? {
+    static func segmentLength<K: RandomAccessCollection<UInt8>>(_ key: K, _ offset: Int, descending: Bool) -> Int? where K.Index == Int {
         func byte(_ i: Int) -> UInt8? { i < key.count ? (descending ? ~key[i] : key[i]) : nil }
         guard let tag = byte(offset) else { return nil }
         switch tag {
@@ -378,6 +412,11 @@ enum IndexKeyParser {
 
     /// The bytes of the first `columns` segments.
     static func prefix(_ key: [UInt8], columns: Int, of index: IndexDefinition) throws(KuraError) -> [UInt8] {
+        Array(key[0..<(try key.withBytes { b throws(KuraError) in try prefixLength(b, columns: columns, of: index) })])
+    }
+
+    /// The length of the first `columns` segments.
+    static func prefixLength(_ key: UnsafeRawBufferPointer, columns: Int, of index: IndexDefinition) throws(KuraError) -> Int {
         var pos = 0
         for c in index.columns.prefix(columns) {
             guard let n = segmentLength(key, pos, descending: c.descending) else {
@@ -385,16 +424,21 @@ enum IndexKeyParser {
             }
             pos += n
         }
-        return Array(key[0..<pos])
+        return pos
     }
 
     /// The row ID at the end of an index key.
     static func rowID(_ key: [UInt8], of index: IndexDefinition) throws(KuraError) -> Int64 {
-        let p = try prefix(key, columns: index.columns.count, of: index).count
-        let id: Int64? = key.withUnsafeBytes { b in
-            guard let base = b.baseAddress, let (v, n) = RowIDKey.decode(base, p, b.count), p + n == b.count else { return nil }
+        try key.withBytes { b throws(KuraError) in try rowID(b, of: index) }
+    }
+
+    /// The row ID at the end of an index key held in `key`.
+    static func rowID(_ key: UnsafeRawBufferPointer, of index: IndexDefinition) throws(KuraError) -> Int64 {
+        let p = try prefixLength(key, columns: index.columns.count, of: index)
+        let id: Int64? = {
+            guard let base = key.baseAddress, let (v, n) = RowIDKey.decode(base, p, key.count), p + n == key.count else { return nil }
             return v
-        }
+        }()
         guard let id else {
             throw KuraError(.corrupt, "index \"\(index.name)\" has a key that does not end in a row ID", page: index.info.rootPage)
         }

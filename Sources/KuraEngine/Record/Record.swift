@@ -107,11 +107,45 @@ public enum RecordCodec {
     }
 
     /// Decodes every value of a record held in `buf`.
+    ///
+    /// The header is checked whole first, with `RecordView`'s checks and
+    /// messages, then each value is decoded straight from the bytes (no
+    /// `RecordView` arrays: this runs for every row an application reads).
     public static func decode(_ buf: UnsafeRawBufferPointer) throws(KuraError) -> [Value] {
-        let view = try RecordView(buf)
+        guard let p = buf.baseAddress, buf.count > 0 else {
+            throw KuraError(.corrupt, "record is empty")
+        }
+        let length = buf.count
+        guard let (hsize, hlen) = Varint.read(p, 0, length), hsize <= UInt64(length - hlen) else {
+            throw KuraError(.corrupt, "record header size runs past the record (\(length) bytes)")
+        }
+        let headerEnd = hlen + Int(hsize)
+        var pos = hlen
+        var body = headerEnd
+        var count = 0
+        // Each serial type takes at least one byte, so the loop is bounded by hsize.
+        while pos < headerEnd {
+            guard let (t, n) = Varint.read(p, pos, headerEnd), let blen = bodyLength(t) else {
+                throw KuraError(.corrupt, "record header has a malformed or reserved serial type at byte \(pos)")
+            }
+            pos += n
+            body += blen
+            if body > length {
+                throw KuraError(.corrupt, "record body is shorter than its header promises (\(body) > \(length) bytes)")
+            }
+            count += 1
+        }
         var out: [Value] = []
-        out.reserveCapacity(view.count)
-        for i in 0..<view.count { out.append(try view.value(at: i)) }
+        out.reserveCapacity(count)
+        pos = hlen
+        body = headerEnd
+        while pos < headerEnd {
+            // Checked by the loop above: every type reads and has a body inside the record.
+            let (t, n) = Varint.read(p, pos, headerEnd).unsafelyUnwrapped
+            out.append(try decodeBody(t, p + body, column: out.count))
+            pos += n
+            body += bodyLength(t).unsafelyUnwrapped
+        }
         return out
     }
 }
@@ -185,12 +219,35 @@ public struct RecordView {
 extension String {
     /// Strict UTF-8 validation of borrowed bytes.
     init?(validating bytes: UnsafeRawBufferPointer, as _: UTF8.Type) {
+        // ASCII bytes are valid UTF-8 as they stand: one pass, no comparison.
+        if bytes.isASCII {
+            self = String(decoding: bytes, as: UTF8.self)
+            return
+        }
         let s = String(decoding: bytes, as: UTF8.self)
         // String(decoding:) repairs invalid sequences with U+FFFD; a length
         // mismatch or a replacement character that was not in the input means the
         // bytes were invalid.
         if s.utf8.count != bytes.count || !s.utf8.elementsEqual(bytes) { return nil }
         self = s
+    }
+}
+
+extension UnsafeRawBufferPointer {
+    /// Whether every byte is below 0x80 (eight bytes at a time).
+    @inline(__always)
+    var isASCII: Bool {
+        guard let p = baseAddress else { return true }
+        var i = 0
+        while i + 8 <= count {
+            if p.loadUnaligned(fromByteOffset: i, as: UInt64.self) & 0x8080_8080_8080_8080 != 0 { return false }
+            i += 8
+        }
+        while i < count {
+            if p.load(fromByteOffset: i, as: UInt8.self) >= 0x80 { return false }
+            i += 1
+        }
+        return true
     }
 }
 

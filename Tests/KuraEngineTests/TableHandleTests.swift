@@ -1,0 +1,84 @@
+// Read transactions' table handles (TableHandle.swift): a read transaction
+// resolves each table once and keeps it for its snapshot; handles never carry
+// over to another transaction, so counters and schema changes committed by
+// other connections are seen by the next transaction.
+
+import Foundation
+import XCTest
+@testable import KuraEngine
+
+final class TableHandleTests: XCTestCase {
+    static let schemaAB = try! TableSchema([ColumnDefinition("a", .integer), ColumnDefinition("b", .text)])
+    static let schemaC = try! TableSchema([ColumnDefinition("c", .text)])
+
+    // Guards the read handle's lifetime: a handle resolved in one read
+    // transaction must keep serving that snapshot while another connection
+    // drops and re-creates the table with another schema, and must not leak
+    // into the next transaction (which sees the new table).
+    func testHandleKeepsItsSnapshotAndNextTransactionSeesOtherConnectionsSchemaChange() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.path + "/h.kura"
+        let db1 = try Database(path: path)
+        let db2 = try Database(path: path)
+        defer { db1.close(); db2.close() }
+        try db1.write { tx in
+            let t = try tx.createTable("t", schema: Self.schemaAB)
+            _ = try tx.createIndex("t_a", on: t, columns: [IndexColumn("a")])
+            for i in 1...20 { try tx.insert([.integer(Int64(i % 5)), .text("r\(i)")], into: t) }
+        }
+        try db1.read { tx in
+            let t = try tx.table("t")
+            XCTAssertEqual(try tx.values(in: t, rowID: 3), [.integer(3), .text("r3")])
+            XCTAssertEqual(try tx.count(TableQuery("t", where: try KuraPredicate(format: "a == 2"))), 4)
+            // Another connection replaces the table while this snapshot is open.
+            try db2.write { w in
+                try w.dropTable("t")
+                let n = try w.createTable("t", schema: Self.schemaC)
+                try w.insert([.text("new")], into: n)
+            }
+            XCTAssertEqual(try tx.values(in: t, rowID: 3), [.integer(3), .text("r3")])
+            XCTAssertEqual(try tx.values(in: try tx.table("t"), rowID: 20), [.integer(0), .text("r20")])
+            XCTAssertEqual(try tx.rowCount(t), 20)
+            XCTAssertEqual(try tx.count(TableQuery("t", where: try KuraPredicate(format: "a == 2"))), 4)
+            XCTAssertEqual(try tx.schema(of: t)?.columns.map(\.name), ["a", "b"])
+        }
+        try db1.read { tx in
+            let t = try tx.table("t")
+            XCTAssertEqual(try tx.rowCount(t), 1)
+            XCTAssertEqual(try tx.schema(of: t)?.columns.map(\.name), ["c"])
+            XCTAssertEqual(try tx.values(in: t, rowID: 1), [.text("new")])
+            XCTAssertEqual(try tx.indexes(of: "t").count, 0)
+            XCTAssertThrowsError(try tx.count(TableQuery("t", where: try KuraPredicate(format: "a == 2")))) { e in
+                XCTAssertEqual((e as? KuraError)?.code, .notFound)
+            }
+        }
+    }
+
+    // Guards the counters a read handle carries: they are the snapshot's, so
+    // a later read transaction must see rows another connection committed
+    // (row count, and queries the planner costs from it).
+    func testNextReadTransactionSeesOtherConnectionsRows() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.path + "/c.kura"
+        let db1 = try Database(path: path)
+        let db2 = try Database(path: path)
+        defer { db1.close(); db2.close() }
+        try db1.write { tx in
+            let t = try tx.createTable("t", schema: Self.schemaAB)
+            for i in 1...10 { try tx.insert([.integer(Int64(i)), .text("x")], into: t) }
+        }
+        XCTAssertEqual(try db1.read { tx in try tx.rowCount(try tx.table("t")) }, 10)
+        try db2.write { tx in
+            let t = try tx.table("t")
+            for i in 11...15 { try tx.insert([.integer(Int64(i)), .text("y")], into: t) }
+        }
+        try db1.read { tx in
+            let t = try tx.table("t")
+            XCTAssertEqual(t.rowCount, 15)
+            XCTAssertEqual(t.nextRowID, 16)
+            XCTAssertEqual(try tx.values(in: t, rowID: 15), [.integer(15), .text("y")])
+            XCTAssertNil(try tx.values(in: t, rowID: 16))
+            XCTAssertEqual(try tx.count(TableQuery("t", where: try KuraPredicate(format: "b == 'y'"))), 5)
+        }
+    }
+}
