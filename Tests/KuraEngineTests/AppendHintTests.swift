@@ -39,8 +39,8 @@ final class AppendHintTests: XCTestCase {
             return [.text(String(repeating: "x", count: size)), .integer(Int64(rng.next() % 100))]
         }
 
-        for round in 0..<30 {
-            let rollback = round % 10 == 9 || rng.next() % 8 == 0
+        for round in 0..<24 {
+            let rollback = round % 8 == 7 || rng.next() % 8 == 0
             var staged = model
             var stagedNext = next
             do {
@@ -115,15 +115,15 @@ final class AppendHintTests: XCTestCase {
                     ids.append(r.rowID)
                 }
                 XCTAssertEqual(ids, model.keys.sorted(), "seed \(seed)")
-                XCTAssertEqual(try tx.checkIntegrity(), [], "seed \(seed)")
+                if round % 4 == 3 { XCTAssertEqual(try tx.checkIntegrity(), [], "seed \(seed)") }
             }
         }
         // The run must have exercised what it claims to.
-        XCTAssertGreaterThan(counts.appends, 250)
-        XCTAssertGreaterThan(counts.explicit, 25)
-        XCTAssertGreaterThan(counts.tailDeletes, 50)
-        XCTAssertGreaterThan(counts.tailUpdates, 50)
-        XCTAssertGreaterThan(counts.predicates, 15)
+        XCTAssertGreaterThan(counts.appends, 200)
+        XCTAssertGreaterThan(counts.explicit, 20)
+        XCTAssertGreaterThan(counts.tailDeletes, 40)
+        XCTAssertGreaterThan(counts.tailUpdates, 40)
+        XCTAssertGreaterThan(counts.predicates, 12)
         XCTAssertGreaterThan(counts.rollbacks, 0)
     }
 }
