@@ -79,6 +79,7 @@ extension BTree {
                     if !value.isEmpty {
                         value.withUnsafeBytes { (page.bytes + old.offset).copyMemory(from: $0.baseAddress!, byteCount: value.count) }
                     }
+                    w.rememberLeaf(leafNo, of: root)
                     return true
                 }
             }
