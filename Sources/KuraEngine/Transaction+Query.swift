@@ -314,7 +314,9 @@ extension WriteTransaction {
         // The scan already read each row's record: it is the current one (no row
         // is visited twice, and updating one row leaves the others' records as
         // they are), so each update starts from it instead of descending again.
-        let rows = try matchingRows(TableQuery(table, where: predicate))
+        // In row-ID order: consecutive rows mostly share a leaf, which the
+        // tree then changes without descending again (BTree+Insert.swift).
+        let rows = try matchingRows(TableQuery(table, where: predicate)).sorted { $0.rowID < $1.rowID }
         for row in rows {
             var values = try RecordCodec.decode(row.record)
             while values.count < schema.columns.count { values.append(schema.columns[values.count].defaultValue) }
@@ -335,9 +337,7 @@ extension WriteTransaction {
     @discardableResult
     public func delete(from table: String, where predicate: KuraPredicate?) throws(KuraError) -> Int {
         let info = try self.table(table)
-        let rows = try matchingRows(TableQuery(table, where: predicate))
-        for row in rows { try delete(from: info, rowID: row.rowID, current: row.record) }
-        return rows.count
+        return try deleteRows(try matchingRows(TableQuery(table, where: predicate)), from: info)
     }
 
     /// The matching rows first, so changing rows does not disturb the scan.

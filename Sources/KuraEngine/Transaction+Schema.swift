@@ -253,12 +253,22 @@ extension WriteTransaction {
         let sorter = KeySorter(fileSystem: database.options.fileSystem, storePath: database.path, permissionsOf: writer!.pager.file,
                                budget: database.options.cacheSize, maxKey: Node.maxKey(database.pageSize))
         do throws(KuraError) {
-            let rows = try self.rows(in: info)
-            while let row = try rows.next() {
-                guard let k = try indexKeys([probe], record: row.record, rowID: row.rowID, table: info).first else { continue }
-                try sorter.add(SortEntry(key: k.key, prefix: k.prefixLength, hasNull: k.hasNull, rowID: row.rowID))
-            }
+            try addIndexEntries(of: info, schema: schema, to: probe, sorter)
             try sorter.finish()
+            if sorter.isInMemory {
+                // Everything fit the budget: no run file, no merge; the sorted
+                // keys go from the sorter's arena straight into leaf pages.
+                if unique, let (p, e) = sorter.firstSharedValuesInMemory() {
+                    throw KuraError(.constraintViolation, "cannot create unique index \"\(name)\": rows \(p.rowID) and \(e.rowID) of table \"\(info.name)\" share \(resolved.map(\.name).joined(separator: ", ")) = \(try describeValues(probe, rowID: e.rowID, table: info.name))")
+                }
+                let created = try createObject(name, kind: "index", owner: info.name, definition: definition)
+                let index = try IndexDefinition(info: created)
+                var loader = BTree.BulkLoader(tree: index.tree, writer!)
+                try sorter.forEachInMemory { key, _ throws(KuraError) in try loader.append(key: key) }
+                try loader.finish()
+                indexCache[info.name] = nil
+                return index
+            }
             if unique {
                 let entries = try sorter.merged()
                 var previous: SortEntry? = nil
@@ -281,6 +291,50 @@ extension WriteTransaction {
         } catch {
             sorter.discard()
             throw error
+        }
+    }
+
+    /// Adds the entry of every row of `table` for `index` to `sorter`. Walks
+    /// the table's leaves directly and locates the indexed columns in place
+    /// (`RecordFields`): no copy of a record unless it has an overflow chain.
+    /// Keys are built as `indexKeys` builds them (a column a record does not
+    /// store reads as its default).
+    ///
+    /// - Throws: `.corrupt` for a malformed page, key or record; `.tooBig` for
+    ///   a key longer than the page size allows; errors of `sorter`.
+    private func addIndexEntries(of table: TableInfo, schema: TableSchema, to index: IndexDefinition, _ sorter: KeySorter) throws(KuraError) {
+        let w = writer!
+        let tree = BTree(root: table.rootPage, kind: .table)
+        let maxKey = Node.maxKey(database.pageSize)
+        var fields = RecordFields(columns: index.columns.map { $0.position + 1 }.max() ?? 0)
+        func add(_ record: UnsafeRawBufferPointer, rowID: Int64) throws(KuraError) {
+            try fields.load(record)
+            var (key, hasNull) = try index.valuePrefix { (i: Int) throws(KuraError) -> Value in
+                if i < fields.loaded { return try fields.value(i) }
+                return i < schema.columns.count ? schema.columns[i].defaultValue : .null
+            }
+            let prefix = key.count
+            RowIDKey.append(rowID, to: &key)
+            if key.count > maxKey {
+                throw KuraError(.tooBig, "row \(rowID)'s key for index \"\(index.name)\" is \(key.count) bytes; keys may be at most \(maxKey) bytes at this page size (index a shorter column, or use larger pages)")
+            }
+            try sorter.add(key: key, prefix: prefix, hasNull: hasNull, rowID: rowID)
+        }
+        var cursor = TreeCursor(tree: tree)
+        try cursor.first(w)
+        while cursor.isValid {
+            let leaf = cursor.leaf, i = cursor.index
+            let (ko, kl) = leaf.cellKey(i)
+            guard let (rowID, n) = RowIDKey.decode(leaf.bytes, ko, ko + kl), n == kl else {
+                throw KuraError(.corrupt, "table \"\(table.name)\" has a key that is not a row ID", path: database.path, page: leaf.number)
+            }
+            let v = leaf.leafValue(i)
+            if v.overflow == 0 {
+                try add(UnsafeRawBufferPointer(start: leaf.bytes + v.offset, count: v.length), rowID: rowID)
+            } else {
+                try tree.value(leaf, i, w).withBytes { r throws(KuraError) in try add(r, rowID: rowID) }
+            }
+            try cursor.next(w)
         }
     }
 

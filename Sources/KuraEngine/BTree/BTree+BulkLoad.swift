@@ -7,7 +7,8 @@
 // each interior page is its right-most child), so memory does not grow with the
 // number of keys. The finished top page is copied into the tree's root page,
 // whose number never changes. No key is inserted through the search path, so
-// building costs one write per page.
+// building costs one write per page. Leaf cells are packed into one reused
+// buffer (`BulkLoader`), not an array per cell.
 
 extension BTree {
     /// Replaces the contents of this (empty) tree with `keys` → `values`.
@@ -27,60 +28,122 @@ extension BTree {
     /// bounded whatever the count: one leaf's cells, and per interior level at
     /// most two pages' worth of children (see `InteriorLevel`).
     func bulkLoad(_ w: PageWriter, next: () throws(KuraError) -> (key: [UInt8], value: [UInt8])?) throws(KuraError) {
-        let capacity = Node.usable(w.pageSize) - Node.headerSize
+        var loader = BulkLoader(tree: self, w)
+        while let (key, value) = try next() {
+            if value.isEmpty {
+                try key.withBytes { k throws(KuraError) in try loader.append(key: k) }
+            } else {
+                let cell = try makeLeafCell(key, value, w)
+                try cell.withBytes { c throws(KuraError) in try loader.append(cell: c, keyLength: key.count) }
+            }
+        }
+        try loader.finish()
+    }
+
+    /// Builds a tree left to right from keys in strictly increasing order (see
+    /// the header): leaf cells are packed into one reused buffer and written to
+    /// a page when the next one does not fit; finished pages become children of
+    /// the interior levels above. Used once: `append` then `finish`.
+    struct BulkLoader {
+        let tree: BTree
+        let w: PageWriter
+        let capacity: Int
         var levels: [InteriorLevel] = []
-        var cells: [[UInt8]] = []
-        var used = 0
+        /// The cells of the leaf being filled, back to back, and where each ends.
+        var cells: [UInt8] = []
+        var cellEnds: [Int] = []
+        /// Byte offset in `cells` of the last cell's key, and its length.
+        var lastKey: (offset: Int, length: Int) = (0, 0)
+
+        init(tree: BTree, _ w: PageWriter) {
+            self.tree = tree
+            self.w = w
+            capacity = Node.usable(w.pageSize) - Node.headerSize
+            cells.reserveCapacity(capacity)
+        }
+
+        /// Appends a key with an empty value (an index entry).
+        mutating func append(key: UnsafeRawBufferPointer) throws(KuraError) {
+            precondition(key.count <= Node.maxKey(w.pageSize))
+            let size = Varint.size(UInt64(key.count)) + key.count + 1
+            if cells.count + 2 * cellEnds.count + size + 2 > capacity { try flushLeaf() }
+            Varint.append(UInt64(key.count), to: &cells)
+            lastKey = (cells.count, key.count)
+            cells.append(contentsOf: key)
+            cells.append(0)
+            cellEnds.append(cells.count)
+        }
+
+        /// Appends a whole leaf cell (`makeLeafCell`) whose key is `keyLength` bytes.
+        mutating func append(cell: UnsafeRawBufferPointer, keyLength: Int) throws(KuraError) {
+            if cells.count + 2 * cellEnds.count + cell.count + 2 > capacity { try flushLeaf() }
+            lastKey = (cells.count + Varint.size(UInt64(keyLength)), keyLength)
+            cells.append(contentsOf: cell)
+            cellEnds.append(cells.count)
+        }
+
+        /// Writes the pending cells as a leaf page, a child of the level above.
+        private mutating func flushLeaf() throws(KuraError) {
+            guard !cellEnds.isEmpty else { return }
+            let p = try w.allocate()
+            Node.initialize(p, kind: tree.kind.leaf, treeRoot: tree.root)
+            var top = Node.usable(p.size)
+            var start = 0
+            cells.withUnsafeBytes { c in
+                for (i, end) in cellEnds.enumerated() {
+                    top -= end - start
+                    (p.bytes + top).copyMemory(from: c.baseAddress! + start, byteCount: end - start)
+                    p.setU16(Node.headerSize + 2 * i, UInt16(top))
+                    start = end
+                }
+            }
+            p.contentStart = top
+            p.cellCount = cellEnds.count
+            let child: Child = (p.number, Array(cells[lastKey.offset..<(lastKey.offset + lastKey.length)]))
+            cells.removeAll(keepingCapacity: true)
+            cellEnds.removeAll(keepingCapacity: true)
+            try add(child, at: 0)
+        }
 
         /// Adds a finished page at `depth` (0: a leaf) as a child of the level above.
-        func add(_ child: Child, at depth: Int) throws(KuraError) {
+        private mutating func add(_ child: Child, at depth: Int) throws(KuraError) {
             if depth == levels.count {
-                guard depth < Self.maxDepth else { throw depthError(root) }
+                guard depth < BTree.maxDepth else { throw tree.depthError(tree.root) }
                 levels.append(InteriorLevel())
             }
             if let page = levels[depth].add(child, capacity: capacity) {
                 try add(try write(page), at: depth + 1)
             }
         }
-        func write(_ page: InteriorPage) throws(KuraError) -> Child {
+
+        private func write(_ page: InteriorPage) throws(KuraError) -> Child {
             let p = try w.allocate()
-            let cells = page.children.dropLast().map { Self.interiorCell(child: $0.page, key: $0.lastKey[...]) }
-            p.rebuild(kind: kind.interior, treeRoot: root, cells: cells[...], rightChild: page.children[page.children.count - 1].page)
+            let cells = page.children.dropLast().map { BTree.interiorCell(child: $0.page, key: $0.lastKey[...]) }
+            p.rebuild(kind: tree.kind.interior, treeRoot: tree.root, cells: cells[...], rightChild: page.children[page.children.count - 1].page)
             return (p.number, page.children[page.children.count - 1].lastKey)
         }
-        func flushLeaf() throws(KuraError) {
-            let p = try w.allocate()
-            p.rebuild(kind: kind.leaf, treeRoot: root, cells: cells[...], rightChild: 0)
-            let child: Child = (p.number, Array(Self.leafCellKey(cells[cells.count - 1])))
-            cells.removeAll(keepingCapacity: true)
-            used = 0
-            try add(child, at: 0)
-        }
-        while let (key, value) = try next() {
-            let cell = try makeLeafCell(key, value, w)
-            if used + cell.count + 2 > capacity { try flushLeaf() }
-            cells.append(cell)
-            used += cell.count + 2
-        }
-        if !cells.isEmpty { try flushLeaf() }
-        guard !levels.isEmpty else { return }
 
-        // Finish the levels bottom up; the first level that received one child
-        // in all holds the top page.
-        var depth = 0
-        var top: Child
-        while true {
-            if levels[depth].total == 1, let only = levels[depth].pending.first {
-                top = only
-                break
+        /// Writes what is pending and moves the top page into the tree's root.
+        mutating func finish() throws(KuraError) {
+            try flushLeaf()
+            guard !levels.isEmpty else { return }
+            // Finish the levels bottom up; the first level that received one child
+            // in all holds the top page.
+            var depth = 0
+            var top: Child
+            while true {
+                if levels[depth].total == 1, let only = levels[depth].pending.first {
+                    top = only
+                    break
+                }
+                for page in levels[depth].finish() { try add(try write(page), at: depth + 1) }
+                depth += 1
             }
-            for page in levels[depth].finish() { try add(try write(page), at: depth + 1) }
-            depth += 1
+            let topPage = try w.writable(top.page)
+            let rootPage = try w.writable(tree.root)
+            rootPage.bytes.copyMemory(from: topPage.bytes, byteCount: topPage.size)
+            try w.free(topPage.number)
         }
-        let topPage = try w.writable(top.page)
-        let rootPage = try w.writable(root)
-        rootPage.bytes.copyMemory(from: topPage.bytes, byteCount: topPage.size)
-        try w.free(topPage.number)
     }
 
     typealias Child = (page: UInt32, lastKey: [UInt8])

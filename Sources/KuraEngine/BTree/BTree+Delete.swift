@@ -12,6 +12,8 @@ extension BTree {
     /// Removes `key`. Returns false if it was not present.
     @discardableResult
     func delete(_ key: [UInt8], _ w: PageWriter) throws(KuraError) -> Bool {
+        if try deleteInLastLeaf(key, w) { return true }
+        let epoch = w.structureEpoch
         var path: [(page: UInt32, index: Int)] = []
         let found = try key.withBytes { k throws(KuraError) -> (UInt32, Int)? in
                 let leaf = try descend(k, w, path: &path)
@@ -23,6 +25,40 @@ extension BTree {
         let leaf = try w.page(leafNo)
         for p in try overflowPages(leaf, i, w) { try w.free(p) }
         try w.writable(leafNo).removeCell(i)
+        try rebalance(leafNo, path: path[...], w)
+        if w.structureEpoch == epoch { w.rememberLeaf(leafNo, of: root) }
+        return true
+    }
+
+    /// Removes `key` if it is in the leaf the writer remembers for this tree
+    /// (`PageWriter.lastLeaf`, see BTree+Insert.swift) and returns true; false,
+    /// changing nothing, otherwise. A leaf left under a quarter full is
+    /// rebalanced through the path a descent by `key` gives: the separators
+    /// above did not change, so it leads to the same leaf.
+    private func deleteInLastLeaf(_ key: [UInt8], _ w: PageWriter) throws(KuraError) -> Bool {
+        guard let leafNo = w.lastLeaf(of: root) else { return false }
+        let leaf = try node(leafNo, w)
+        guard leaf.isLeafNode else { return false }
+        let i = key.withUnsafeBytes { k in
+            let i = leaf.lowerBound(k)
+            return i < leaf.cellCount && leaf.compareKey(i, k) == 0 ? i : -1
+        }
+        guard i >= 0 else { return false }
+        for p in try overflowPages(leaf, i, w) { try w.free(p) }
+        let page = try w.writable(leafNo)
+        page.removeCell(i)
+        let capacity = Node.usable(w.pageSize) - Node.headerSize
+        if leafNo == root || (page.cellCount > 0 && page.usedSpace >= capacity / 4) {
+            // No rebalance (a leaf root never has one). Overflow pages freed
+            // above do not change the tree's shape.
+            w.rememberLeaf(leafNo, of: root)
+            return true
+        }
+        var path: [(page: UInt32, index: Int)] = []
+        let reached = try key.withBytes { k throws(KuraError) -> UInt32 in try descend(k, w, path: &path).number }
+        guard reached == leafNo else {
+            throw KuraError(.corrupt, "key deleted from page \(leafNo) leads to page \(reached) from the root of its tree", page: root)
+        }
         try rebalance(leafNo, path: path[...], w)
         return true
     }

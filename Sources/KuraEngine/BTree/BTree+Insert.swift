@@ -9,6 +9,19 @@
 //   - an interior split moves its middle cell's key up;
 //   - the root splits by moving its contents to a new child first, so the root
 //     page number never changes.
+//
+// Append hint: row IDs are allocated increasing, so most inserts go past the
+// last key of the tree. An insert that lands at the end of the right-most leaf
+// without allocating or freeing a page records that right-most path (page
+// numbers) in the writer (`PageWriter.setAppendHint`) with the writer's
+// structure epoch. The next insert of a key greater than that leaf's last key
+// goes straight to the leaf while the epoch is unchanged: no page was
+// allocated or freed since, so no split, merge or root move happened and the
+// path still is the tree's right-most one (a redistribution between the
+// right-most leaf and its left sibling keeps both in place). The leaf is read
+// fresh (by number) each time, so deletes and replacements in it, spilling
+// and reading back are all seen. A split through the hint uses the recorded
+// path; it allocates, so the next insert descends and records a new hint.
 
 extension BTree {
     enum InsertMode {
@@ -25,13 +38,34 @@ extension BTree {
     @discardableResult
     func insert(_ key: [UInt8], _ value: [UInt8], mode: InsertMode, _ w: PageWriter) throws(KuraError) -> Bool {
         precondition(key.count <= Node.maxKey(w.pageSize))
+        if mode != .replaceExisting, try appendThroughHint(key, value, w) { return true }
+        if let done = try replaceInLastLeaf(key, value, mode: mode, w) { return done }
+        let epoch = w.structureEpoch
         var path: [(page: UInt32, index: Int)] = []
-        let (leafNo, i, exists) = try key.withBytes { k throws(KuraError) -> (UInt32, Int, Bool) in
+        let (leafNo, i, exists, rightmost) = try key.withBytes { k throws(KuraError) -> (UInt32, Int, Bool, Bool) in
                 let leaf = try descend(k, w, path: &path)
                 let i = leaf.lowerBound(k)
-                return (leaf.number, i, i < leaf.cellCount && leaf.compareKey(i, k) == 0)
+                let n = leaf.cellCount
+                return (leaf.number, i, i < n && leaf.compareKey(i, k) == 0, i == n)
         }
         if !exists && mode == .replaceExisting { return false }
+        if !exists && rightmost {
+            // Past the leaf's last key: if every step took the right-most child,
+            // this is the tree's end; record its path unless the insert below
+            // splits (allocates), which changes it.
+            var onEdge = true
+            for step in path {
+                if try w.page(step.page).cellCount != step.index { onEdge = false; break }
+            }
+            if onEdge {
+                let cell = try makeLeafCell(key, value, w)
+                try insertCell(cell, at: i, into: leafNo, path: path[...], w)
+                if w.structureEpoch == epoch {
+                    w.setAppendHint(AppendHint(root: root, epoch: epoch, interior: path.map(\.page), leaf: leafNo))
+                }
+                return true
+            }
+        }
         if exists {
             if mode == .insertNew { return false }
             let leaf = try w.page(leafNo)
@@ -45,6 +79,7 @@ extension BTree {
                     if !value.isEmpty {
                         value.withUnsafeBytes { (page.bytes + old.offset).copyMemory(from: $0.baseAddress!, byteCount: value.count) }
                     }
+                    w.rememberLeaf(leafNo, of: root)
                     return true
                 }
             }
@@ -53,6 +88,72 @@ extension BTree {
         }
         let cell = try makeLeafCell(key, value, w)
         try insertCell(cell, at: i, into: leafNo, path: path[...], w)
+        if w.structureEpoch == epoch { w.rememberLeaf(leafNo, of: root) }
+        return true
+    }
+
+    /// When `key` is in the leaf the writer remembers for this tree
+    /// (`PageWriter.lastLeaf`: a leaf of this tree, since no page was allocated
+    /// or freed after it was remembered): with `.insertNew` returns false; else
+    /// replaces the value in that leaf if the new cell fits there without an
+    /// overflow chain (old or new) and returns true. Nil, changing nothing,
+    /// in every other case (the caller descends).
+    private func replaceInLastLeaf(_ key: [UInt8], _ value: [UInt8], mode: InsertMode, _ w: PageWriter) throws(KuraError) -> Bool? {
+        guard let leafNo = w.lastLeaf(of: root) else { return nil }
+        let leaf = try node(leafNo, w)
+        guard leaf.isLeafNode else { return nil }
+        let i = key.withUnsafeBytes { k in
+            let i = leaf.lowerBound(k)
+            return i < leaf.cellCount && leaf.compareKey(i, k) == 0 ? i : -1
+        }
+        guard i >= 0 else { return nil }
+        if mode == .insertNew { return false }
+        let old = leaf.leafValue(i)
+        let layout = Node.leafLayout(keyLength: key.count, valueLength: value.count, pageSize: w.pageSize)
+        guard old.overflow == 0, !layout.overflow else { return nil }
+        if value.count == old.length {
+            let page = try w.writable(leafNo)
+            if !value.isEmpty {
+                value.withUnsafeBytes { (page.bytes + old.offset).copyMemory(from: $0.baseAddress!, byteCount: value.count) }
+            }
+            return true
+        }
+        // Removing the old cell frees its bytes and its pointer.
+        guard leaf.freeSpace + leaf.cellSize(i) >= layout.size else { return nil }
+        let page = try w.writable(leafNo)
+        page.removeCell(i)
+        let fitted = page.insertCell(try makeLeafCell(key, value, w), at: i)
+        precondition(fitted, "a replacement cell that was measured to fit did not")
+        return true
+    }
+
+    /// Inserts `key` through the writer's append hint for this tree when the
+    /// hint is valid and `key` is greater than the hinted leaf's last key (so
+    /// it is new and goes last). Returns false, changing nothing, otherwise.
+    private func appendThroughHint(_ key: [UInt8], _ value: [UInt8], _ w: PageWriter) throws(KuraError) -> Bool {
+        guard let hint = w.appendHint(for: root) else { return false }
+        let leaf = try node(hint.leaf, w)
+        guard leaf.isLeafNode else { return false }
+        let n = leaf.cellCount
+        if n == 0 {
+            // Only an empty tree's root leaf is empty (a non-root page keeps a cell).
+            guard hint.leaf == root else { return false }
+        } else {
+            let past = key.withUnsafeBytes { leaf.compareKey(n - 1, $0) < 0 }
+            guard past else { return false }
+        }
+        let layout = Node.leafLayout(keyLength: key.count, valueLength: value.count, pageSize: w.pageSize)
+        if !layout.overflow && leaf.freeSpace >= layout.size + 2 {
+            // The usual case: the cell is written straight into the leaf.
+            try w.writable(hint.leaf).appendLeafCell(key, value, size: layout.size)
+            return true
+        }
+        let cell = try makeLeafCell(key, value, w)
+        if try w.writable(hint.leaf).insertCell(cell, at: n) { return true }
+        var path: [(page: UInt32, index: Int)] = []
+        path.reserveCapacity(hint.interior.count)
+        for p in hint.interior { path.append((p, try node(p, w).cellCount)) }
+        try insertCell(cell, at: n, into: hint.leaf, path: path[...], w)
         return true
     }
 
@@ -177,4 +278,36 @@ extension BTree {
             return cell[(4 + a)..<(4 + a + Int(kl))]
         }
     }
+}
+
+extension Page {
+    /// Appends a leaf cell without an overflow chain, `key` -> `value`, whose
+    /// `size` (`Node.leafLayout`) the caller checked fits `freeSpace` with its
+    /// pointer; it becomes the last cell (its key must be the greatest).
+    fileprivate func appendLeafCell(_ key: [UInt8], _ value: [UInt8], size: Int) {
+        if contentStart - (Node.headerSize + 2 * cellCount) < size + 2 { defragment() }
+        let start = contentStart - size
+        var pos = start
+        pos += Varint.write(UInt64(key.count), to: bytes + pos)
+        key.withUnsafeBytes { if $0.count > 0 { (bytes + pos).copyMemory(from: $0.baseAddress!, byteCount: $0.count) } }
+        pos += key.count
+        pos += Varint.write(UInt64(value.count), to: bytes + pos)
+        value.withUnsafeBytes { if $0.count > 0 { (bytes + pos).copyMemory(from: $0.baseAddress!, byteCount: $0.count) } }
+        precondition(pos + value.count == start + size, "leaf cell size does not match its layout")
+        let n = cellCount
+        setU16(Node.headerSize + 2 * n, UInt16(start))
+        contentStart = start
+        cellCount = n + 1
+    }
+}
+
+/// The right-most path of one tree, recorded by an insert at its end: the
+/// interior pages from the root down (each entered through its right-most
+/// child) and the last leaf. Valid while the writer's `structureEpoch` equals
+/// `epoch` (see the header).
+struct AppendHint {
+    let root: UInt32
+    let epoch: UInt64
+    let interior: [UInt32]
+    let leaf: UInt32
 }

@@ -17,6 +17,11 @@
 // the head is a prefix of any longer key with the same head bytes, and sorts
 // first in both orders. Index keys end in their row ID, so no two are equal.
 //
+// In memory, entries are `HeldEntry`s (head, arena offset and length, prefix,
+// null flag, row ID) whose keys lie back to back in one byte arena; a sort
+// moves only the 40-byte entries. A sort that never passed the budget is read
+// straight from the arena (`forEachInMemory`), with no file and no merge.
+//
 // Memory: the budget (the connection's page cache size, so a build uses about
 // twice the cache size with the page cache) bounds the entries held while
 // adding; merging holds one read buffer per run (`budget / runs`, at least 4 KiB
@@ -70,8 +75,24 @@ struct SortEntry {
     }
 }
 
+/// An entry held in memory: its key is `length` bytes at `offset` in the
+/// sorter's arena.
+struct HeldEntry {
+    var head: UInt64
+    var offset: Int
+    var length: Int32
+    var prefix: Int32
+    var hasNull: Bool
+    var rowID: Int64
+}
+
 /// Sorts `SortEntry`s within a memory budget, spilling sorted runs to a
 /// temporary file. Used by one thread (the writer); not Sendable.
+///
+/// Entries held in memory keep their keys back to back in one arena (no array
+/// per key), and are sorted as 40-byte `HeldEntry`s by head, then by the arena
+/// bytes. When they all fit the budget, `forEachInMemory` hands them out in
+/// order as borrowed bytes, with no run file and no merge.
 final class KeySorter {
     static let entryHeader = 17
     /// Bytes counted per entry besides its key (array and entry overhead).
@@ -82,7 +103,8 @@ final class KeySorter {
     let path: String
     private let budget: Int
     private let maxKey: Int
-    private var pending: [SortEntry] = []
+    private var arena: [UInt8] = []
+    private var pending: [HeldEntry] = []
     private var pendingBytes = 0
     private var file: StorageFile?
     /// Byte ranges of the runs in the file.
@@ -106,11 +128,54 @@ final class KeySorter {
 
     /// Adds an entry; writes a sorted run once the entries held pass the budget.
     func add(_ e: SortEntry) throws(KuraError) {
+        try add(key: e.key, prefix: e.prefix, hasNull: e.hasNull, rowID: e.rowID)
+    }
+
+    /// Adds an entry given by its parts (see `SortEntry`).
+    func add(key: [UInt8], prefix: Int, hasNull: Bool, rowID: Int64) throws(KuraError) {
         precondition(!finished, "KeySorter.add after finish")
-        pendingBytes += e.key.count + Self.entryOverhead
-        pending.append(e)
+        precondition(prefix <= key.count && key.count <= Int(Int32.max))
+        pendingBytes += key.count + Self.entryOverhead
+        var h: UInt64 = 0
+        key.withUnsafeBufferPointer { k in
+            let n = min(k.count, 8)
+            for j in 0..<n { h |= UInt64(k[j]) << (56 - 8 * UInt64(j)) }
+        }
+        pending.append(HeldEntry(head: h, offset: arena.count, length: Int32(key.count), prefix: Int32(prefix), hasNull: hasNull, rowID: rowID))
+        arena.append(contentsOf: key)
         count += 1
         if pendingBytes > budget { try spill() }
+    }
+
+    /// The first two neighbouring entries (in key order) that share their
+    /// column values with neither holding a null, or nil. Only when `isInMemory`.
+    func firstSharedValuesInMemory() -> (HeldEntry, HeldEntry)? {
+        precondition(isInMemory, "KeySorter.firstSharedValuesInMemory with runs on disk")
+        guard pending.count > 1 else { return nil }
+        return arena.withUnsafeBytes { a -> (HeldEntry, HeldEntry)? in
+            for k in 1..<pending.count {
+                let p = pending[k - 1], e = pending[k]
+                guard !e.hasNull, e.prefix == p.prefix else { continue }
+                let n = Int(e.prefix)
+                if n == 0 || memcmpBytes(a.baseAddress! + p.offset, a.baseAddress! + e.offset, n) == 0 { return (p, e) }
+            }
+            return nil
+        }
+    }
+
+    /// Whether every entry stayed in memory (after `finish`): then
+    /// `forEachInMemory` gives them without a run file or a merge.
+    var isInMemory: Bool { finished && file == nil }
+
+    /// Calls `body` with each entry in key order: its key bytes (valid during
+    /// the call only) and its parts. Only when `isInMemory`.
+    func forEachInMemory(_ body: (UnsafeRawBufferPointer, HeldEntry) throws(KuraError) -> Void) throws(KuraError) {
+        precondition(isInMemory, "KeySorter.forEachInMemory with runs on disk")
+        try arena.withBytes { a throws(KuraError) in
+            for e in pending {
+                try body(UnsafeRawBufferPointer(rebasing: a[e.offset..<(e.offset + Int(e.length))]), e)
+            }
+        }
     }
 
     /// Ends adding: the last run is written too if earlier ones were.
@@ -123,7 +188,11 @@ final class KeySorter {
     /// The entries in key order. Call after `finish`; each call starts over.
     func merged() throws(KuraError) -> KeyMerge {
         precondition(finished, "KeySorter.merged before finish")
-        guard let file else { return KeyMerge(memory: pending) }
+        guard let file else {
+            return KeyMerge(memory: pending.map { e in
+                SortEntry(key: Array(arena[e.offset..<(e.offset + Int(e.length))]), prefix: Int(e.prefix), hasNull: e.hasNull, rowID: e.rowID)
+            })
+        }
         let bufferSize = min(max(budget / max(runs.count, 1), 4096), 1 << 16)
         var readers: [RunReader] = []
         for r in runs {
@@ -147,18 +216,22 @@ final class KeySorter {
         do { try close() } catch { /* see above */ }
     }
 
-    /// Sorts `pending` through slots of (head, position), so the sort moves
-    /// 16-byte slots rather than entries that own arrays.
+    /// Sorts `pending` by head, then by the keys' arena bytes (memcmp, then
+    /// length: `bytesPrecede`'s order).
     private func sortPending() {
-        var slots: [(head: UInt64, index: Int)] = []
-        slots.reserveCapacity(pending.count)
-        for (i, e) in pending.enumerated() { slots.append((e.head, i)) }
-        pending.withUnsafeBufferPointer { entries in
-            slots.sort { a, b in
-                a.head != b.head ? a.head < b.head : bytesPrecede(entries[a.index].key, entries[b.index].key)
+        arena.withUnsafeBytes { a in
+            let base = a.baseAddress
+            pending.sort { x, y in
+                if x.head != y.head { return x.head < y.head }
+                let n = Int(min(x.length, y.length))
+                // A key within eight bytes is all head: equal heads then differ by length only.
+                if n > 8, let base {
+                    let c = memcmpBytes(base + x.offset + 8, base + y.offset + 8, n - 8)
+                    if c != 0 { return c < 0 }
+                }
+                return x.length < y.length
             }
         }
-        pending = slots.map { pending[$0.index] }
     }
 
     private func spill() throws(KuraError) {
@@ -173,16 +246,17 @@ final class KeySorter {
         var buffer: [UInt8] = []
         buffer.reserveCapacity(1 << 16)
         for e in pending {
-            appendLE(UInt32(e.key.count), to: &buffer)
+            appendLE(UInt32(e.length), to: &buffer)
             appendLE(UInt32(e.prefix), to: &buffer)
             buffer.append(e.hasNull ? 1 : 0)
             appendLE(UInt64(bitPattern: e.rowID), to: &buffer)
-            buffer.append(contentsOf: e.key)
+            buffer.append(contentsOf: arena[e.offset..<(e.offset + Int(e.length))])
             if buffer.count >= 1 << 16 { try flush(&buffer, file) }
         }
         try flush(&buffer, file)
         runs.append((start, fileEnd))
-        pending.removeAll(keepingCapacity: false)
+        pending.removeAll(keepingCapacity: true)
+        arena.removeAll(keepingCapacity: true)
         pendingBytes = 0
     }
 

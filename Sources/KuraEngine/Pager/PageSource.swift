@@ -104,7 +104,64 @@ final class PageWriter: PageSource {
     /// Records `error` as the transaction's failure if it changed a page.
     private func failed(_ error: KuraError) -> KuraError {
         if modified && failure == nil { failure = error }
+        structureEpoch &+= 1
         return error
+    }
+
+    /// Moves on whenever a page is allocated or freed, every page is replaced
+    /// (compaction), or a page operation fails. Tree code changes the shape of
+    /// a tree (splits, merges, root moves) only together with an allocation or
+    /// a free, so a path recorded at one epoch (`AppendHint`) still leads where
+    /// it did while the epoch is unchanged. Page numbers, not pages, are kept
+    /// across it: spilling and reading back keeps numbers.
+    private(set) var structureEpoch: UInt64 = 0
+
+    /// The right-most paths of the trees appended to last (BTree+Insert.swift),
+    /// at most `maxAppendHints`, newest last.
+    private var appendHints: [AppendHint] = []
+    private static let maxAppendHints = 4
+
+    /// The leaf each tree last changed through a descent (`BTree.rememberedLeaf`),
+    /// at most `maxAppendHints`, newest last: the next change of a key in the
+    /// same leaf skips the descent.
+    private var lastLeaves: [(root: UInt32, leaf: UInt32, epoch: UInt64)] = []
+
+    /// The leaf remembered for the tree rooted at `root`, if still valid.
+    @inline(__always)
+    func lastLeaf(of root: UInt32) -> UInt32? {
+        for l in lastLeaves where l.root == root {
+            return l.epoch == structureEpoch ? l.leaf : nil
+        }
+        return nil
+    }
+
+    /// Remembers `leaf` (a leaf of the tree rooted at `root` now) at the current epoch.
+    func rememberLeaf(_ leaf: UInt32, of root: UInt32) {
+        if let i = lastLeaves.firstIndex(where: { $0.root == root }) {
+            lastLeaves[i] = (root, leaf, structureEpoch)
+            return
+        }
+        lastLeaves.removeAll { $0.epoch != structureEpoch }
+        if lastLeaves.count == Self.maxAppendHints { lastLeaves.removeFirst() }
+        lastLeaves.append((root, leaf, structureEpoch))
+    }
+
+    /// The hint recorded for the tree rooted at `root`, if still valid.
+    @inline(__always)
+    func appendHint(for root: UInt32) -> AppendHint? {
+        for h in appendHints where h.root == root {
+            return h.epoch == structureEpoch ? h : nil
+        }
+        return nil
+    }
+
+    /// Records the right-most path of the tree rooted at `hint.root` (at the
+    /// current epoch), replacing any earlier one for that tree.
+    func setAppendHint(_ hint: AppendHint) {
+        precondition(hint.epoch == structureEpoch, "append hint recorded at a stale epoch")
+        appendHints.removeAll { $0.root == hint.root || $0.epoch != structureEpoch }
+        if appendHints.count == Self.maxAppendHints { appendHints.removeFirst() }
+        appendHints.append(hint)
     }
 
     init(pager: Pager, snapshot: Snapshot) throws(KuraError) {
@@ -235,6 +292,7 @@ final class PageWriter: PageSource {
     /// A zeroed page to use, from the freelist or the end of the file.
     func allocate() throws(KuraError) -> Page {
         modified = true
+        structureEpoch &+= 1
         do { return try allocateFromFreelistOrEnd() } catch { throw failed(error) }
     }
 
@@ -281,6 +339,7 @@ final class PageWriter: PageSource {
     func free(_ number: UInt32) throws(KuraError) {
         precondition(number > 1)
         modified = true
+        structureEpoch &+= 1
         do { try putOnFreelist(number) } catch { throw failed(error) }
     }
 
@@ -354,6 +413,7 @@ final class PageWriter: PageSource {
         ring = pages.dropFirst().map(\.number)
         hand = 0
         modified = true
+        structureEpoch &+= 1
     }
 
     /// Throws if an earlier page operation failed after a change (the header's
