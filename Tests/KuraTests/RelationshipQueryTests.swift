@@ -5,12 +5,15 @@
 // entity hierarchy) relationships, with ANY/ALL/NONE, @count and SUBQUERY,
 // over random object graphs with nils, asked of a context without pending
 // changes (engine path) and of one with an unrelated pending insert (object
-// path), must give identical object IDs in identical order.
+// path), must give identical object IDs in identical order. Sorts led by
+// `record.grade` descending with limits and offsets take the walk of Record's
+// grade index (SemiJoin+SortWalk.swift), forced half the time.
 // Prints its seed; KURA_SEED=<n> replays one; KURA_LONG=1 asks of 20 graphs.
 
 import Foundation
 import XCTest
 @testable import Kura
+@testable import KuraEngine
 
 final class RelationshipQueryTests: XCTestCase {
     /// School ←records— Record ←record— Student —pets→ Pet (Dog a subentity),
@@ -60,7 +63,7 @@ final class RelationshipQueryTests: XCTestCase {
         var rng = SplitMix64(state: seed)
         func rand(_ n: Int) -> Int { Int(rng.next() % UInt64(n)) }
         let names = ["Ann", "bob", "Émile", "emile", "Zoë", "al"]
-        var translated = 0, asked = 0
+        var translated = 0, asked = 0, walked = 0
         let long = ProcessInfo.processInfo.environment["KURA_LONG"] == "1"
         for graph in 0..<(long ? 20 : 3) {
             let container = try PersistentContainer.inMemory(model: Self.model())
@@ -117,7 +120,9 @@ final class RelationshipQueryTests: XCTestCase {
             func str() -> String { "'" + ["ann", "Emile", "cat", "math", "Z"][rand(5)] + "'" }
             func sop() -> String { ["==", "==[c]", "==[cd]", "BEGINSWITH[c]", "!=", "CONTAINS[d]"][rand(6)] }
             func studentAtom() -> String {
-                switch rand(17) {
+                switch rand(19) {
+                case 17: return ["record == nil", "record != nil", "nil == record"][rand(3)]
+                case 18: return ["record.school == nil", "record.school != nil"][rand(2)]
                 case 0: return "record.grade \(op()) \(n())"
                 case 1: return "record.school.name \(sop()) \(str())"
                 case 2: return "record.note \(sop()) \(str())"
@@ -165,14 +170,23 @@ final class RelationshipQueryTests: XCTestCase {
                     request.sortDescriptors = (0..<(1 + rand(2))).map { _ in
                         SortKey(keys[rand(keys.count)], ascending: rand(2) == 0, collation: [.binary, .caseInsensitive, .caseDiacriticInsensitive][rand(3)])
                     }
+                    // Often the shape a walk of Record's grade index serves
+                    // (SemiJoin+SortWalk.swift): led by record.grade descending.
+                    if !isPet && rand(2) == 0 { request.sortDescriptors.insert(SortKey("record.grade", ascending: false), at: 0) }
                     if rand(2) == 0 { request.fetchLimit = 1 + rand(5) }
                     if rand(3) == 0 { request.fetchOffset = rand(4) }
                 }
                 if isPet && rand(2) == 0 { request.includesSubentities = false }
                 asked += 1
                 let e = try container.model.entity(request.entityName)
-                if engine.joinedQuery(request, e, kinds: nil, limit: nil) != nil { translated += 1 }
-                let got = try engine.fetchObjectIDs(request)
+                // Half the time the walk is taken whenever it applies (SemiJoin+SortWalk.swift).
+                let force = rand(2) == 0
+                if let q = engine.joinedQuery(request, e, kinds: nil, limit: request.fetchLimit) {
+                    translated += 1
+                    let plan = try SortWalkTesting.$always.withValue(force) { try container.database.read { tx in try tx.explain(q) } }
+                    if plan.contains("* walk of index") { walked += 1 }
+                }
+                let got = try SortWalkTesting.$always.withValue(force) { try engine.fetchObjectIDs(request) }
                 let want = try objects.fetchObjectIDs(request)
                 XCTAssertEqual(got, want, "graph \(graph) step \(step): \(request.entityName) \(format) sorted by \(request.sortDescriptors) (seed \(seed))")
                 if got != want { return }
@@ -181,6 +195,7 @@ final class RelationshipQueryTests: XCTestCase {
         }
         // Most questions must take the engine path (OR and bare relationships do not).
         XCTAssertGreaterThan(translated * 2, asked, "only \(translated) of \(asked) predicates were translated")
+        XCTAssertGreaterThan(walked, 0, "no sort was driven from an index walk")
     }
 
     /// `explain` of a fetch through a to-one: the inner side is materialized
@@ -216,5 +231,43 @@ final class RelationshipQueryTests: XCTestCase {
         XCTAssertEqual(try c.count(for: FetchRequest<ManagedObject>(entityName: "Student", predicate: try KuraPredicate(format: "record.grade >= 0 AND age == 1"))), 133)
         let toMany = try explain("ANY pets.age == 1")
         XCTAssertTrue(toMany.contains("row ID is in column \"owner\""), toMany)
+    }
+
+    /// A sort led by a to-one key path with a limit walks the target's index
+    /// (`explain` says so) and gives the in-memory order: ties on the grade
+    /// by name then row ID, students without a record or with a nil grade
+    /// last (nil sorts first ascending, so last descending), offsets across
+    /// runs and into the nil group.
+    func testSortThroughToOneWalksTargetIndex() throws {
+        let container = try PersistentContainer.inMemory(model: Self.model())
+        let c = container.newContext()
+        for i in 0..<300 {
+            let s = try c.insert("Student")
+            try s.setValue(["b", "a", "c"][i % 3], forKey: "name")
+            try s.setValue(Int64(i % 4), forKey: "age")
+            if i % 10 == 9 { continue }  // no record
+            let r = try c.insert("Record")
+            try r.setValue(i % 25 == 0 ? nil : Int64(i % 7), forKey: "grade")
+            try s.setValue(r, forKey: "record")
+        }
+        try c.save()
+        let objects = container.newContext()
+        _ = try objects.insert("Marker")  // a pending change: the in-memory oracle
+        let e = try container.model.entity("Student")
+        // (predicate, limit, offset, matches, whether the costs choose the walk
+        // by themselves; else it is forced, to reach the nil group).
+        for (format, limit, offset, total, chosen) in [("TRUEPREDICATE", 10, 0, 300, true), ("age == 1", 3, 0, 75, true), ("age != 2", 7, 10, 225, true),
+                                                       ("TRUEPREDICATE", 20, 262, 300, false), ("age == 1", 5, 70, 75, false), ("age == 3", 50, 0, 75, false)] {
+            var request = FetchRequest<ManagedObject>(entityName: "Student", predicate: try KuraPredicate(format: format))
+            request.sortDescriptors = [SortKey("record.grade", ascending: false), SortKey("name")]
+            request.fetchLimit = limit
+            request.fetchOffset = offset
+            let q = try XCTUnwrap(c.joinedQuery(request, e, kinds: nil, limit: limit))
+            let plan = try SortWalkTesting.$always.withValue(!chosen) { try container.database.read { tx in try tx.explain(q) } }
+            XCTAssertTrue(plan.contains("* walk of index \"Record_grade_index\""), plan)
+            let want = try objects.fetchObjectIDs(request)
+            XCTAssertEqual(want.count, min(limit, max(0, total - offset)), format)
+            XCTAssertEqual(try SortWalkTesting.$always.withValue(!chosen) { try c.fetchObjectIDs(request) }, want, "\(format) limit \(limit) offset \(offset)")
+        }
     }
 }

@@ -66,6 +66,7 @@ extension ManagedObjectContext {
             objects = faults
         } else {
             objects = try matching(request).objects
+            try prefetch(objects, keyPaths: request.relationshipKeyPathsForPrefetching, of: e)  // Context+Prefetch.swift
         }
         return try objects.map { o throws(KuraError) -> T in
             guard let t = o as? T else {
