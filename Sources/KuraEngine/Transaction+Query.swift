@@ -74,7 +74,13 @@ extension ReadTransaction {
             options.append((p.cost + sortCost(Double(p.ids.count)), p.note))
             if options[options.count - 1].cost < options[best].cost { best = options.count - 1 }
         }
-        if best > 0 {
+        // A sort led by a to-one lookup may come from the target's index (SemiJoin+SortWalk.swift).
+        let bestRows = best == 0 ? ownPlan.estimatedRows
+            : Double(best - 1 < setup.candidates.count ? setup.candidates[best - 1].ids.count : setup.probes[best - 1 - setup.candidates.count].ids.count)
+        let walk = try sortWalkPlan(query, r, setup, ownPlan: ownPlan, bestCost: options[best].cost, bestRows: bestRows, explaining: explaining)
+        if let p = walk?.plan {
+            plan = p
+        } else if best > 0 {
             var ids: [Int64]
             if best - 1 < setup.candidates.count {
                 ids = Array(setup.candidates[best - 1].ids)
@@ -94,6 +100,7 @@ extension ReadTransaction {
         }
         if explaining {
             plan.notes = setup.notes + (best == 0 ? plan.notes : ["candidates of table \"\(r.info.name)\" from " + options[best].note] + plan.notes)
+            plan.notes += walk?.notes ?? []
             plan.notes.append("candidates (joins materialized first):")
             for (i, o) in options.enumerated() {
                 plan.notes.append("  \(i == best ? "*" : " ") \(o.note): cost \(fmt(o.cost))")

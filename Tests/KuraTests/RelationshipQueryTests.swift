@@ -3,14 +3,21 @@
 // and lookups). The in-memory evaluator is the oracle: random predicates and
 // sorts through to-one (any depth), to-many (inverse key, join table, an
 // entity hierarchy) relationships, with ANY/ALL/NONE, @count and SUBQUERY,
+// OR, NOT, `record == nil`, nested to-many (`ANY courses.students.x`),
 // over random object graphs with nils, asked of a context without pending
-// changes (engine path) and of one with an unrelated pending insert (object
-// path), must give identical object IDs in identical order.
+// changes (engine path) and of one forced onto the object path
+// (FetchPathTesting), must give identical object IDs in identical order. Sorts led by
+// `record.grade` descending with limits and offsets take the walk of Record's
+// grade index (SemiJoin+SortWalk.swift), forced half the time.
+// The same questions are asked of two contexts with the same pending changes
+// (students edited and inserted, sometimes relationship edits), one free to
+// run the joins in the engine and correct for them, one in memory.
 // Prints its seed; KURA_SEED=<n> replays one; KURA_LONG=1 asks of 20 graphs.
 
 import Foundation
 import XCTest
 @testable import Kura
+@testable import KuraEngine
 
 final class RelationshipQueryTests: XCTestCase {
     /// School ←records— Record ←record— Student —pets→ Pet (Dog a subentity),
@@ -60,7 +67,7 @@ final class RelationshipQueryTests: XCTestCase {
         var rng = SplitMix64(state: seed)
         func rand(_ n: Int) -> Int { Int(rng.next() % UInt64(n)) }
         let names = ["Ann", "bob", "Émile", "emile", "Zoë", "al"]
-        var translated = 0, asked = 0
+        var translated = 0, asked = 0, walked = 0, correctedInEngine = 0
         let long = ProcessInfo.processInfo.environment["KURA_LONG"] == "1"
         for graph in 0..<(long ? 20 : 3) {
             let container = try PersistentContainer.inMemory(model: Self.model())
@@ -110,14 +117,39 @@ final class RelationshipQueryTests: XCTestCase {
 
             let engine = container.newContext()
             let objects = container.newContext()
-            _ = try objects.insert("Marker")  // a pending change: the object path
+            _ = try objects.insert("Marker")  // an unrelated pending change
+            // The same pending changes in two contexts, one answering in the
+            // engine (corrected for them), one in memory: students edited and
+            // inserted (their table only), and in every third graph relationship
+            // edits too (a pet moved, a course joined: those take the object path).
+            let pending = container.newContext(), pendingOracle = container.newContext()
+            let edits = (0..<4).map { _ in (rand(18), names[rand(names.count)], Int64(rand(4))) }
+            let relationshipEdits = graph % 3 == 1 ? [(rand(18), rand(18), rand(4))] : []
+            for ctx in [pending, pendingOracle] {
+                let ss = try ctx.fetch(FetchRequest<ManagedObject>(entityName: "Student", sortDescriptors: [SortKey("name"), SortKey("age")]))
+                    .sorted { $0.objectID.rowID < $1.objectID.rowID }
+                for (i, name, age) in edits {
+                    try ss[i].setValue(name, forKey: "name")
+                    try ss[i].setValue(age, forKey: "age")
+                }
+                let fresh = try ctx.insert("Student")
+                try fresh.setValue(edits[0].1, forKey: "name")
+                try fresh.setValue(edits[0].2, forKey: "age")
+                for (from, to, course) in relationshipEdits {
+                    if let pet = try XCTUnwrap(try ss[from].value(forKey: "pets") as? ObjectList).first { try pet.setValue(ss[to], forKey: "owner") }
+                    let cs = try ctx.fetch(FetchRequest<ManagedObject>(entityName: "Course")).sorted { $0.objectID.rowID < $1.objectID.rowID }
+                    try ss[to].add(cs[course], to: "courses")
+                }
+            }
 
             func n() -> String { rand(7) == 0 ? "nil" : String(rand(5)) }
             func op() -> String { ["==", "!=", "<", ">=", ">"][rand(5)] }
             func str() -> String { "'" + ["ann", "Emile", "cat", "math", "Z"][rand(5)] + "'" }
             func sop() -> String { ["==", "==[c]", "==[cd]", "BEGINSWITH[c]", "!=", "CONTAINS[d]"][rand(6)] }
             func studentAtom() -> String {
-                switch rand(17) {
+                switch rand(19) {
+                case 17: return ["record == nil", "record != nil", "nil == record"][rand(3)]
+                case 18: return ["record.school == nil", "record.school != nil"][rand(2)]
                 case 0: return "record.grade \(op()) \(n())"
                 case 1: return "record.school.name \(sop()) \(str())"
                 case 2: return "record.note \(sop()) \(str())"
@@ -155,7 +187,7 @@ final class RelationshipQueryTests: XCTestCase {
                 default: return "(\(predicate(atom, depth: depth + 1))) OR (\(predicate(atom, depth: depth + 1)))"
                 }
             }
-            for step in 0..<60 {
+            for step in 0..<40 {
                 let isPet = rand(4) == 0
                 let format = isPet ? predicate(petAtom) : predicate(studentAtom)
                 var request = FetchRequest<ManagedObject>(entityName: isPet ? "Pet" : "Student", predicate: try KuraPredicate(format: format))
@@ -165,22 +197,44 @@ final class RelationshipQueryTests: XCTestCase {
                     request.sortDescriptors = (0..<(1 + rand(2))).map { _ in
                         SortKey(keys[rand(keys.count)], ascending: rand(2) == 0, collation: [.binary, .caseInsensitive, .caseDiacriticInsensitive][rand(3)])
                     }
+                    // Often the shape a walk of Record's grade index serves
+                    // (SemiJoin+SortWalk.swift): led by record.grade descending.
+                    if !isPet && rand(2) == 0 { request.sortDescriptors.insert(SortKey("record.grade", ascending: false), at: 0) }
                     if rand(2) == 0 { request.fetchLimit = 1 + rand(5) }
                     if rand(3) == 0 { request.fetchOffset = rand(4) }
                 }
                 if isPet && rand(2) == 0 { request.includesSubentities = false }
                 asked += 1
                 let e = try container.model.entity(request.entityName)
-                if engine.joinedQuery(request, e, kinds: nil, limit: nil) != nil { translated += 1 }
-                let got = try engine.fetchObjectIDs(request)
-                let want = try objects.fetchObjectIDs(request)
+                // Half the time the walk is taken whenever it applies (SemiJoin+SortWalk.swift).
+                let force = rand(2) == 0
+                if let q = engine.joinedQuery(request, e, kinds: nil, limit: request.fetchLimit) {
+                    translated += 1
+                    let plan = try SortWalkTesting.$always.withValue(force) { try container.database.read { tx in try tx.explain(q) } }
+                    if plan.contains("* walk of index") { walked += 1 }
+                }
+                let got = try SortWalkTesting.$always.withValue(force) { try engine.fetchObjectIDs(request) }
+                let want = try FetchPathTesting.$objectsOnly.withValue(true) { try objects.fetchObjectIDs(request) }
                 XCTAssertEqual(got, want, "graph \(graph) step \(step): \(request.entityName) \(format) sorted by \(request.sortDescriptors) (seed \(seed))")
                 if got != want { return }
                 XCTAssertEqual(try engine.count(for: request), want.count)
+                if step % 4 == 0 {
+                    let got = try SortWalkTesting.$always.withValue(force) { try pending.fetchObjectIDs(request) }
+                    let want = try FetchPathTesting.$objectsOnly.withValue(true) { try pendingOracle.fetchObjectIDs(request) }
+                    XCTAssertEqual(got.count, want.count, "pending changes \(edits) \(relationshipEdits), graph \(graph) step \(step): \(request.entityName) \(format) sorted by \(request.sortDescriptors) (seed \(seed))")
+                    // Unsaved objects have temporary IDs of their own context.
+                    XCTAssertEqual(got.map { $0.isTemporary ? nil : $0 }, want.map { $0.isTemporary ? nil : $0 },
+                                   "pending changes \(edits) \(relationshipEdits), graph \(graph) step \(step): \(request.entityName) \(format) sorted by \(request.sortDescriptors) (seed \(seed))")
+                    if !relationshipEdits.isEmpty || request.entityName == "Pet" { continue }
+                    if let q = pending.joinedQuery(request, e, kinds: nil, limit: nil), !pending.pendingChangesReach(q) { correctedInEngine += 1 }
+                }
             }
         }
-        // Most questions must take the engine path (OR and bare relationships do not).
-        XCTAssertGreaterThan(translated * 2, asked, "only \(translated) of \(asked) predicates were translated")
+        print("RelationshipQueryTests: \(translated) of \(asked) predicates translated, \(walked) sorts from an index walk, \(correctedInEngine) with pending changes in the engine")
+        // Most questions must take the engine path.
+        XCTAssertGreaterThan(translated * 5, asked * 4, "only \(translated) of \(asked) predicates were translated")
+        XCTAssertGreaterThan(walked, 0, "no sort was driven from an index walk")
+        XCTAssertGreaterThan(correctedInEngine, 0, "no fetch with pending changes ran its joins in the engine")
     }
 
     /// `explain` of a fetch through a to-one: the inner side is materialized
@@ -216,5 +270,43 @@ final class RelationshipQueryTests: XCTestCase {
         XCTAssertEqual(try c.count(for: FetchRequest<ManagedObject>(entityName: "Student", predicate: try KuraPredicate(format: "record.grade >= 0 AND age == 1"))), 133)
         let toMany = try explain("ANY pets.age == 1")
         XCTAssertTrue(toMany.contains("row ID is in column \"owner\""), toMany)
+    }
+
+    /// A sort led by a to-one key path with a limit walks the target's index
+    /// (`explain` says so) and gives the in-memory order: ties on the grade
+    /// by name then row ID, students without a record or with a nil grade
+    /// last (nil sorts first ascending, so last descending), offsets across
+    /// runs and into the nil group.
+    func testSortThroughToOneWalksTargetIndex() throws {
+        let container = try PersistentContainer.inMemory(model: Self.model())
+        let c = container.newContext()
+        for i in 0..<300 {
+            let s = try c.insert("Student")
+            try s.setValue(["b", "a", "c"][i % 3], forKey: "name")
+            try s.setValue(Int64(i % 4), forKey: "age")
+            if i % 10 == 9 { continue }  // no record
+            let r = try c.insert("Record")
+            try r.setValue(i % 25 == 0 ? nil : Int64(i % 7), forKey: "grade")
+            try s.setValue(r, forKey: "record")
+        }
+        try c.save()
+        let objects = container.newContext()
+        _ = try objects.insert("Marker")  // a pending change: the in-memory oracle
+        let e = try container.model.entity("Student")
+        // (predicate, limit, offset, matches, whether the costs choose the walk
+        // by themselves; else it is forced, to reach the nil group).
+        for (format, limit, offset, total, chosen) in [("TRUEPREDICATE", 10, 0, 300, true), ("age == 1", 3, 0, 75, true), ("age != 2", 7, 10, 225, true),
+                                                       ("TRUEPREDICATE", 20, 262, 300, false), ("age == 1", 5, 70, 75, false), ("age == 3", 50, 0, 75, false)] {
+            var request = FetchRequest<ManagedObject>(entityName: "Student", predicate: try KuraPredicate(format: format))
+            request.sortDescriptors = [SortKey("record.grade", ascending: false), SortKey("name")]
+            request.fetchLimit = limit
+            request.fetchOffset = offset
+            let q = try XCTUnwrap(c.joinedQuery(request, e, kinds: nil, limit: limit))
+            let plan = try SortWalkTesting.$always.withValue(!chosen) { try container.database.read { tx in try tx.explain(q) } }
+            XCTAssertTrue(plan.contains("* walk of index \"Record_grade_index\""), plan)
+            let want = try objects.fetchObjectIDs(request)
+            XCTAssertEqual(want.count, min(limit, max(0, total - offset)), format)
+            XCTAssertEqual(try SortWalkTesting.$always.withValue(!chosen) { try c.fetchObjectIDs(request) }, want, "\(format) limit \(limit) offset \(offset)")
+        }
     }
 }

@@ -25,6 +25,7 @@ extension ManagedObjectContext {
     /// Runs an engine read, keeping typed errors.
     func read<T>(_ body: (ReadTransaction) throws(KuraError) -> T) throws(KuraError) -> T {
         if let tx = enclosingTransaction { return try body(tx) }
+        readTransactionCount += 1
         do {
             return try database.read { tx in try body(tx) }
         } catch let e as KuraError {
@@ -65,6 +66,11 @@ extension ManagedObjectContext {
                 for m in try parentMembers(o, r, parent) where !m.isDeleted && m.toOne[column] == o.objectID {
                     if seen.insert(ObjectIdentifier(m)).inserted { result.append(m) }
                 }
+            } else if let members = prefetched[o.objectID]?[r.name] {
+                // Loaded with the fetch (Context+Prefetch.swift).
+                for m in members where !m.isDeleted && m.toOne[column] == o.objectID {
+                    if seen.insert(ObjectIdentifier(m)).inserted { result.append(m) }
+                }
             } else if !o.isNew {
                 // The target's table, narrowed to the target and its subentities.
                 let key = KuraPredicate.comparison(KuraComparison(.keyPath([column]), .equalTo, .constant(.integer(o.objectID.rowID))))
@@ -96,6 +102,10 @@ extension ManagedObjectContext {
             if let parent {
                 // A child reads the members (in order) through its parent.
                 ids = try parentMembers(o, r, parent).map(\.objectID)
+            } else if let members = prefetched[o.objectID]?[r.name], !(r.isOrdered && !(joinPositions[table] ?? [:]).isEmpty) {
+                // Loaded with the fetch, in stored order (Context+Prefetch.swift;
+                // pending positions need the stored ones: read them below).
+                ids = members.map(\.objectID)
             } else if !o.isNew {
                 let mine = forward ? "source" : "target", theirs = forward ? "target" : "source"
                 let rows = try read { tx throws(KuraError) in

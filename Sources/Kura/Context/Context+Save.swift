@@ -38,6 +38,7 @@ extension ManagedObjectContext {
         processPendingChanges()
         lastMergeConflicts = []
         guard hasChanges else { return }
+        prefetched = [:]
         try container.refuseWritesIfReadOnly("save")
         let ins = inserted.filter { !$0.isDeleted }
         let upd = updatedObjects

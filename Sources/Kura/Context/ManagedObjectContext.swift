@@ -90,6 +90,12 @@ public final class ManagedObjectContext {
     /// Equality indexes over the pending objects, made by fetches that need
     /// them (PendingIndex.swift); dropped when the pending objects are.
     var pendingIndexes: PendingIndexes?
+    /// Relationship destinations a fetch's `relationshipKeyPathsForPrefetching`
+    /// loaded, by owner and relationship (Context+Prefetch.swift); dropped by
+    /// save, merges, reset, and per object by refresh.
+    var prefetched: [ManagedObjectID: [String: [ManagedObject]]] = [:]
+    /// Read transactions this context has opened (`read`), for tests.
+    var readTransactionCount = 0
 
     /// How `save` resolves conflicts with changes saved elsewhere since this
     /// context read the objects (default `.error`). See ``MergePolicy``.
@@ -671,6 +677,7 @@ public final class ManagedObjectContext {
         }
         registry = [:]
         batchGroups = [:]
+        prefetched = [:]
         forgetPendingChanges()
     }
 
@@ -696,6 +703,7 @@ public final class ManagedObjectContext {
     /// and report their own events).
     func reload(_ object: ManagedObject, mergeChanges: Bool) throws(KuraError) {
         guard !object.isNew else { return }
+        prefetched[object.objectID] = nil
         let wasFault = object.isFault
         let before = (object.values, object.toOne)
         defer {

@@ -6,7 +6,11 @@
 //     request (predicate, sort, offset, limit) runs in the engine, which uses
 //     indexes where it can. A predicate or sort through relationships runs
 //     there too, as engine joins and lookups (EntityPredicate.swift), when it
-//     translates and the context has no pending change at all;
+//     translates and no pending change lies in a table a join or lookup
+//     reads; with pending changes of the fetched entity's table only, the
+//     engine's joined matches for the saved state are corrected in memory
+//     (changed and deleted objects out, pending ones in, the predicate
+//     evaluated on them, sorted and paged there);
 //   - object path: otherwise. The engine narrows candidates with the top-level
 //     AND conjuncts that name only attributes; pending inserted and changed
 //     objects are added and deleted ones dropped (includesPendingChanges); the
@@ -66,6 +70,7 @@ extension ManagedObjectContext {
             objects = faults
         } else {
             objects = try matching(request).objects
+            try prefetch(objects, keyPaths: request.relationshipKeyPathsForPrefetching, of: e)  // Context+Prefetch.swift
         }
         return try objects.map { o throws(KuraError) -> T in
             guard let t = o as? T else {
@@ -246,6 +251,28 @@ extension ManagedObjectContext {
                           joins: joined.joins, lookups: lookups)
     }
 
+    /// Whether a pending change (an inserted, changed or deleted object, a
+    /// join-table edit) lies in a table that `q`'s joins or lookups read
+    /// (its own table counts only when a join reads it again).
+    func pendingChangesReach(_ q: TableQuery) -> Bool {
+        var tables = Set<String>()
+        func collect(_ q: TableQuery) {
+            for j in q.joins {
+                tables.insert(j.inner.table)
+                if case .joinTable(let t, _, _) = j.link { tables.insert(t) }
+                collect(j.inner)
+            }
+            for l in q.lookups { for h in l.hops { tables.insert(h.table) } }
+        }
+        collect(q)
+        if tables.isEmpty { return false }
+        for o in inserted + deleted + touchedOrder where tables.contains(o.entity.hierarchy.table) && (o.isNew || o.isDeleted || o.hasChangedValues) {
+            return true
+        }
+        for (table, edits) in joinEdits where !edits.isEmpty && tables.contains(table) { return true }
+        return false
+    }
+
     struct Matches {
         var ids: [ManagedObjectID] = []
         var objects: [ManagedObject] = []
@@ -268,13 +295,15 @@ extension ManagedObjectContext {
 
         let kinds = model.entityFilter(e, includingSubentities: request.includesSubentities)
         var storeQuery: TableQuery?
-        if pushable && sortable {
+        if FetchPathTesting.objectsOnly {
+            // Tests: the in-memory oracle.
+        } else if pushable && sortable {
             storeQuery = TableQuery(e.hierarchy.table, where: EntityPredicate.stored(request.predicate, kinds, e), sort: request.sortDescriptors,
                                     offset: request.fetchOffset, limit: limit)
-        } else if !hasChanges {
+        } else if let q = joinedQuery(request, e, kinds: kinds, limit: limit), !request.includesPendingChanges || !pendingChangesReach(q) {
             // Through relationships: engine joins and lookups (EntityPredicate.swift),
-            // only while no pending change anywhere could alter what a key path reads.
-            storeQuery = joinedQuery(request, e, kinds: kinds, limit: limit)
+            // while no pending change touches a table a join or lookup reads.
+            storeQuery = q
         }
         if let q = storeQuery, !hasPendingChanges(e, request) {
             try read { tx throws(KuraError) in
@@ -294,6 +323,29 @@ extension ManagedObjectContext {
                 }
             }
             return result
+        }
+
+        if var q = storeQuery, !(pushable && sortable) {
+            // Through relationships with pending changes of the fetched table
+            // only: the engine's matches for the saved state (the joins read
+            // nothing pending), then corrected in memory like the object path:
+            // changed and deleted objects left out, pending ones added, the
+            // whole predicate evaluated, sorted, paged.
+            q.offset = 0
+            q.limit = nil
+            q.sort = []
+            var candidates: [ManagedObject] = []
+            var seen = Set<ObjectIdentifier>()
+            try read { tx throws(KuraError) in
+                let cursor = try tx.select(q)
+                while let row = try cursor.next() {
+                    let values = try tx.valuesOf(row, in: e.hierarchy.table)
+                    let o = self.materialize(try self.rowEntity(values, rowID: row.rowID, in: e), rowID: row.rowID, row: values)
+                    if o.isDeleted || o.hasChangedValues { continue }
+                    if seen.insert(ObjectIdentifier(o)).inserted { candidates.append(o) }
+                }
+            }
+            return try objectMatches(request, e, candidates: candidates, seen: seen, limit: limit)
         }
 
         // Object path: candidates from the store, narrowed by attribute-only conjuncts.
@@ -372,6 +424,12 @@ extension ManagedObjectContext {
         }
         objects = table.map(\.0)
     }
+}
+
+/// For tests: every fetch takes the object path (the in-memory oracle of
+/// differential tests).
+enum FetchPathTesting {
+    @TaskLocal static var objectsOnly = false
 }
 
 /// Top-level AND operands of a predicate.

@@ -67,8 +67,11 @@ enum EntityPredicate {
 // predicate on entity E (each one the in-memory evaluator's meaning, which
 // stays the oracle and serves pending changes):
 //   - a conjunct naming only E's attributes stays a predicate on E's table;
-//     AND combines; NOT of one join negates it; OR over relationships is not
-//     translated;
+//     AND combines; NOT of one join negates it, NOT of anything else is a
+//     negated same-row join (the rows of E's table matching it); OR is
+//     NOT (NOT a AND NOT b ...) in that form;
+//   - `r == nil` / `r != nil` for a stored to-one `r`: no / some destination
+//     row (of the destination's kinds) has the row ID the key holds;
 //   - a comparison whose key paths all start with the same stored to-one `r`
 //     (`record.grade == 99`, any quantifier, any depth: the rest is translated
 //     on the destination): rows whose key names a destination row matching
@@ -78,7 +81,8 @@ enum EntityPredicate {
 //     comparison fails", which such rows pass;
 //   - `ANY`/`NONE`/`ALL r.k op constant` for a stored to-many `r` (through
 //     the inverse's key or a join table), with `k` a key path the destination
-//     can translate directly (attributes, to-one hops): ANY is a semi-join on
+//     can translate directly (attributes, to-one hops, or one more to-many,
+//     whose elements the evaluator flattens: ANY of ANY, ALL of ALL): ANY is a semi-join on
 //     the destination rows matching `k op constant`, NONE its negation, ALL
 //     the negation of a semi-join on the rows where it fails (true for an
 //     empty set, as in memory, where elements are tested one by one);
@@ -120,9 +124,20 @@ extension EntityPredicate {
             }
             return out
         case .not(let x):
-            guard var t = joined(x, e, model), t.predicate == nil, t.joins.count == 1 else { return nil }
-            t.joins[0].negated.toggle()
-            return t
+            guard var t = joined(x, e, model) else { return nil }
+            if t.predicate == nil, t.joins.count == 1 {
+                t.joins[0].negated.toggle()
+                return t
+            }
+            return Joined(joins: [sameRow(t, e, negated: true)])
+        case .or(let xs):
+            // NOT (NOT x1 AND NOT x2 ...), each part one same-row join.
+            var parts: [SemiJoin] = []
+            for x in xs {
+                guard let t = joined(x, e, model) else { return nil }
+                parts.append(sameRow(t, e, negated: true))
+            }
+            return Joined(joins: [SemiJoin(.sameRow, TableQuery(e.hierarchy.table, joins: parts), negated: true)])
         case .comparison(let c):
             return joined(c, e, model)
         default:
@@ -130,8 +145,14 @@ extension EntityPredicate {
         }
     }
 
+    /// `t` as one join: the rows of `e`'s table matching it (or, negated, not).
+    private static func sameRow(_ t: Joined, _ e: EntityDescription, negated: Bool) -> SemiJoin {
+        SemiJoin(.sameRow, TableQuery(e.hierarchy.table, where: t.predicate, joins: t.joins), negated: negated)
+    }
+
     private static func joined(_ c: KuraComparison, _ e: EntityDescription, _ model: ManagedObjectModel) -> Joined? {
         if let t = countJoin(c, e, model) { return t }
+        if let t = nilTest(c, e, model) { return t }
         guard let paths = keyPaths(c.left).flatMap({ l in keyPaths(c.right).map { l + $0 } }), let first = paths.first,
               first.count >= 2, let r = e.relationshipsByName[first[0]], e.attributesByName[first[0]] == nil,
               paths.allSatisfy({ $0.count >= 2 && $0[0] == first[0] && !$0[1].hasPrefix("@") }),
@@ -154,9 +175,43 @@ extension EntityPredicate {
         var inner = c
         inner.quantifier = .direct
         inner.left = .keyPath(Array(k.dropFirst()))
+        // A second to-many (`ANY courses.students.age`): the evaluator flattens
+        // its elements into one collection, so ANY is ANY of ANY, and ALL is
+        // ALL of ALL (NONE: no element of any). One such level.
+        if k.count >= 3, dest.attributesByName[k[1]] == nil, let r2 = dest.relationshipsByName[k[1]], r2.isToMany {
+            guard let dest2 = model.entitiesByName[r2.destination], !reachesToMany(Array(k.dropFirst(2)), dest2, model) else { return nil }
+            inner.quantifier = c.quantifier == .all ? .all : .any
+        }
         let innerPredicate: KuraPredicate = c.quantifier == .all ? .not(.comparison(inner)) : .comparison(inner)
         guard let t = joined(innerPredicate, dest, model) else { return nil }
         return Joined(joins: [SemiJoin(link, innerQuery(dest, t, model), negated: c.quantifier != .any)])
+    }
+
+    /// `r == nil` and `r != nil` for a stored to-one `r`: whether the key
+    /// names a row of the destination (or a subentity), as `relatedObject`
+    /// reads it (a null, dangling or foreign key is nil).
+    private static func nilTest(_ c: KuraComparison, _ e: EntityDescription, _ model: ManagedObjectModel) -> Joined? {
+        guard c.quantifier == .direct, c.operator == .equalTo || c.operator == .notEqualTo else { return nil }
+        let key: [String]
+        switch (c.left, c.right) {
+        case (.keyPath(let k), .constant(.null)), (.constant(.null), .keyPath(let k)): key = k
+        default: return nil
+        }
+        guard key.count == 1, e.attributesByName[key[0]] == nil, let r = e.relationshipsByName[key[0]], !r.isToMany,
+              case .foreignKey(let column) = model.storage(of: r, in: e), let dest = model.entitiesByName[r.destination] else { return nil }
+        return Joined(joins: [SemiJoin(.foreignKey(column: column), innerQuery(dest, Joined(), model), negated: c.operator == .equalTo)])
+    }
+
+    /// Whether key path `k` from `e` crosses a to-many relationship.
+    private static func reachesToMany(_ k: [String], _ e: EntityDescription, _ model: ManagedObjectModel) -> Bool {
+        var current = e
+        for key in k {
+            guard current.attributesByName[key] == nil, let r = current.relationshipsByName[key] else { return false }
+            if r.isToMany { return true }
+            guard let next = model.entitiesByName[r.destination] else { return false }
+            current = next
+        }
+        return false
     }
 
     /// `r.@count op x` and `SUBQUERY(r, $v, P).@count op x`.

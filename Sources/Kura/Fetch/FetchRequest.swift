@@ -57,6 +57,17 @@ public struct FetchRequest<T: ManagedObject> {
     /// What `execute(_:)` returns. `fetch` accepts only `.managedObjects` (it
     /// throws `.invalidArgument` otherwise, never returning the wrong thing).
     public var resultType: FetchResultType = .managedObjects
+    /// Relationship key paths whose destination objects `fetch` loads with
+    /// the results (Core Data's `relationshipKeyPathsForPrefetching`): "record",
+    /// "courses", "courses.teacher" (any depth, to-one or to-many). Each
+    /// relationship is loaded for all the objects of its level at once, and
+    /// reading it afterwards opens no read transaction until the context
+    /// saves, merges changes, is reset or refreshes the owner (the loaded
+    /// members reflect the store at the fetch, corrected by pending changes).
+    /// Not applied by `fetch` with `fetchBatchSize` > 0 (the results are
+    /// faults), by `fetchResults`, or in a child context. A key naming no
+    /// relationship of an object's entity makes `fetch` throw `.notFound`.
+    public var relationshipKeyPathsForPrefetching: [String] = []
 
     /// A request for the entity named `entityName`.
     public init(entityName: String, predicate: KuraPredicate? = nil, sortDescriptors: [SortKey] = []) {

@@ -12,6 +12,10 @@
 //   - `.joinTable(table, outerColumn, innerColumn)`: some row of the join table
 //     has `outerColumn` == the outer row ID and `innerColumn` == the row ID of
 //     an inner row matching the inner query (many-to-many).
+//   - `.sameRow`: the inner query reads the outer table, and the outer row is
+//     one of its matches (how a condition that is no single join or column
+//     predicate becomes one conjunct: negated, for NOT of a conjunction; and
+//     OR as NOT of the conjunction of negated disjuncts).
 // With `having` (to-many links only), the outer row passes when the predicate
 // holds with `$count` bound to the number of matching inner rows linked to it
 // (zero for none): `children.@count > 2`, `SUBQUERY(...).@count == 0`; and
@@ -51,6 +55,8 @@ public struct SemiJoin: Sendable, Hashable {
         /// A join table whose `outerColumn` holds outer row IDs and
         /// `innerColumn` inner row IDs.
         case joinTable(table: String, outerColumn: String, innerColumn: String)
+        /// The inner query reads the outer table; linked rows are the same row.
+        case sameRow
     }
 
     public var link: Link
@@ -215,8 +221,28 @@ extension ReadTransaction {
                 }
                 if explaining { setup.notes.append("  \(label): * materialize first") }
             }
+            if case .inverseForeignKey(let column) = j.link, j.inner.predicate == nil, j.inner.joins.isEmpty, j.valueColumn == nil,
+               let index = try indexes(of: j.inner.table).first(where: { $0.columns.first.map { $0.name == column && !$0.descending } ?? false }) {
+                // Every inner row counts: group the entries of the index on
+                // the inverse key instead of reading the rows.
+                let counts = try groupedCounts(index)
+                if explaining { setup.notes.append("  \(label): counted per key in index \"\(index.name)\" (no row read): \(counts.count) outer row\(counts.count == 1 ? "" : "s") linked") }
+                try addGrouped(j, counts, [:], label: label, outerRows: outerRows, explaining: explaining, to: &setup)
+                continue
+            }
             let innerCursor = try select(j.inner)
             switch j.link {
+            case .sameRow:
+                guard j.having == nil, j.valueColumn == nil, j.inner.table == r.info.name else {
+                    throw KuraError(.invalidArgument, "a same-row join of table \"\(r.info.name)\" reads that table and takes no count condition")
+                }
+                var ids = Set<Int64>()
+                while let row = try innerCursor.next() { ids.insert(row.rowID) }
+                setup.filters.append(JoinFilter(key: .rowID, values: ids, member: !j.negated))
+                if explaining { setup.notes.append("  \(label): \(ids.count) row ID\(ids.count == 1 ? "" : "s") \(j.negated ? "fail" : "pass")") }
+                if !j.negated {
+                    setup.candidates.append((ids, Double(ids.count) * QueryCost.rowLookup, "\(label): read \(ids.count) row\(ids.count == 1 ? "" : "s") by row ID"))
+                }
             case .foreignKey(let column):
                 guard j.having == nil else {
                     throw KuraError(.invalidArgument, "a join through foreign key \"\(column)\" of table \"\(r.info.name)\" links one row: it takes no count condition")
@@ -294,6 +320,39 @@ extension ReadTransaction {
         return setup
     }
 
+    /// The number of entries of `index` per integer value of its first
+    /// column (other values are no row ID and link nothing), read from the
+    /// index alone.
+    func groupedCounts(_ index: IndexDefinition) throws(KuraError) -> [Int64: Int64] {
+        if let w = writer { return try groupedCounts(index, w) }
+        return try groupedCounts(index, snapshotPages!)
+    }
+
+    private func groupedCounts<S: PageSource>(_ index: IndexDefinition, _ s: S) throws(KuraError) -> [Int64: Int64] {
+        var counts: [Int64: Int64] = [:]
+        var cursor = TreeCursor(tree: index.tree)
+        try cursor.first(s)
+        var last: (segment: [UInt8], value: Int64?)?
+        while cursor.isValid {
+            let key = Array(cursor.key)
+            let segment = try IndexKeyParser.prefix(key, columns: 1, of: index)
+            if last?.segment != segment {
+                var value: Int64?
+                if segment.first == IndexKey.integerTag {
+                    value = segment.withUnsafeBytes { b -> Int64? in
+                        guard let base = b.baseAddress, let (v, n) = RowIDKey.decode(base, 1, b.count), 1 + n == b.count else { return nil }
+                        return v
+                    }
+                    if value == nil { throw KuraError(.corrupt, "index \"\(index.name)\" has a malformed integer key", page: index.info.rootPage) }
+                }
+                last = (segment, value)
+            }
+            if let v = last?.value { counts[v, default: 0] += 1 }
+            try cursor.next(s)
+        }
+        return counts
+    }
+
     /// The filter of a to-many join from the number of matching inner rows per outer row ID.
     private func addGrouped(_ j: SemiJoin, _ counts: [Int64: Int64], _ grouped: [Int64: [EvaluatedValue]], label: String, outerRows: Double,
                             explaining: Bool, to setup: inout JoinSetup) throws(KuraError) {
@@ -366,6 +425,7 @@ extension ReadTransaction {
         case .foreignKey(let c): return "column \"\(c)\" names"
         case .inverseForeignKey(let c): return "row ID is in column \"\(c)\" of"
         case .joinTable(let t, let o, let i): return "linked through join table \"\(t)\" (\(o) -> \(i)) to"
+        case .sameRow: return "the same row among the"
         }
     }
 }

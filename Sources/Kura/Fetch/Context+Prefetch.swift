@@ -1,0 +1,134 @@
+// Context+Prefetch: `relationshipKeyPathsForPrefetching` (Core Data's), the
+// destinations of a fetch's relationships loaded with the fetch.
+//
+// Key paths of any depth ("record", "courses.teacher") are merged into one
+// tree and walked level by level: each relationship of a level is loaded for
+// all of the level's objects at once, inside one read transaction per level:
+//   - a to-one: the targets the objects' keys name (pending values included),
+//     loaded by row ID (the context's batch load);
+//   - a to-many through the inverse's key: one query on the destination's
+//     table, `key IN (the objects' row IDs)`, rows materialized;
+//   - a to-many through a join table: one query on the join table, then the
+//     targets by row ID.
+// The loaded objects are kept (strongly) in `prefetched`, keyed by owner and
+// relationship, so that reading the relationship opens no read transaction:
+// a to-one finds its target registered and loaded; a to-many's stored
+// members come from `prefetched` instead of the store (relatedObjects), then
+// are corrected by pending changes as ever. The cache shows the store as it
+// was at the fetch, as Core Data's does: it is dropped by `save`, merges,
+// `reset`, and per object by `refresh`. Unsaved owners, transient
+// relationships, child contexts, ordered join tables with pending positions
+// and objects still faults (a fetch with `fetchBatchSize`) are not
+// prefetched: they read as without prefetching. Deleted objects are skipped.
+
+extension ManagedObjectContext {
+    /// Loads the relationships `keyPaths` name for `objects` of `e` (see the file header).
+    ///
+    /// - Throws: `.notFound` naming a key whose entity has no such
+    ///   relationship; read errors.
+    func prefetch(_ objects: [ManagedObject], keyPaths: [String], of e: EntityDescription) throws(KuraError) {
+        guard parent == nil, !keyPaths.isEmpty else { return }
+        // The key paths as a tree: relationship name -> deeper names.
+        final class Node { var children: [(String, Node)] = [] }
+        let root = Node()
+        for path in keyPaths {
+            var node = root
+            for k in path.split(separator: ".", omittingEmptySubsequences: false).map(String.init) {
+                if let next = node.children.first(where: { $0.0 == k })?.1 { node = next; continue }
+                let next = Node()
+                node.children.append((k, next))
+                node = next
+            }
+        }
+        var level: [(objects: [ManagedObject], node: Node)] = [(objects, root)]
+        while let (owners, node) = level.popLast() {
+            for (name, child) in node.children {
+                let members = try prefetch(owners, name, keyPaths: keyPaths)
+                if !child.children.isEmpty { level.append((members, child)) }
+            }
+        }
+    }
+
+    /// Loads relationship `name` of `owners`; returns the loaded destination objects.
+    private func prefetch(_ owners: [ManagedObject], _ name: String, keyPaths: [String]) throws(KuraError) -> [ManagedObject] {
+        var byEntity: [ObjectIdentifier: (EntityDescription, RelationshipDescription, [ManagedObject])] = [:]
+        var order: [ObjectIdentifier] = []
+        for o in owners where !o.isFault && !o.isDeleted {
+            guard let r = o.entity.relationshipsByName[name] else {
+                throw KuraError(.notFound, "relationshipKeyPathsForPrefetching \(keyPaths): entity \"\(o.entity.name)\" has no relationship \"\(name)\"")
+            }
+            if r.isTransient { continue }
+            let key = ObjectIdentifier(o.entity)
+            if byEntity[key] == nil { order.append(key); byEntity[key] = (o.entity, r, []) }
+            byEntity[key]!.2.append(o)
+        }
+        var out: [ManagedObject] = []
+        for key in order {
+            guard let (entity, r, objs) = byEntity[key] else { continue }
+            let target = try model.entity(r.destination)
+            switch model.storage(of: r, in: entity) {
+            case .transient:
+                continue
+            case .foreignKey:
+                var targets: [ManagedObject] = []
+                for o in objs {
+                    guard let id = o.toOne[r.name] else { continue }
+                    let t = try object(with: id, canonical: true)
+                    targets.append(t)
+                    if !o.isNew { prefetched[o.objectID, default: [:]][r.name] = [t] }
+                }
+                let faults = targets.filter { $0.isFault && !$0.objectID.isTemporary }
+                if !faults.isEmpty { try loadBatch(BatchGroup(faults.map(\.objectID))) }
+                out += targets.filter { !$0.isFault && !$0.isDeleted }
+            case .inverseForeignKey(_, let column, _):
+                let stored = objs.filter { !$0.isNew }
+                guard !stored.isEmpty else { continue }
+                let list = KuraExpression.aggregate(stored.map { .constant(.integer($0.objectID.rowID)) })
+                let keyTest = KuraPredicate.comparison(KuraComparison(.keyPath([column]), .in, list))
+                let query = TableQuery(target.hierarchy.table, where: model.entityFilter(target, includingSubentities: true).map { .and([keyTest, $0]) } ?? keyTest)
+                let rows = try read { tx throws(KuraError) in try tx.fetch(query) }
+                var members: [Int64: [ManagedObject]] = [:]
+                guard let c = try model.schema(of: target).position(of: column) else {
+                    throw KuraError(.notFound, "table \"\(target.hierarchy.table)\" has no column \"\(column)\" (relationship \"\(r.name)\" of entity \"\(entity.name)\")")
+                }
+                for (rowID, row) in rows {
+                    guard c < row.count, case .integer(let owner) = row[c] else { continue }
+                    let m = materialize(try rowEntity(row, rowID: rowID, in: target), rowID: rowID, row: row)
+                    members[owner, default: []].append(m)
+                }
+                for o in stored { prefetched[o.objectID, default: [:]][r.name] = members[o.objectID.rowID] ?? [] }
+                out += members.values.joined().filter { !$0.isDeleted }
+            case .joinTable(let table, let forward):
+                let stored = objs.filter { !$0.isNew }
+                guard !stored.isEmpty, !(r.isOrdered && !(joinPositions[table] ?? [:]).isEmpty) else { continue }
+                let mine = forward ? "source" : "target", theirs = forward ? "target" : "source"
+                let positionColumn = forward ? "position" : ManagedObjectModel.inversePositionColumn
+                let list = KuraExpression.aggregate(stored.map { .constant(.integer($0.objectID.rowID)) })
+                let rows = try read { tx throws(KuraError) in
+                    try tx.fetch(TableQuery(table, where: .comparison(KuraComparison(.keyPath([mine]), .in, list)),
+                                            sort: [SortKey(mine), SortKey(positionColumn), SortKey(theirs)]))
+                }
+                let ownerColumn = forward ? 0 : 1, memberColumn = forward ? 1 : 0
+                var pairs: [(owner: Int64, member: Int64)] = []
+                for (rowID, row) in rows {
+                    guard row.count > 1, case .integer(let owner) = row[ownerColumn], case .integer(let member) = row[memberColumn] else {
+                        throw KuraError(.corrupt, "join table \"\(table)\" row \(rowID) has no integer source or target column; run `kura check` on the store", path: database.path)
+                    }
+                    pairs.append((owner, member))
+                }
+                let ids = try canonicalIDs(of: target, rowIDs: pairs.map(\.member))
+                var members: [Int64: [ManagedObject]] = [:]
+                var faults: [ManagedObjectID] = []
+                for (pair, id) in zip(pairs, ids) {
+                    let m = try object(with: id, canonical: true)
+                    if m.isFault { faults.append(id) }
+                    members[pair.owner, default: []].append(m)
+                }
+                if !faults.isEmpty { try loadBatch(BatchGroup(faults)) }
+                for o in stored { prefetched[o.objectID, default: [:]][r.name] = members[o.objectID.rowID] ?? [] }
+                out += members.values.joined().filter { !$0.isFault && !$0.isDeleted }
+            }
+        }
+        return out
+    }
+}
