@@ -60,7 +60,7 @@ extension ManagedObjectContext {
             if r.isTransient { continue }
             let key = ObjectIdentifier(o.entity)
             if byEntity[key] == nil { order.append(key); byEntity[key] = (o.entity, r, []) }
-            byEntity[key]!.2.append(o)
+            byEntity[key]!.2.append(o)  // cannot fail: the line above set it
         }
         var out: [ManagedObject] = []
         for key in order {
