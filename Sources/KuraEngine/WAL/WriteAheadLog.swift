@@ -81,6 +81,14 @@ final class WriteAheadLog {
     private(set) var committedPageCount: UInt32 = 0
     private(set) var index = WALFrameIndex()
 
+    /// The committed state indexed, as the shared header holds it
+    /// (SharedLogHeader.swift); all zero without a valid header.
+    var state: LogState {
+        guard hasHeader else { return LogState() }
+        return LogState(hasHeader: true, generation: generation, salt1: salt1, salt2: salt2, headerChecksum: headerChecksum,
+                        maxFrame: maxFrame, chain: lastChecksum, pageCount: committedPageCount)
+    }
+
     /// Page numbers of the frames the writer's transaction in progress has
     /// written after the committed log (spilled pages, FORMAT.md "Commit"), in
     /// frame order: frame `maxFrame + 1 + k` holds `uncommittedPages[k]`. They
