@@ -29,6 +29,7 @@ extension Database {
             guard error.code == .notFound else { throw error }
             // No store file: a leftover log goes too (nothing can have it open).
             try fileSystem.remove(path + "-wal")
+            try fileSystem.remove(path + "-shm")
             return
         }
         defer { file.close() }
@@ -39,6 +40,7 @@ extension Database {
             throw KuraError(.busy, "cannot destroy the store: it was replaced while being destroyed; retry", path: path)
         }
         try fileSystem.remove(path + "-wal")
+        try fileSystem.remove(path + "-shm")
         try removeCompanionFiles(of: path, fileSystem)
         try fileSystem.remove(path)
     }

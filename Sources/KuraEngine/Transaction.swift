@@ -292,7 +292,7 @@ public final class WriteTransaction: ReadTransaction {
                 counted.insert(info.id)
             }
         }
-        w.header.headerVersion = FileHeader.formatVersion
+        w.header.headerVersion = FileHeader.countersFormatVersion
         noteSchemaChange()
         w.markModified()
     }

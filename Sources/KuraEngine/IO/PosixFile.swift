@@ -214,6 +214,12 @@ final class PosixFile: StorageFile, @unchecked Sendable {
         return mine.st_dev == there.st_dev && mine.st_ino == there.st_ino
     }
 
+    /// Runs `body` with the descriptor (-1 once closed), which stays open
+    /// meanwhile (SharedMapping.swift maps it).
+    func withDescriptor<T>(_ body: (Int32) -> T) -> T {
+        stateLock.withLock { body(fd) }
+    }
+
     func close() {
         stateLock.withLock {
             if fd >= 0 { _ = systemClose(fd) }

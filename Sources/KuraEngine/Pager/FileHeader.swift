@@ -23,7 +23,9 @@
 //
 // Format 1 stores have zeros at 56...71 and keep row counts and next row IDs
 // in the catalog records; the first write transaction that loads the catalog
-// migrates them to format 2 (Transaction.swift, `migrateCounters`).
+// migrates them to format 2 (Transaction.swift, `migrateCounters`). Format 3
+// differs from 2 only in the `-shm` protocol (FORMAT.md, "The shared log
+// header"); a connection that opens a format-2 store alone moves it to 3.
 //     size-8  8     page checksum
 //
 // All integers little-endian. Page 1 is written through the log like any other
@@ -32,10 +34,16 @@
 enum FileHeader {
     static let magic: [UInt8] = Array("KuraDB\n\0".utf8)
     /// Bumped by every change to the on-disk format (FORMAT.md, "Version history").
-    static let formatVersion: UInt32 = 2
+    /// New stores are created at this version.
+    static let formatVersion: UInt32 = 3
+    /// The version the counters migration writes (format 1 to 2, the first
+    /// write transaction that loads the catalog). Format 2 becomes 3 only when
+    /// a connection opens the store alone (Pager, `setUpSharedHeader`).
+    static let countersFormatVersion: UInt32 = 2
     /// Versions this build opens: format 1 is migrated by the first write
-    /// transaction that loads the catalog.
-    static let readableVersions: ClosedRange<UInt32> = 1...2
+    /// transaction that loads the catalog, format 2 by a connection that
+    /// opens the store alone.
+    static let readableVersions: ClosedRange<UInt32> = 1...3
 
     static let magicOffset = 0
     static let magicLength = 8

@@ -23,6 +23,12 @@
 //     again after the next commit (FORMAT.md, "Keeping the log bounded").
 //   - Pages come from disk only through `load`, which verifies the checksum (and
 //     hands tree pages to `validator`) before anything else sees them.
+//   - A transaction start skips reading the log only when the shared header
+//     (`PATH-shm`, FORMAT.md "The shared log header") is trusted, not marked as
+//     changing, and equals the log state this connection indexed. A writer
+//     always reads the log from the file and publishes it; it marks the header
+//     before changing the committed log or the store file (commit, reset,
+//     checkpoint) and publishes after, so a crash in between leaves the mark.
 //
 // State machine of a connection's locks (functions that perform each transition):
 //
@@ -108,6 +114,23 @@ final class Pager: @unchecked Sendable {
     let writerMutex = ThreadLock()
     private var writerActive = false
     private var closed = false
+    /// The header of `PATH-shm` (FORMAT.md, "The shared log header"); nil
+    /// where there is no shared memory (in memory, fault injecting, or the
+    /// file could not be opened or mapped): readers then read the log at every
+    /// transaction start.
+    private let sharedHeader: SharedLogHeader?
+    /// Whether this connection's readers may skip reading the log when the
+    /// shared header says it is unchanged: the store was at format 3 or later
+    /// when this connection opened it (or it upgraded it). Set in init only.
+    private var sharedHeaderUsable = false
+    /// Transaction starts that read the log, and those the shared header let
+    /// skip it (for tests: the fast path is taken). Guarded by `state`.
+    private(set) var logReads = 0
+    private(set) var logReadsSkipped = 0
+    /// Test hook: commits leave the shared header marked as changing instead of
+    /// publishing, as a writer killed between its log write and the publish
+    /// would. Writer only.
+    var skipsSharedPublishForTesting = false
 
     /// Opens (or creates) the store at `path` on `fs`.
     init(path: String, fs: FileSystem, pageSize requestedPageSize: Int, cacheBytes: Int,
@@ -148,7 +171,7 @@ final class Pager: @unchecked Sendable {
         // Page 1 is checksum-verified when it is first read through a snapshot.
         var first = [UInt8](repeating: 0, count: FileHeader.endOffset)
         let n = try first.withMutableBytes { b throws(KuraError) in try file.read(into: b, at: 0) }
-        let (_, ps) = try first.withBytes { b throws(KuraError) in
+        let (version, ps) = try first.withBytes { b throws(KuraError) in
             try FileHeader.validate(UnsafeRawBufferPointer(rebasing: b[0..<n]), path: path)
         }
         pageSize = ps
@@ -163,12 +186,107 @@ final class Pager: @unchecked Sendable {
         cache = PageCache(capacity: max(cacheBytes / ps, 8))
         spillThreshold = max(cacheBytes / ps, 8)
         latest = Snapshot(generation: 0, maxFrame: 0, pageCount: 1)
+        sharedHeader = Pager.openSharedHeader(path, fs, file, databaseID: databaseID, busyTimeout: busyTimeout)
         success = true
         // Recovery: index the committed frames of the log. The snapshot is
         // released, or it would stay active for the connection's lifetime and
         // every checkpoint would preserve pages for it.
         let recovered = try beginTransaction()
         endTransaction(recovered)
+        try setUpSharedHeader(fileVersion: version)
+    }
+
+    /// Opens and maps `PATH-shm` (FORMAT.md, "The shared log header"),
+    /// creating it if missing and growing it, never shrinking it, under the
+    /// create lock: another connection may have it mapped. Returns nil where
+    /// the store is not in POSIX files, or the file cannot be opened, sized or
+    /// mapped (a directory without write access, no shared memory): not an
+    /// error, readers then read the log at every transaction start.
+    private static func openSharedHeader(_ path: String, _ fs: FileSystem, _ file: StorageFile, databaseID: UInt64,
+                                         busyTimeout: Double) -> SharedLogHeader? {
+        guard file is PosixFile else { return nil }
+        let size = Int64(SharedLogHeader.fileSize)
+        do {
+            let shm = try fs.open(path + "-shm", create: true, permissionsOf: file)
+            defer { shm.close() }  // the mapping keeps the file
+            if try shm.size() < size {
+                try waitForLock(file, .create, .exclusive, timeout: busyTimeout, what: "size the shared log header")
+                defer { file.unlock(.create) }
+                if try shm.size() < size { try shm.truncate(to: size) }
+            }
+            guard let mapping = SharedMapping.map(shm, length: SharedLogHeader.fileSize) else { return nil }
+            return SharedLogHeader(mapping: mapping, databaseID: databaseID)
+        } catch {
+            // Only a hint: without it every reader takes the slow path.
+            return nil
+        }
+    }
+
+    /// Decides whether this connection's readers may trust the shared header
+    /// (FORMAT.md, "The shared log header"). A connection that finds no other
+    /// connection (of any build) has the store open (the open byte can be
+    /// taken exclusively) writes the header afresh: untrusted, then moves a
+    /// format-2 store to format 3, then, at format 3, trusted with the log's
+    /// state. Beside other connections, a format-3 store's header is used as
+    /// it is (the connection that set it trusted was alone with a format-3
+    /// store, and builds before format 3 refuse such a store); a format-1 or
+    /// format-2 store is left as it is and every read takes the slow path.
+    private func setUpSharedHeader(fileVersion: UInt32) throws(KuraError) {
+        guard let shm = sharedHeader else { return }
+        var version = fileVersion
+        if try file.lock(.open, .exclusive) {
+            shm.initialize(trusted: false, state: LogState())
+            if version == 2 { version = upgradeToFormat3() }
+            if version >= 3 {
+                let s = try beginTransaction(fromFile: true)
+                state.withLock { shm.initialize(trusted: true, state: wal.state) }
+                endTransaction(s)
+            }
+            // Back to shared: the conversion cannot meet a conflicting lock
+            // (this handle holds the byte exclusively).
+            var shared = false
+            for _ in 0..<3 where !shared { shared = try file.lock(.open, .shared) }
+            guard shared else {
+                close()
+                throw KuraError(.io, "fcntl refused to turn this connection's exclusive open lock back into a shared one; retry", path: path)
+            }
+        }
+        sharedHeaderUsable = version >= 3
+    }
+
+    /// Moves a format-2 store to format 3 (FORMAT.md, "Version history"): a
+    /// commit of page 1 with version 3, then a checkpoint, so that the store
+    /// file says 3 before any other connection can open it. The caller holds
+    /// the open byte exclusively (no other connection has the store open).
+    /// Returns the version the store file has afterwards; a failure (a full
+    /// disk, an I/O error) leaves format 2, which works as before, and the next
+    /// connection that opens the store alone tries again.
+    private func upgradeToFormat3() -> UInt32 {
+        do {
+            let s = try beginWrite()
+            do {
+                let h = try page(1, s)
+                // Version 3 already in the log: an upgrade stopped before its
+                // checkpoint, which the one below completes.
+                if h.headerVersion == 2 {
+                    let p = Page(copying: h)
+                    p.headerVersion = 3
+                    p.headerChangeCounter &+= 1
+                    try commit([p], pageCount: s.pageCount)
+                }
+            } catch {
+                endWrite(s)
+                throw error
+            }
+            endWrite(s)
+            _ = try checkpointAsWriter()
+            var bytes = [UInt8](repeating: 0, count: FileHeader.versionOffset + 4)
+            guard try bytes.withMutableBytes({ b throws(KuraError) in try file.readFully(into: b, at: 0) }) else { return 2 }
+            return bytes.withUnsafeBytes { UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: FileHeader.versionOffset, as: UInt32.self)) }
+        } catch {
+            // Not an error of the open: format 2 stays fully usable.
+            return 2
+        }
     }
 
     /// A creation cut short by a power loss can leave page 1 incomplete (the file
@@ -251,8 +369,10 @@ final class Pager: @unchecked Sendable {
 
     /// Enters a transaction: takes the reader byte (first transaction only), picks
     /// up other processes' commits, and returns the snapshot to read from.
+    /// With `fromFile`, the log is read even if the shared header says it is
+    /// unchanged (a writer under the write lock, which publishes what it read).
     @discardableResult
-    func beginTransaction() throws(KuraError) -> Snapshot {
+    func beginTransaction(fromFile: Bool = false) throws(KuraError) -> Snapshot {
         try txnLock.withLock { () throws(KuraError) in
             if closed { throw KuraError(.misuse, "database is closed", path: path) }
             if openTransactions == 0 {
@@ -262,7 +382,7 @@ final class Pager: @unchecked Sendable {
         }
         do {
             return try state.withLock { () throws(KuraError) -> Snapshot in
-                try refreshLocked()
+                try refreshLocked(fromFile: fromFile)
                 latest.users += 1
                 if latest.users == 1 { active[ObjectIdentifier(latest)] = latest }
                 return latest
@@ -298,8 +418,20 @@ final class Pager: @unchecked Sendable {
     /// Skipped while this connection's writer holds the store's write lock: then
     /// no other connection can append or reset the log, and the writer's own
     /// frames, written before it publishes them, must not be indexed twice.
-    private func refreshLocked() throws(KuraError) {
+    ///
+    /// Skipped too, without a system call, when the shared header says the
+    /// committed log is still the one this connection indexed (FORMAT.md, "The
+    /// shared log header"): the reader byte is held, so no checkpoint can have
+    /// changed the store file since, and a hint read as "unchanged" was true
+    /// when it was read. `fromFile` reads the log anyway.
+    private func refreshLocked(fromFile: Bool = false) throws(KuraError) {
         if ownWriterActive { return }
+        if !fromFile, sharedHeaderUsable, latestIsCurrent, let shm = sharedHeader,
+           latest.generation == wal.generation, latest.maxFrame == wal.maxFrame, shm.isCurrent(wal.state) {
+            logReadsSkipped += 1
+            return
+        }
+        logReads += 1
         let result = try wal.refresh()
         switch result {
         case .reset:
@@ -418,8 +550,15 @@ final class Pager: @unchecked Sendable {
             throw error
         }
         do {
-            let snapshot = try beginTransaction()
-            state.withLock { ownWriterActive = true }
+            // Read from the file, never the hint: what this writer read is the
+            // committed log (no one else can change it now), published for
+            // readers; this also clears a "changing" mark that a writer killed
+            // between its log write and its publish left.
+            let snapshot = try beginTransaction(fromFile: true)
+            state.withLock {
+                ownWriterActive = true
+                sharedHeader?.publish(wal.state)
+            }
             return snapshot
         } catch {
             file.unlock(.writer)
@@ -467,6 +606,10 @@ final class Pager: @unchecked Sendable {
         try prepareLogForAppend()
         let sorted = pages.sorted { $0.number < $1.number }
         for p in sorted { p.sealChecksum() }
+        // Readers stop trusting the shared header until the publish below; a
+        // crash in between leaves the mark, so readers read the log until the
+        // next writer publishes.
+        sharedHeader?.beginChange()
         let pending: WriteAheadLog.PendingCommit
         do {
             pending = try wal.writeFrames(sorted, pageCount: pageCount, sync: durability == .full, fullSync: true)
@@ -486,6 +629,7 @@ final class Pager: @unchecked Sendable {
                 cache.put(PageCache.frameKey(generation: wal.generation, frame: firstFrame + k), p)
             }
             latest = Snapshot(generation: wal.generation, maxFrame: wal.maxFrame, pageCount: pageCount)
+            if !skipsSharedPublishForTesting { sharedHeader?.publish(wal.state) }
         }
     }
 
@@ -496,6 +640,7 @@ final class Pager: @unchecked Sendable {
         if !wal.hasHeader {
             // No valid log header: nobody can be reading frames, so a new log can
             // be started without waiting for other connections' readers.
+            sharedHeader?.beginChange()
             try state.withLock { () throws(KuraError) in try wal.reset(sync: durability != .off) }
         }
         if poisoned {
@@ -597,6 +742,12 @@ final class Pager: @unchecked Sendable {
                 if truncatingLog { try wal.truncateStaleFrames() }
                 return true
             }
+            // From here until the publish after the reset, the store file may
+            // hold pages newer than a reader's index: the shared header says
+            // "changing", and keeps saying it if this checkpoint fails or the
+            // process dies (readers then read the log; the next writer
+            // publishes what it finds).
+            sharedHeader?.beginChange()
             if durability != .off { try walFile.sync(full: true) }
             fileLock.lockExclusive()
             defer { fileLock.unlock() }
@@ -639,6 +790,7 @@ final class Pager: @unchecked Sendable {
                 cache.removeFrames()
                 for p in written { cache.put(UInt64(p.number), p) }
                 latest = Snapshot(generation: wal.generation, maxFrame: 0, pageCount: current.pageCount)
+                sharedHeader?.publish(wal.state)
             }
             return true
         }
@@ -671,6 +823,7 @@ final class Pager: @unchecked Sendable {
             // The log first: a store file without its log is never mistaken
             // for one whose log holds commits (refuseOrphanedLog).
             try fs.remove(path + "-wal")
+            try fs.remove(path + "-shm")
             try companions()
             try fs.remove(path)
             closed = true

@@ -81,6 +81,14 @@ final class WriteAheadLog {
     private(set) var committedPageCount: UInt32 = 0
     private(set) var index = WALFrameIndex()
 
+    /// The committed state indexed, as the shared header holds it
+    /// (SharedLogHeader.swift); all zero without a valid header.
+    var state: LogState {
+        guard hasHeader else { return LogState() }
+        return LogState(hasHeader: true, generation: generation, salt1: salt1, salt2: salt2, headerChecksum: headerChecksum,
+                        maxFrame: maxFrame, chain: lastChecksum, pageCount: committedPageCount)
+    }
+
     /// Page numbers of the frames the writer's transaction in progress has
     /// written after the committed log (spilled pages, FORMAT.md "Commit"), in
     /// frame order: frame `maxFrame + 1 + k` holds `uncommittedPages[k]`. They
@@ -167,7 +175,10 @@ final class WriteAheadLog {
         guard available > 0 else { return 0 }
         let maxChunk = max(1, min(available, (1 << 20) / frameSize))
         var chunk = 1
-        var buffer = [UInt8](repeating: 0, count: maxChunk * frameSize)
+        // Sized for the chunk actually read and grown as chunks double: after
+        // a reset the first (one-frame) chunk usually ends the scan, and this
+        // runs at the start of every transaction.
+        var buffer: [UInt8] = []
         let start = maxFrame
         var scanner = LogScanner(pageSize: pageSize, salt1: salt1, salt2: salt2, chain: lastChecksum, framesBefore: start)
         var pages: [UInt32] = []
@@ -176,6 +187,7 @@ final class WriteAheadLog {
         scan: while frame <= lastFrame {
             let n = min(chunk, lastFrame - frame + 1)
             chunk = min(chunk * 2, maxChunk)
+            if buffer.count < n * frameSize { buffer = [UInt8](repeating: 0, count: n * frameSize) }
             let ok = try buffer.withMutableBytes { b throws(KuraError) in
                 try file.readFully(into: UnsafeMutableRawBufferPointer(rebasing: b[0..<n * frameSize]), at: frameOffset(frame))
             }
