@@ -765,12 +765,20 @@ final class Pager: @unchecked Sendable {
                 }
                 // 2. Copy the newest version of each logged page into the file.
                 let current = Snapshot(generation: wal.generation, maxFrame: newest, pageCount: wal.committedPageCount)
+                // Pages to put back in the cache after the reset, at most what
+                // it holds: a checkpoint of a large log (an import, a
+                // migration) must not keep every page it copies in memory.
                 var written: [Page] = []
-                written.reserveCapacity(wal.index.frames.count)
+                written.reserveCapacity(min(wal.index.frames.count, cache.capacity))
                 for pageNo in wal.index.frames.keys.sorted() where pageNo <= current.pageCount {
                     let p = try pageLocked(pageNo, current)
                     try file.write(UnsafeRawBufferPointer(p.buffer), at: Int64(pageNo - 1) * Int64(pageSize))
-                    written.append(p)
+                    if written.count < cache.capacity {
+                        written.append(p)
+                    } else {
+                        // Not put back: its old file version must not stay cached.
+                        cache.remove(UInt64(pageNo))
+                    }
                 }
                 if durability != .off { try file.sync(full: true) }
                 // 2b. A compaction made the store shorter: cut the file to its page

@@ -112,39 +112,14 @@ public enum RecordCodec {
     /// messages, then each value is decoded straight from the bytes (no
     /// `RecordView` arrays: this runs for every row an application reads).
     public static func decode(_ buf: UnsafeRawBufferPointer) throws(KuraError) -> [Value] {
-        guard let p = buf.baseAddress, buf.count > 0 else {
-            throw KuraError(.corrupt, "record is empty")
-        }
-        let length = buf.count
-        guard let (hsize, hlen) = Varint.read(p, 0, length), hsize <= UInt64(length - hlen) else {
-            throw KuraError(.corrupt, "record header size runs past the record (\(length) bytes)")
-        }
-        let headerEnd = hlen + Int(hsize)
-        var pos = hlen
-        var body = headerEnd
+        var header = try RecordHeader(buf)
         var count = 0
-        // Each serial type takes at least one byte, so the loop is bounded by hsize.
-        while pos < headerEnd {
-            guard let (t, n) = Varint.read(p, pos, headerEnd), let blen = bodyLength(t) else {
-                throw KuraError(.corrupt, "record header has a malformed or reserved serial type at byte \(pos)")
-            }
-            pos += n
-            body += blen
-            if body > length {
-                throw KuraError(.corrupt, "record body is shorter than its header promises (\(body) > \(length) bytes)")
-            }
-            count += 1
-        }
+        while try header.next() != nil { count += 1 }
         var out: [Value] = []
         out.reserveCapacity(count)
-        pos = hlen
-        body = headerEnd
-        while pos < headerEnd {
-            // Checked by the loop above: every type reads and has a body inside the record.
-            let (t, n) = Varint.read(p, pos, headerEnd).unsafelyUnwrapped
-            out.append(try decodeBody(t, p + body, column: out.count))
-            pos += n
-            body += bodyLength(t).unsafelyUnwrapped
+        header = try RecordHeader(buf)
+        while let (t, at) = try header.next() {
+            out.append(try decodeBody(t, header.base + at, column: out.count))
         }
         return out
     }
@@ -166,27 +141,10 @@ public struct RecordView {
     public init(_ buf: UnsafeRawBufferPointer) throws(KuraError) {
         base = buf.baseAddress
         length = buf.count
-        guard let p = base, length > 0 else {
-            throw KuraError(.corrupt, "record is empty")
-        }
-        guard let (hsize, hlen) = Varint.read(p, 0, length), hsize <= UInt64(length - hlen) else {
-            throw KuraError(.corrupt, "record header size runs past the record (\(length) bytes)")
-        }
-        let headerEnd = hlen + Int(hsize)
-        var pos = hlen
-        var body = headerEnd
-        // Each serial type takes at least one byte, so the loop is bounded by hsize.
-        while pos < headerEnd {
-            guard let (t, n) = Varint.read(p, pos, headerEnd), let blen = RecordCodec.bodyLength(t) else {
-                throw KuraError(.corrupt, "record header has a malformed or reserved serial type at byte \(pos)")
-            }
-            pos += n
+        var header = try RecordHeader(buf)
+        while let (t, at) = try header.next() {
             types.append(t)
-            offsets.append(body)
-            body += blen
-            if body > length {
-                throw KuraError(.corrupt, "record body is shorter than its header promises (\(body) > \(length) bytes)")
-            }
+            offsets.append(at)
         }
     }
 
@@ -257,24 +215,10 @@ extension RecordCodec {
     ///
     /// - Throws: `.corrupt` for a malformed header or body.
     public static func value(at index: Int, in buf: UnsafeRawBufferPointer) throws(KuraError) -> Value {
-        guard let p = buf.baseAddress, buf.count > 0,
-              let (hsize, hlen) = Varint.read(p, 0, buf.count), hsize <= UInt64(buf.count - hlen) else {
-            throw KuraError(.corrupt, "record header size runs past the record (\(buf.count) bytes)")
-        }
-        let headerEnd = hlen + Int(hsize)
-        var pos = hlen
-        var body = headerEnd
+        var header = try RecordHeader(buf)
         var i = 0
-        while pos < headerEnd {
-            guard let (t, n) = Varint.read(p, pos, headerEnd), let blen = bodyLength(t) else {
-                throw KuraError(.corrupt, "record header has a malformed or reserved serial type at byte \(pos)")
-            }
-            guard body + blen <= buf.count else {
-                throw KuraError(.corrupt, "record body is shorter than its header promises")
-            }
-            if i == index { return try decodeBody(t, p + body, column: i) }
-            pos += n
-            body += blen
+        while let (t, at) = try header.next() {
+            if i == index { return try decodeBody(t, header.base + at, column: i) }
             i += 1
         }
         return .null

@@ -41,26 +41,11 @@ struct RecordFields {
     mutating func load(_ buf: UnsafeRawBufferPointer) throws(KuraError) {
         loaded = 0
         base = buf.baseAddress
-        guard let p = buf.baseAddress, buf.count > 0,
-              let (hsize, hlen) = Varint.read(p, 0, buf.count), hsize <= UInt64(buf.count - hlen) else {
-            throw KuraError(.corrupt, "record header size runs past the record (\(buf.count) bytes)")
-        }
-        let headerEnd = hlen + Int(hsize)
-        var pos = hlen
-        var body = headerEnd
+        var header = try RecordHeader(buf)
         var i = 0
-        // Each serial type takes at least one byte, so the loop is bounded by hsize.
-        while pos < headerEnd && i < wanted {
-            guard let (t, n) = Varint.read(p, pos, headerEnd), let blen = RecordCodec.bodyLength(t) else {
-                throw KuraError(.corrupt, "record header has a malformed or reserved serial type at byte \(pos)")
-            }
-            guard body + blen <= buf.count else {
-                throw KuraError(.corrupt, "record body is shorter than its header promises (\(body + blen) > \(buf.count) bytes)")
-            }
+        while i < wanted, let (t, at) = try header.next() {
             types[i] = t
-            offsets[i] = body
-            pos += n
-            body += blen
+            offsets[i] = at
             i += 1
         }
         loaded = i
