@@ -36,6 +36,7 @@ enum DemoCommand {
             if keep == nil {
                 try? FileManager.default.removeItem(at: url)
                 try? FileManager.default.removeItem(atPath: url.path + "-wal")
+                try? FileManager.default.removeItem(atPath: url.path + "-shm")
             }
         }
         do {
