@@ -25,8 +25,8 @@
 //     hands tree pages to `validator`) before anything else sees them.
 //   - A transaction start skips reading the log only when the shared header
 //     (`PATH-shm`, FORMAT.md "The shared log header") is trusted, not marked as
-//     changing, and equals the log state this connection indexed. A writer
-//     always reads the log from the file and publishes it; it marks the header
+//     changing, and equals the log state this connection indexed; a writer
+//     decides the same way, then publishes what it has; it marks the header
 //     before changing the committed log or the store file (commit, reset,
 //     checkpoint) and publishes after, so a crash in between leaves the mark.
 //
@@ -550,11 +550,15 @@ final class Pager: @unchecked Sendable {
             throw error
         }
         do {
-            // Read from the file, never the hint: what this writer read is the
-            // committed log (no one else can change it now), published for
-            // readers; this also clears a "changing" mark that a writer killed
-            // between its log write and its publish left.
-            let snapshot = try beginTransaction(fromFile: true)
+            // The hint serves the writer as it serves readers: every writer
+            // marks it before changing the log, so an even header equal to this
+            // connection's state means nobody has changed the log since (and,
+            // under the writer lock, nobody can now). Anything else reads the
+            // log from the file under `state`, and the publish below clears a
+            // "changing" mark that a writer killed between its log write and its
+            // publish left. (Reading the file at every write held `state`, which
+            // every reader's page lookup needs, across an fstat and a pread.)
+            let snapshot = try beginTransaction()
             state.withLock {
                 ownWriterActive = true
                 sharedHeader?.publish(wal.state)
