@@ -36,14 +36,7 @@ extension BTree {
     /// rebalanced through the path a descent by `key` gives: the separators
     /// above did not change, so it leads to the same leaf.
     private func deleteInLastLeaf(_ key: [UInt8], _ w: PageWriter) throws(KuraError) -> Bool {
-        guard let leafNo = w.lastLeaf(of: root) else { return false }
-        let leaf = try node(leafNo, w)
-        guard leaf.isLeafNode else { return false }
-        let i = key.withUnsafeBytes { k in
-            let i = leaf.lowerBound(k)
-            return i < leaf.cellCount && leaf.compareKey(i, k) == 0 ? i : -1
-        }
-        guard i >= 0 else { return false }
+        guard let (leafNo, leaf, i) = try findInLastLeaf(key, w) else { return false }
         for p in try overflowPages(leaf, i, w) { try w.free(p) }
         let page = try w.writable(leafNo)
         page.removeCell(i)

@@ -92,13 +92,10 @@ extension BTree {
         return true
     }
 
-    /// When `key` is in the leaf the writer remembers for this tree
-    /// (`PageWriter.lastLeaf`: a leaf of this tree, since no page was allocated
-    /// or freed after it was remembered): with `.insertNew` returns false; else
-    /// replaces the value in that leaf if the new cell fits there without an
-    /// overflow chain (old or new) and returns true. Nil, changing nothing,
-    /// in every other case (the caller descends).
-    private func replaceInLastLeaf(_ key: [UInt8], _ value: [UInt8], mode: InsertMode, _ w: PageWriter) throws(KuraError) -> Bool? {
+    /// The leaf the writer remembers for this tree (`PageWriter.lastLeaf`), and
+    /// the slot of `key` in it, if it holds `key`; nil otherwise. Shared by the
+    /// replace and delete that skip a descent.
+    func findInLastLeaf(_ key: [UInt8], _ w: PageWriter) throws(KuraError) -> (UInt32, Page, Int)? {
         guard let leafNo = w.lastLeaf(of: root) else { return nil }
         let leaf = try node(leafNo, w)
         guard leaf.isLeafNode else { return nil }
@@ -106,7 +103,17 @@ extension BTree {
             let i = leaf.lowerBound(k)
             return i < leaf.cellCount && leaf.compareKey(i, k) == 0 ? i : -1
         }
-        guard i >= 0 else { return nil }
+        return i >= 0 ? (leafNo, leaf, i) : nil
+    }
+
+    /// When `key` is in the leaf the writer remembers for this tree
+    /// (`PageWriter.lastLeaf`: a leaf of this tree, since no page was allocated
+    /// or freed after it was remembered): with `.insertNew` returns false; else
+    /// replaces the value in that leaf if the new cell fits there without an
+    /// overflow chain (old or new) and returns true. Nil, changing nothing,
+    /// in every other case (the caller descends).
+    private func replaceInLastLeaf(_ key: [UInt8], _ value: [UInt8], mode: InsertMode, _ w: PageWriter) throws(KuraError) -> Bool? {
+        guard let (leafNo, leaf, i) = try findInLastLeaf(key, w) else { return nil }
         if mode == .insertNew { return false }
         let old = leaf.leafValue(i)
         let layout = Node.leafLayout(keyLength: key.count, valueLength: value.count, pageSize: w.pageSize)

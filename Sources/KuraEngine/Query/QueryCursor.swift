@@ -198,13 +198,7 @@ struct CandidateSource {
                 // A row deleted since the IDs were gathered (in this write
                 // transaction) is skipped, as a scan past it would.
                 guard let record = try rowRecord(rowID, s) else { continue }
-                let matched: Bool
-                do throws(KuraError) {
-                    matched = try record.withBytes { b throws(KuraError) in try matching(b, rowID) }
-                } catch {
-                    throw Self.locating(error, rowID: rowID, page: nil)
-                }
-                if matched { return Row(rowID: rowID, record: record) }
+                if let row = try Self.row(rowID, record, matching) { return row }
             }
             return nil
         case .index(let index, let ranges, let reverse):
@@ -221,13 +215,7 @@ struct CandidateSource {
                     guard let record = try rowRecord(rowID, s) else {
                         throw KuraError(.corrupt, "index \"\(index.name)\" names row \(rowID), which table \"\(table.name)\" does not have", page: index.info.rootPage)
                     }
-                    let matched: Bool
-                    do throws(KuraError) {
-                        matched = try record.withBytes { b throws(KuraError) in try matching(b, rowID) }
-                    } catch {
-                        throw Self.locating(error, rowID: rowID, page: nil)
-                    }
-                    if matched { return Row(rowID: rowID, record: record) }
+                    if let row = try Self.row(rowID, record, matching) { return row }
                 }
                 run.removeAll(keepingCapacity: true)
                 runPosition = 0
@@ -350,6 +338,20 @@ struct CandidateSource {
     }
 
     /// A corruption error from reading a row, with the row ID and page added.
+    /// Row `rowID` if its record passes `matching`, else nil; a corruption
+    /// error from the test names the row.
+    @inline(__always)
+    static func row(_ rowID: Int64, _ record: [UInt8],
+                    _ matching: (UnsafeRawBufferPointer, Int64) throws(KuraError) -> Bool) throws(KuraError) -> Row? {
+        let matched: Bool
+        do throws(KuraError) {
+            matched = try record.withBytes { b throws(KuraError) in try matching(b, rowID) }
+        } catch {
+            throw locating(error, rowID: rowID, page: nil)
+        }
+        return matched ? Row(rowID: rowID, record: record) : nil
+    }
+
     static func locating(_ error: KuraError, rowID: Int64?, page: UInt32?) -> KuraError {
         guard error.code == .corrupt else { return error }
         var e = error
