@@ -148,7 +148,7 @@ final class RowLayout: Sendable {
         let types = o.entity.attributeStorageTypes
         for i in attributeColumns.indices {
             if let cols = compositeColumns[i], let elements = o.entity.attributes[i].compositeElements {
-                // Cannot fail: values[a.name] is only ever set by compositeStoredValue or
+                // Cannot fail: the value at this ordinal is only ever set by compositeStoredValue or
                 // compositeValue, which write null or a record of exactly one value per element.
                 let parts = (try? o.entity.attributes[i].compositeElementValues(values[ordinal: i] ?? .null, elements, of: o.objectID)) ?? []
                 for (c, v) in zip(cols, parts) { out[c] = v }
