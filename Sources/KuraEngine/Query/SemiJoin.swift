@@ -180,8 +180,9 @@ struct ResolvedLookup {
 struct JoinSetup {
     var filters: [JoinFilter] = []
     var lookups: [String: ResolvedLookup] = [:]
-    /// Row IDs that contain every match (from positive joins), with their cost.
-    var candidates: [(ids: Set<Int64>, cost: Double, note: String)] = []
+    /// Row IDs that contain every match (from positive joins), ascending,
+    /// with their cost.
+    var candidates: [(ids: [Int64], cost: Double, note: String)] = []
     /// Foreign-key probes: an index on the outer FK column, probed with the
     /// inner row IDs (sorted).
     var probes: [(index: IndexDefinition, ids: [Int64], cost: Double, note: String)] = []
@@ -223,10 +224,11 @@ extension ReadTransaction {
             }
             if case .inverseForeignKey(let column) = j.link, j.inner.predicate == nil, j.inner.joins.isEmpty, j.valueColumn == nil,
                let index = try indexes(of: j.inner.table).first(where: { $0.columns.first.map { $0.name == column && !$0.descending } ?? false }) {
-                // Every inner row counts: group the entries of the index on
-                // the inverse key instead of reading the rows.
+                // Every inner row counts: one ordered walk of the index on
+                // the inverse key, counting each run of equal keys, instead of
+                // reading the rows (and no lookup per outer row).
                 let counts = try groupedCounts(index)
-                if explaining { setup.notes.append("  \(label): counted per key in index \"\(index.name)\" (no row read): \(counts.count) outer row\(counts.count == 1 ? "" : "s") linked") }
+                if explaining { setup.notes.append("  \(label): one ordered walk of index \"\(index.name)\", counting the entries per key (no row read): \(counts.count) outer row\(counts.count == 1 ? "" : "s") linked") }
                 try addGrouped(j, counts, [:], label: label, outerRows: outerRows, explaining: explaining, to: &setup)
                 continue
             }
@@ -236,9 +238,10 @@ extension ReadTransaction {
                 guard j.having == nil, j.valueColumn == nil, j.inner.table == r.info.name else {
                     throw KuraError(.invalidArgument, "a same-row join of table \"\(r.info.name)\" reads that table and takes no count condition")
                 }
-                var ids = Set<Int64>()
-                while let row = try innerCursor.next() { ids.insert(row.rowID) }
-                setup.filters.append(JoinFilter(key: .rowID, values: ids, member: !j.negated))
+                var ids: [Int64] = []
+                while let row = try innerCursor.next() { ids.append(row.rowID) }
+                Self.sortUnique(&ids)
+                setup.filters.append(JoinFilter(key: .rowID, values: Set(ids), member: !j.negated))
                 if explaining { setup.notes.append("  \(label): \(ids.count) row ID\(ids.count == 1 ? "" : "s") \(j.negated ? "fail" : "pass")") }
                 if !j.negated {
                     setup.candidates.append((ids, Double(ids.count) * QueryCost.rowLookup, "\(label): read \(ids.count) row\(ids.count == 1 ? "" : "s") by row ID"))
@@ -268,16 +271,20 @@ extension ReadTransaction {
                     throw KuraError(.notFound, "table \"\(j.inner.table)\" has no column \"\(column)\" (join from table \"\(r.info.name)\")")
                 }
                 let vc = try valueColumn(j, innerCursor.columns)
-                var counts: [Int64: Int64] = [:]
+                // The matching inner rows' keys, sorted and counted per run
+                // (no hashing per row); values per key only when asked for.
+                var keys: [Int64] = []
                 var values: [Int64: [EvaluatedValue]] = [:]
                 while let row = try innerCursor.next() {
                     let v = try row.record.withBytes { b throws(KuraError) in
                         c.position < (try RecordCodec.count(in: b)) ? try RecordCodec.value(at: c.position, in: b) : c.defaultValue
                     }
                     guard case .integer(let id) = v else { continue }
-                    counts[id, default: 0] += 1
+                    keys.append(id)
                     if let vc { values[id, default: []].append(try Self.evaluated(row.record, vc)) }
                 }
+                let counts = Self.runCounts(&keys)
+                if explaining { setup.notes.append("  \(label): \(keys.count) matching inner row\(keys.count == 1 ? "" : "s") name \(counts.count) outer row\(counts.count == 1 ? "" : "s") through \"\(column)\"") }
                 try addGrouped(j, counts, values, label: label, outerRows: outerRows, explaining: explaining, to: &setup)
             case .joinTable(let table, let outerColumn, let innerColumn):
                 var ids = Set<Int64>()
@@ -298,7 +305,7 @@ extension ReadTransaction {
                 guard let o = joinCursor.columns.positions[outerColumn], let i = joinCursor.columns.positions[innerColumn] else {
                     throw KuraError(.notFound, "join table \"\(table)\" has no column \"\(outerColumn)\" or \"\(innerColumn)\"")
                 }
-                var counts: [Int64: Int64] = [:]
+                var keys: [Int64] = []
                 var values: [Int64: [EvaluatedValue]] = [:]
                 while let row = try joinCursor.next() {
                     let (ov, iv) = try row.record.withBytes { b throws(KuraError) in
@@ -307,9 +314,10 @@ extension ReadTransaction {
                                 i.position < n ? try RecordCodec.value(at: i.position, in: b) : i.defaultValue)
                     }
                     guard case .integer(let outer) = ov, case .integer(let inner) = iv, ids.contains(inner) else { continue }
-                    counts[outer, default: 0] += 1
+                    keys.append(outer)
                     if vc != nil, let v = innerValues[inner] { values[outer, default: []].append(v) }
                 }
+                let counts = Self.runCounts(&keys)
                 if explaining { setup.notes.append("  \(label): \(ids.count) inner row\(ids.count == 1 ? "" : "s"), linked through join table \"\(table)\"") }
                 try addGrouped(j, counts, values, label: label, outerRows: outerRows, explaining: explaining, to: &setup)
             }
@@ -321,67 +329,114 @@ extension ReadTransaction {
     }
 
     /// The number of entries of `index` per integer value of its first
-    /// column (other values are no row ID and link nothing), read from the
-    /// index alone.
-    func groupedCounts(_ index: IndexDefinition) throws(KuraError) -> [Int64: Int64] {
+    /// column (other values are no row ID and link nothing), ascending by
+    /// value, read from the index alone: one ordered walk that counts each run
+    /// of equal keys in place (no copy of a key, no hashing per entry).
+    func groupedCounts(_ index: IndexDefinition) throws(KuraError) -> [(id: Int64, count: Int64)] {
         if let w = writer { return try groupedCounts(index, w) }
         return try groupedCounts(index, snapshotPages!)
     }
 
-    private func groupedCounts<S: PageSource>(_ index: IndexDefinition, _ s: S) throws(KuraError) -> [Int64: Int64] {
-        var counts: [Int64: Int64] = [:]
+    private func groupedCounts<S: PageSource>(_ index: IndexDefinition, _ s: S) throws(KuraError) -> [(id: Int64, count: Int64)] {
+        precondition(index.columns.first.map { !$0.descending } ?? false, "groupedCounts needs an index led by an ascending column")
+        var out: [(id: Int64, count: Int64)] = []
         var cursor = TreeCursor(tree: index.tree)
         try cursor.first(s)
-        var last: (segment: [UInt8], value: Int64?)?
+        var current: Int64 = 0, run: Int64 = 0, ordered = true
         while cursor.isValid {
-            let key = Array(cursor.key)
-            let segment = try IndexKeyParser.prefix(key, columns: 1, of: index)
-            if last?.segment != segment {
-                var value: Int64?
-                if segment.first == IndexKey.integerTag {
-                    value = segment.withUnsafeBytes { b -> Int64? in
-                        guard let base = b.baseAddress, let (v, n) = RowIDKey.decode(base, 1, b.count), 1 + n == b.count else { return nil }
-                        return v
-                    }
-                    if value == nil { throw KuraError(.corrupt, "index \"\(index.name)\" has a malformed integer key", page: index.info.rootPage) }
+            let key = cursor.key
+            // An integer segment: its tag, then the value as a row-ID key
+            // (IndexKey.swift), whose bytes sort as the values do.
+            if let base = key.baseAddress, key.count > 0, base.load(as: UInt8.self) == IndexKey.integerTag {
+                guard let (v, _) = RowIDKey.decode(base, 1, key.count) else {
+                    throw KuraError(.corrupt, "index \"\(index.name)\" has a malformed integer key", page: index.info.rootPage)
                 }
-                last = (segment, value)
+                if run > 0 && v == current {
+                    run += 1
+                } else {
+                    if run > 0 {
+                        out.append((current, run))
+                        if v < current { ordered = false }
+                    }
+                    current = v
+                    run = 1
+                }
             }
-            if let v = last?.value { counts[v, default: 0] += 1 }
             try cursor.next(s)
         }
-        return counts
+        if run > 0 { out.append((current, run)) }
+        if !ordered {
+            // Only a damaged index is out of order; the counts stay right.
+            var merged: [Int64: Int64] = [:]
+            for (id, n) in out { merged[id, default: 0] += n }
+            out = merged.map { (id: $0.key, count: $0.value) }.sorted { $0.id < $1.id }
+        }
+        return out
     }
 
-    /// The filter of a to-many join from the number of matching inner rows per outer row ID.
-    private func addGrouped(_ j: SemiJoin, _ counts: [Int64: Int64], _ grouped: [Int64: [EvaluatedValue]], label: String, outerRows: Double,
+    /// `keys` sorted, and the length of each run of equal keys, ascending by key.
+    static func runCounts(_ keys: inout [Int64]) -> [(id: Int64, count: Int64)] {
+        keys.sort()
+        var out: [(id: Int64, count: Int64)] = []
+        var i = 0
+        while i < keys.count {
+            var j = i + 1
+            while j < keys.count && keys[j] == keys[i] { j += 1 }
+            out.append((keys[i], Int64(j - i)))
+            i = j
+        }
+        return out
+    }
+
+    /// `ids` sorted, each once.
+    static func sortUnique(_ ids: inout [Int64]) {
+        ids.sort()
+        var n = 0
+        for i in ids.indices where n == 0 || ids[i] != ids[n - 1] {
+            ids[n] = ids[i]
+            n += 1
+        }
+        ids.removeLast(ids.count - n)
+    }
+
+    /// The filter of a to-many join from the number of matching inner rows
+    /// per outer row ID (`counts`, ascending by row ID).
+    private func addGrouped(_ j: SemiJoin, _ counts: [(id: Int64, count: Int64)], _ grouped: [Int64: [EvaluatedValue]], label: String, outerRows: Double,
                             explaining: Bool, to setup: inout JoinSetup) throws(KuraError) {
-        var values = Set<Int64>()
+        var ids: [Int64] = []
         var member = true
         if let having = j.having {
+            // Without values the answer depends on the count alone: memoized
+            // (small counts in an array, the rest in a dictionary).
+            var small = [Bool?](repeating: nil, count: 64)
             var memo: [Int64: Bool] = [:]
             func holds(_ n: Int64, _ vs: [EvaluatedValue]?) throws(KuraError) -> Bool {
-                if vs == nil, let m = memo[n] { return m }
+                if vs == nil {
+                    if n >= 0 && n < small.count, let m = small[Int(n)] { return m }
+                    if let m = memo[n] { return m }
+                }
                 var variables: [String: EvaluatedValue] = [SemiJoin.countVariable: .scalar(.integer(n))]
                 if let vs { variables[SemiJoin.valuesVariable] = .collection(vs) }
                 let v = try having.evaluate(with: .null, variables: variables)
-                if vs == nil { memo[n] = v }
+                if vs == nil {
+                    if n >= 0 && n < small.count { small[Int(n)] = v } else { memo[n] = v }
+                }
                 return v
             }
             let withValues = j.valueColumn != nil
             // Outer rows without links have count 0 (and no values): when that
             // passes, the filter lists the rows that fail instead.
             member = !(try holds(0, withValues ? [] : nil))
-            for (id, n) in counts where try holds(n, withValues ? grouped[id] ?? [] : nil) == member { values.insert(id) }
+            for (id, n) in counts where try holds(n, withValues ? grouped[id] ?? [] : nil) == member { ids.append(id) }
         } else {
-            values = Set(counts.keys)
+            ids = counts.map(\.id)
         }
         if j.negated { member.toggle() }
-        setup.filters.append(JoinFilter(key: .rowID, values: values, member: member))
-        if explaining { setup.notes.append("  \(label): \(values.count) outer row ID\(values.count == 1 ? "" : "s") \(member ? "pass" : "fail")") }
+        setup.filters.append(JoinFilter(key: .rowID, values: Set(ids), member: member))
+        if explaining { setup.notes.append("  \(label): \(ids.count) outer row ID\(ids.count == 1 ? "" : "s") \(member ? "pass" : "fail")") }
         if member {
-            setup.candidates.append((values, Double(values.count) * QueryCost.rowLookup,
-                                     "\(label): read \(values.count) row\(values.count == 1 ? "" : "s") by row ID"))
+            setup.candidates.append((ids, Double(ids.count) * QueryCost.rowLookup,
+                                     "\(label): read \(ids.count) row\(ids.count == 1 ? "" : "s") by row ID, in row-ID order"))
         }
     }
 
