@@ -6,7 +6,9 @@
 // failing at zero, negated, counts past the small-count memo), over keys that
 // are null, negative, dangling, or shared by long runs, read from a committed
 // snapshot and from a write transaction holding uncommitted inserts, updates
-// and deletes mixed with saved rows.
+// and deletes mixed with saved rows. A to-one join whose inner predicate is
+// an integer equality on an indexed column takes the inner row IDs from the
+// index alone; it is checked the same way.
 // Prints its seed; KURA_SEED=<n> replays one.
 
 import Foundation
@@ -22,10 +24,16 @@ final class SemiJoinCountTests: XCTestCase {
 
         let db = try Database.inMemory()
         try db.write { tx in
-            let parent = try tx.createTable("parent", schema: try TableSchema([ColumnDefinition("n", .integer)]))
+            let parent = try tx.createTable("parent", schema: try TableSchema([ColumnDefinition("n", .integer), ColumnDefinition("best", .integer)]))
             let child = try tx.createTable("child", schema: try TableSchema([ColumnDefinition("owner", .integer), ColumnDefinition("k", .integer)]))
             try tx.createIndex("child_owner", on: child, columns: [IndexColumn("owner")])
-            for i in 0..<40 { try tx.insert(["n": .integer(Int64(i))], into: parent) }
+            try tx.createIndex("child_k", on: child, columns: [IndexColumn("k", descending: rng.next() % 2 == 0)])
+            for i in 0..<600 {
+                // `best` names a child, nothing, or a row that does not exist (enough
+                // parents that the join is materialized, not a nested loop).
+                let best: Value = [.integer(Int64(1 + rand(700))), .null, .integer(5000)][rand(3)]
+                try tx.insert(["n": .integer(Int64(i)), "best": best], into: parent)
+            }
             for _ in 0..<700 { try tx.insert(Self.randomChild(&rng), into: child) }
         }
         // A deleted parent leaves its children's keys dangling.
@@ -63,6 +71,19 @@ final class SemiJoinCountTests: XCTestCase {
                     let plan = try tx.explain(query)
                     XCTAssertTrue(plan.contains("one ordered walk of index \"child_owner\""), plan)
                 }
+            }
+            // To-one: parents whose `best` names a child with k == m.
+            let childK = Dictionary(uniqueKeysWithValues: children.map { ($0.rowID, $0.values[1]) })
+            for m in -1...3 {
+                let negated = rand(2) == 0
+                let query = TableQuery("parent", joins: [SemiJoin(.foreignKey(column: "best"), TableQuery("child", where: try KuraPredicate(format: "\(m) == k")), negated: negated)])
+                let want = parents.filter { p in
+                    guard case .integer(let best) = p.values[1], let k = childK[best] else { return negated }
+                    return (k == .integer(Int64(m))) != negated
+                }.map(\.rowID)
+                XCTAssertEqual(try tx.fetch(query).map(\.rowID), want, "\(label) to-one k == \(m)\(negated ? " negated" : "") (seed \(seed))")
+                let plan = try tx.explain(query)
+                XCTAssertTrue(plan.contains("read from index \"child_k\" alone"), plan)
             }
         }
         try db.read { tx in try check(tx, "snapshot") }

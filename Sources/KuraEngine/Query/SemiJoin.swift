@@ -232,6 +232,14 @@ extension ReadTransaction {
                 try addGrouped(j, counts, [:], label: label, outerRows: outerRows, explaining: explaining, to: &setup)
                 continue
             }
+            if case .foreignKey(let column) = j.link, j.having == nil, let c = r.columns.positions[column],
+               let exact = try exactIndexRowIDs(j.inner) {
+                // The inner rows' IDs from their index alone (no inner row read).
+                setup.filters.append(JoinFilter(key: .column(position: c.position, defaultValue: c.defaultValue), values: Set(exact.ids), member: !j.negated))
+                if explaining { setup.notes.append("  \(label): \(exact.ids.count) inner row\(exact.ids.count == 1 ? "" : "s"), their IDs read from index \"\(exact.index)\" alone (the equality decides every entry: no inner row read)") }
+                if !j.negated { try addProbe(label, column: column, innerTable: j.inner.table, ids: exact.ids, r, outerRows: outerRows, to: &setup) }
+                continue
+            }
             let innerCursor = try select(j.inner)
             switch j.link {
             case .sameRow:
@@ -253,19 +261,12 @@ extension ReadTransaction {
                 guard let c = r.columns.positions[column] else {
                     throw KuraError(.notFound, "table \"\(r.info.name)\" has no column \"\(column)\" (join to table \"\(j.inner.table)\")")
                 }
-                var ids = Set<Int64>()
-                while let row = try innerCursor.next() { ids.insert(row.rowID) }
-                setup.filters.append(JoinFilter(key: .column(position: c.position, defaultValue: c.defaultValue), values: ids, member: !j.negated))
+                var ids: [Int64] = []
+                while let row = try innerCursor.next() { ids.append(row.rowID) }
+                Self.sortUnique(&ids)
+                setup.filters.append(JoinFilter(key: .column(position: c.position, defaultValue: c.defaultValue), values: Set(ids), member: !j.negated))
                 if explaining { setup.notes.append("  \(label): \(ids.count) inner row\(ids.count == 1 ? "" : "s")") }
-                if !j.negated {
-                    let innerRows = Double(max(try rowCount(try table(j.inner.table)), 1))
-                    for index in r.indexes where index.columns.first?.name == column {
-                        let entries = Double(ids.count) * outerRows / innerRows
-                        let cost = Double(ids.count) * QueryCost.rowLookup + entries * (QueryCost.indexEntry + QueryCost.rowLookup)
-                        setup.probes.append((index, ids.sorted(), cost, "\(label): probe index \"\(index.name)\" with \(ids.count) row ID\(ids.count == 1 ? "" : "s"), about \(Int(entries.rounded())) entries"))
-                        break
-                    }
-                }
+                if !j.negated { try addProbe(label, column: column, innerTable: j.inner.table, ids: ids, r, outerRows: outerRows, to: &setup) }
             case .inverseForeignKey(let column):
                 guard let c = innerCursor.columns.positions[column] else {
                     throw KuraError(.notFound, "table \"\(j.inner.table)\" has no column \"\(column)\" (join from table \"\(r.info.name)\")")
@@ -326,6 +327,44 @@ extension ReadTransaction {
             setup.lookups[l.name] = try resolveLookup(l, from: r)
         }
         return setup
+    }
+
+    /// A probe of an index on the outer foreign-key `column` with the inner
+    /// row IDs `ids` (ascending), if the outer table has one.
+    private func addProbe(_ label: String, column: String, innerTable: String, ids: [Int64], _ r: ResolvedQuery, outerRows: Double,
+                          to setup: inout JoinSetup) throws(KuraError) {
+        let innerRows = Double(max(try rowCount(try table(innerTable)), 1))
+        for index in r.indexes where index.columns.first?.name == column {
+            let entries = Double(ids.count) * outerRows / innerRows
+            let cost = Double(ids.count) * QueryCost.rowLookup + entries * (QueryCost.indexEntry + QueryCost.rowLookup)
+            setup.probes.append((index, ids, cost, "\(label): probe index \"\(index.name)\" with \(ids.count) row ID\(ids.count == 1 ? "" : "s"), about \(Int(entries.rounded())) entries"))
+            return
+        }
+    }
+
+    /// The row IDs of `query`'s rows, ascending, read from an index alone,
+    /// when its predicate is one equality of an integer column with an
+    /// integer constant and an index is led by that column: an integer
+    /// column holds integers or null, and equal integers have equal key
+    /// segments while different values have different ones (IndexKey.swift),
+    /// so the entries with the constant's segment are exactly the matching
+    /// rows. Nil when the query has another shape.
+    func exactIndexRowIDs(_ query: TableQuery) throws(KuraError) -> (ids: [Int64], index: String)? {
+        guard query.joins.isEmpty, query.lookups.isEmpty, query.sort.isEmpty, query.offset == 0, query.limit == nil,
+              case .comparison(let c)? = query.predicate, c.quantifier == .direct, c.operator == .equalTo, c.options.isEmpty else { return nil }
+        let column: String, value: Int64
+        switch (c.left, c.right) {
+        case (.keyPath(let k), .constant(.integer(let n))) where k.count == 1: (column, value) = (k[0], n)
+        case (.constant(.integer(let n)), .keyPath(let k)) where k.count == 1: (column, value) = (k[0], n)
+        default: return nil
+        }
+        let r = try resolve(query)
+        guard let type = r.schema?.columns.first(where: { $0.name == column })?.type, type == .integer,
+              let index = r.indexes.first(where: { $0.columns.first?.name == column }) else { return nil }
+        let segment = QueryPlanner.segment(.integer(value), index.columns[0])
+        var ids = try probeIndex(index, [KeyRange(lower: segment, upper: segment)], r.info)
+        Self.sortUnique(&ids)
+        return (ids, index.name)
     }
 
     /// The number of entries of `index` per integer value of its first
