@@ -42,7 +42,7 @@ final class SemiJoinCountTests: XCTestCase {
         func check(_ tx: ReadTransaction, _ label: String) throws {
             let parents = try tx.fetch(TableQuery("parent"))
             let children = try tx.fetch(TableQuery("child"))
-            for step in 0..<30 {
+            for step in 0..<20 {
                 let op = ["==", "!=", "<", "<=", ">", ">="][rand(6)]
                 let m = [0, 1, 2, 3, 70, 90][rand(6)]
                 let innerK: Int64? = rand(2) == 0 ? Int64(rand(3)) : nil

@@ -8,7 +8,10 @@
 // changes (engine path) and of one forced onto the object path
 // (FetchPathTesting), must give identical object IDs in identical order. Sorts led by
 // `record.grade` descending with limits and offsets take the walk of Record's
-// grade index (SemiJoin+SortWalk.swift), forced half the time.
+// grade index (SemiJoin+SortWalk.swift), forced half the time. Schools asked
+// for `records.@count` take one ordered walk of Record's index on `school`;
+// `record.grade == k` may take the inner row IDs from the grade index alone
+// (both SemiJoin.swift; SemiJoinCountTests checks them in the engine).
 // The same questions are asked of two contexts with the same pending changes
 // (students edited and inserted, sometimes relationship edits), one free to
 // run the joins in the engine and correct for them, one in memory.
@@ -67,7 +70,7 @@ final class RelationshipQueryTests: XCTestCase {
         var rng = SplitMix64(state: seed)
         func rand(_ n: Int) -> Int { Int(rng.next() % UInt64(n)) }
         let names = ["Ann", "bob", "Émile", "emile", "Zoë", "al"]
-        var translated = 0, asked = 0, walked = 0, correctedInEngine = 0
+        var translated = 0, asked = 0, walked = 0, correctedInEngine = 0, countWalks = 0, indexOnly = 0
         let long = ProcessInfo.processInfo.environment["KURA_LONG"] == "1"
         for graph in 0..<(long ? 20 : 3) {
             let container = try PersistentContainer.inMemory(model: Self.model())
@@ -179,6 +182,15 @@ final class RelationshipQueryTests: XCTestCase {
                 default: return "owner.record.school == nil"
                 }
             }
+            // School: `records.@count` over every record is one ordered walk of
+            // Record's index on `school` (SemiJoin.swift).
+            func schoolAtom() -> String {
+                switch rand(4) {
+                case 0, 1: return "records.@count \(op()) \(rand(5))"
+                case 2: return "ANY records.grade \(op()) \(n())"
+                default: return "rank \(op()) \(n())"
+                }
+            }
             func predicate(_ atom: () -> String, depth: Int = 0) -> String {
                 switch depth < 2 ? rand(6) : 0 {
                 case 0, 1, 2: return atom()
@@ -188,18 +200,19 @@ final class RelationshipQueryTests: XCTestCase {
                 }
             }
             for step in 0..<40 {
-                let isPet = rand(4) == 0
-                let format = isPet ? predicate(petAtom) : predicate(studentAtom)
-                var request = FetchRequest<ManagedObject>(entityName: isPet ? "Pet" : "Student", predicate: try KuraPredicate(format: format))
+                let kind = rand(8)
+                let isPet = kind < 2, isSchool = kind == 2
+                let format = isPet ? predicate(petAtom) : isSchool ? predicate(schoolAtom) : predicate(studentAtom)
+                var request = FetchRequest<ManagedObject>(entityName: isPet ? "Pet" : isSchool ? "School" : "Student", predicate: try KuraPredicate(format: format))
                 if rand(2) == 0 {
                     let keys = isPet ? ["owner.record.grade", "owner.name", "age", "owner.record.school.name"]
-                                     : ["record.grade", "record.school.name", "name", "age", "record.note"]
+                             : isSchool ? ["name", "rank"] : ["record.grade", "record.school.name", "name", "age", "record.note"]
                     request.sortDescriptors = (0..<(1 + rand(2))).map { _ in
                         SortKey(keys[rand(keys.count)], ascending: rand(2) == 0, collation: [.binary, .caseInsensitive, .caseDiacriticInsensitive][rand(3)])
                     }
                     // Often the shape a walk of Record's grade index serves
                     // (SemiJoin+SortWalk.swift): led by record.grade descending.
-                    if !isPet && rand(2) == 0 { request.sortDescriptors.insert(SortKey("record.grade", ascending: false), at: 0) }
+                    if !isPet && !isSchool && rand(2) == 0 { request.sortDescriptors.insert(SortKey("record.grade", ascending: false), at: 0) }
                     if rand(2) == 0 { request.fetchLimit = 1 + rand(5) }
                     if rand(3) == 0 { request.fetchOffset = rand(4) }
                 }
@@ -212,6 +225,8 @@ final class RelationshipQueryTests: XCTestCase {
                     translated += 1
                     let plan = try SortWalkTesting.$always.withValue(force) { try container.database.read { tx in try tx.explain(q) } }
                     if plan.contains("* walk of index") { walked += 1 }
+                    if plan.contains("one ordered walk of index") { countWalks += 1 }
+                    if plan.contains("alone (the equality decides every entry") { indexOnly += 1 }
                 }
                 let got = try SortWalkTesting.$always.withValue(force) { try engine.fetchObjectIDs(request) }
                 let want = try FetchPathTesting.$objectsOnly.withValue(true) { try objects.fetchObjectIDs(request) }
@@ -230,10 +245,12 @@ final class RelationshipQueryTests: XCTestCase {
                 }
             }
         }
-        print("RelationshipQueryTests: \(translated) of \(asked) predicates translated, \(walked) sorts from an index walk, \(correctedInEngine) with pending changes in the engine")
+        print("RelationshipQueryTests: \(translated) of \(asked) predicates translated, \(walked) sorts from an index walk, \(countWalks) counts from one index walk, "
+              + "\(indexOnly) to-one joins from an index alone, \(correctedInEngine) with pending changes in the engine")
         // Most questions must take the engine path.
         XCTAssertGreaterThan(translated * 5, asked * 4, "only \(translated) of \(asked) predicates were translated")
         XCTAssertGreaterThan(walked, 0, "no sort was driven from an index walk")
+        XCTAssertGreaterThan(countWalks, 0, "no to-many count came from one walk of the inverse key's index")
         XCTAssertGreaterThan(correctedInEngine, 0, "no fetch with pending changes ran its joins in the engine")
     }
 

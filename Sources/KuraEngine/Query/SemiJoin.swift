@@ -33,6 +33,16 @@
 // choice, every candidate is tested against the whole predicate and every
 // filter, so the choice never changes the answer. `explain` shows each inner
 // query's plan, its row count, and the outer choice with its costs.
+// Two shortcuts read no inner row: a to-many count over every inner row
+// (`courses.@count > 3`) is one ordered walk of an index led by the inverse
+// key, counting each run of equal keys in place (the outer row IDs come out
+// ascending, no lookup per outer row); and a to-one join whose inner
+// predicate is `column == integer` on an indexed integer column takes the
+// inner row IDs from that index's entries alone (exact: an integer column
+// holds integers or null, and integers and their key segments correspond one
+// to one). Other to-many joins sort the matching inner rows' keys and count
+// runs. Candidate row IDs are kept ascending, so the outer rows are read in
+// row-ID order.
 //
 // `ColumnLookup` is a column reached through foreign keys
 // (`record.school.name`): each hop reads an integer column and looks the row
