@@ -337,6 +337,8 @@ extension WriteTransaction {
     /// The matching rows first, so changing rows does not disturb the scan.
     private func matchingRows(_ q: TableQuery) throws(KuraError) -> [Row] {
         let c = try select(q)
+        // Nothing is written until every row is read: row reads may keep their path.
+        c.keepRowPathsUntilTheNextWrite()
         var rows: [Row] = []
         while let r = try c.next() { rows.append(r) }
         return rows
