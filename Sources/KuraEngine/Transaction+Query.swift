@@ -324,20 +324,7 @@ extension WriteTransaction {
         // In row-ID order: consecutive rows mostly share a leaf, which the
         // tree then changes without descending again (BTree+Insert.swift).
         let rows = try matchingRows(TableQuery(table, where: predicate)).sorted { $0.rowID < $1.rowID }
-        for row in rows {
-            var values = try RecordCodec.decode(row.record)
-            while values.count < schema.columns.count { values.append(schema.columns[values.count].defaultValue) }
-            for (p, v) in positions { values[p] = v }
-            if schema.hasExternal {
-                _ = try withExternal(values, info, schema, old: row.record) { r throws(KuraError) in
-                    try updateEncoded(r, in: info, rowID: row.rowID, current: row.record)
-                }
-                continue
-            }
-            // The table's handle: resolved once, not looked up by name per row.
-            _ = try updateEncoded(try encode(values, for: hotTable(info)), in: info, rowID: row.rowID, current: row.record)
-        }
-        return rows.count
+        return try updateRows(rows, in: info, schema: schema, set: positions)
     }
 
     /// Deletes every row matching `predicate`; returns how many.
@@ -350,6 +337,8 @@ extension WriteTransaction {
     /// The matching rows first, so changing rows does not disturb the scan.
     private func matchingRows(_ q: TableQuery) throws(KuraError) -> [Row] {
         let c = try select(q)
+        // Nothing is written until every row is read: row reads may keep their path.
+        c.keepRowPathsUntilTheNextWrite()
         var rows: [Row] = []
         while let r = try c.next() { rows.append(r) }
         return rows

@@ -709,6 +709,64 @@ public final class WriteTransaction: ReadTransaction {
         return true
     }
 
+    /// Sets `changes` (column position, value) on `rows` of `table`, each
+    /// given with its record as this transaction has it now (a scan of it just
+    /// read them; no row twice), in row-ID order so consecutive rows mostly
+    /// land in the leaf the previous one changed. Returns `rows.count`.
+    ///
+    /// The new values are validated once, not per row, and put into each
+    /// record by a `RecordPatch` (the other values' bytes are copied, never
+    /// decoded). When no index reads a changed column, no index key is built
+    /// or compared: the new record only replaces the old one in the table tree
+    /// (in place in its leaf when the size is unchanged, BTree+Insert.swift).
+    /// A record that does not store a changed column, and a table with
+    /// external columns, take the full decode-validate-encode path.
+    ///
+    /// - Throws: `.typeMismatch`/`.constraintViolation` naming the column or
+    ///   unique index (before any row changes for a bad value; rows updated
+    ///   before a unique violation stay updated in this transaction).
+    func updateRows(_ rows: [Row], in table: TableInfo, schema: TableSchema, set changes: [(Int, Value)]) throws(KuraError) -> Int {
+        guard !rows.isEmpty else { return 0 }
+        let h = try hotTable(table)
+        // In column order, so that a bad value is reported as a full row's would be.
+        var validated: [(position: Int, value: Value)] = []
+        for (p, v) in changes.sorted(by: { $0.0 < $1.0 }) {
+            validated.append((p, try schema.validatedChange(v, at: p, table: h.info.name)))
+        }
+        func whole(_ row: Row) throws(KuraError) {
+            var values = try RecordCodec.decode(row.record)
+            while values.count < schema.columns.count { values.append(schema.columns[values.count].defaultValue) }
+            for (p, v) in validated { values[p] = v }
+            if schema.hasExternal {
+                _ = try withExternal(values, h.info, schema, old: row.record) { r throws(KuraError) in
+                    try updateEncoded(r, in: table, rowID: row.rowID, current: row.record)
+                }
+                return
+            }
+            _ = try updateEncoded(try encode(values, for: hotTable(table)), in: table, rowID: row.rowID, current: row.record)
+        }
+        if schema.hasExternal {
+            for row in rows { try whole(row) }
+            return rows.count
+        }
+        var patch = RecordPatch(validated)
+        let changed = Set(validated.map(\.position))
+        let touchesIndex = h.indexes.contains { $0.columns.contains { changed.contains($0.position) } }
+        let tree = h.tree
+        for row in rows {
+            guard let record = try patch.apply(to: row.record) else {
+                try whole(row)
+                continue
+            }
+            if touchesIndex {
+                _ = try updateEncoded(record, in: table, rowID: row.rowID, current: row.record)
+            } else if try tree.insert(RowIDKey.encode(row.rowID), record, mode: .replaceExisting, writer!) {
+                changeCount += 1
+            }
+        }
+        return rows.count
+    }
+
     /// Deletes `rows` of `table`, each given with its record as this
     /// transaction has it now (a scan of it just read them; no row twice), and
     /// returns how many were deleted. Order makes the work cheap: each index's

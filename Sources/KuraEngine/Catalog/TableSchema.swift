@@ -149,6 +149,24 @@ public struct TableSchema: Sendable, Hashable {
         return out
     }
 
+    /// `value` checked and normalized for column `position`, as `validate`
+    /// does for each value of a full row.
+    ///
+    /// - Throws: `.typeMismatch` or `.constraintViolation`, naming the table and column.
+    func validatedChange(_ value: Value, at position: Int, table: String) throws(KuraError) -> Value {
+        let c = columns[position]
+        if value.isNull {
+            guard c.isNullable else {
+                throw KuraError(.constraintViolation, "column \"\(c.name)\" of table \"\(table)\" may not be null")
+            }
+            return value
+        }
+        guard c.type.accepts(value) else {
+            throw KuraError(.typeMismatch, "column \"\(c.name)\" of table \"\(table)\" holds \(c.type.rawValue) values, not \(value.typeName) (\(value))")
+        }
+        return c.type.normalize(value)
+    }
+
     /// Builds a full row from named values, filling defaults.
     func row(from named: [String: Value], table: String) throws(KuraError) -> [Value] {
         for name in named.keys where positions[name] == nil {

@@ -97,6 +97,16 @@ public final class QueryCursor {
         return nil
     }
 
+    /// Lets row reads keep their descent's pages (`TreePath`) in a write
+    /// transaction too. Only for a cursor read to its end before the
+    /// transaction changes anything (`WriteTransaction.matchingRows`): while
+    /// nothing is written, the writer's pages do not change, so a kept page is
+    /// still the tree's. Call before the first `next()`.
+    func keepRowPathsUntilTheNextWrite() {
+        precondition(sorted == nil && returned == 0 && skipped == 0, "keepRowPathsUntilTheNextWrite after the cursor started")
+        source.keepRowPaths()
+    }
+
     /// Whether the record satisfies the predicate and every join.
     func matches<S: PageSource>(_ record: UnsafeRawBufferPointer, rowID: Int64, _ s: S) throws(KuraError) -> Bool {
         if let compiled, !(try compiled.matches(record)) { return false }
@@ -185,6 +195,11 @@ struct CandidateSource {
         self.table = table
         tableTree = BTree(root: table.rootPage, kind: .table)
         if snapshot { rowPath = TreePath(tree: tableTree) }
+    }
+
+    /// Row reads keep their path from here on (see `QueryCursor.keepRowPathsUntilTheNextWrite`).
+    mutating func keepRowPaths() {
+        if rowPath == nil { rowPath = TreePath(tree: tableTree) }
     }
 
     mutating func next<S: PageSource>(_ s: S, matching: (UnsafeRawBufferPointer, Int64) throws(KuraError) -> Bool) throws(KuraError) -> Row? {
