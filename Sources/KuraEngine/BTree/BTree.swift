@@ -217,6 +217,24 @@ struct TreePath {
 
     /// The leaf that holds (or would hold) `key`.
     mutating func leaf<S: PageSource>(for key: UnsafeRawBufferPointer, _ s: S) throws(KuraError) -> Page {
+        try leaf(for: key, rowID: rowID(of: key), s)
+    }
+
+    /// The row ID `key` encodes when the tree is a table tree, for
+    /// `Page.rowIDLowerBound`; else nil.
+    @inline(__always)
+    private func rowID(of key: UnsafeRawBufferPointer) -> Int64? {
+        guard tree.kind == .table, let b = key.baseAddress, let (v, n) = RowIDKey.decode(b, 0, key.count), n == key.count else { return nil }
+        return v
+    }
+
+    @inline(__always)
+    private func lowerBound(_ p: Page, _ key: UnsafeRawBufferPointer, _ rowID: Int64?) -> Int {
+        if let rowID { return p.rowIDLowerBound(key, rowID: rowID) }
+        return p.lowerBound(key)
+    }
+
+    private mutating func leaf<S: PageSource>(for key: UnsafeRawBufferPointer, rowID: Int64?, _ s: S) throws(KuraError) -> Page {
         var p: Page
         if let root = pages.first { p = root } else {
             p = try tree.node(tree.root, s)
@@ -226,7 +244,7 @@ struct TreePath {
         while !p.isLeafNode {
             guard depth < BTree.maxDepth else { throw tree.depthError(p.number) }
             depth += 1
-            let child = p.child(p.lowerBound(key))
+            let child = p.child(lowerBound(p, key, rowID))
             if depth < pages.count {
                 if pages[depth].number == child {
                     p = pages[depth]
@@ -244,8 +262,9 @@ struct TreePath {
 
     /// The value stored under `key` (copied), or nil.
     mutating func get<S: PageSource>(_ key: UnsafeRawBufferPointer, _ s: S) throws(KuraError) -> [UInt8]? {
-        let leaf = try leaf(for: key, s)
-        let i = leaf.lowerBound(key)
+        let id = rowID(of: key)
+        let leaf = try leaf(for: key, rowID: id, s)
+        let i = lowerBound(leaf, key, id)
         guard i < leaf.cellCount, leaf.compareKey(i, key) == 0 else { return nil }
         return try tree.value(leaf, i, s)
     }
@@ -319,6 +338,14 @@ struct TreeCursor {
         guard isValid else { return }
         stack[stack.count - 1].index += 1
         if index >= leaf.cellCount { try advanceLeaf(s) }
+    }
+
+    /// Moves to cell `i` of the current leaf (a scan that stepped through the
+    /// leaf's cells itself); `i` must be a cell of that leaf.
+    @inline(__always)
+    mutating func moveInLeaf(to i: Int) {
+        precondition(isValid && i >= 0 && i < leaf.cellCount)
+        stack[stack.count - 1].index = i
     }
 
     mutating func previous<S: PageSource>(_ s: S) throws(KuraError) {

@@ -227,6 +227,50 @@ extension Page {
         return lo
     }
 
+    /// `lowerBound(key)` for a node of a table tree, whose keys are row IDs
+    /// (`RowIDKey`) and `key` encodes `rowID`: the first probe is where `rowID`
+    /// falls between the node's first and last row IDs (row IDs are allocated
+    /// increasing, so a node's keys are close to evenly spread), then a binary
+    /// search of the side that is left. A lookup then reads about four cells of
+    /// the page instead of log2(cells): each is a cache miss on a page not read
+    /// lately, which is most of a point read's time.
+    ///
+    /// Same answer as `lowerBound` on any node whose keys are sorted (only
+    /// `compareKey` decides); on a damaged node it still returns an index in
+    /// 0...cellCount, as `lowerBound` does.
+    func rowIDLowerBound(_ key: UnsafeRawBufferPointer, rowID: Int64) -> Int {
+        let n = cellCount
+        guard n > 8, let first = cellRowID(0), let last = cellRowID(n - 1), first < rowID, rowID <= last else {
+            return lowerBound(key)
+        }
+        // Here key(0) < key <= key(n - 1): the answer is in 1...n-1.
+        let fraction = (Double(rowID) - Double(first)) / (Double(last) - Double(first))
+        let g = min(max(Int(fraction * Double(n - 1)), 1), n - 1)
+        var lo = 1
+        var hi = n - 1
+        if compareKey(g, key) >= 0 {
+            if compareKey(g - 1, key) < 0 { return g }
+            hi = g - 1
+        } else {
+            if g + 1 > n - 1 || compareKey(g + 1, key) >= 0 { return g + 1 }
+            lo = g + 2
+        }
+        // The answer is in lo...hi.
+        while lo < hi {
+            let mid = (lo + hi) >> 1
+            if compareKey(mid, key) < 0 { lo = mid + 1 } else { hi = mid }
+        }
+        return lo
+    }
+
+    /// The row ID cell i's key encodes, or nil if it is not a row-ID key.
+    @inline(__always)
+    private func cellRowID(_ i: Int) -> Int64? {
+        let (o, l) = cellKey(i)
+        guard let (v, k) = RowIDKey.decode(UnsafeRawPointer(bytes), o, o + l), k == l else { return nil }
+        return v
+    }
+
     /// Inserts `cell` at index i if it fits (defragmenting when needed).
     /// Returns false, changing nothing, if it does not fit.
     func insertCell(_ cell: [UInt8], at i: Int) -> Bool {

@@ -56,7 +56,7 @@ struct CompiledFieldTest {
 
     /// Whether the test holds for the row whose columns `f` located.
     @inline(__always)
-    func holds(_ f: RecordFields) throws(KuraError) -> Bool {
+    func holds(_ f: borrowing RecordFields) throws(KuraError) -> Bool {
         guard ordinal < f.loaded else { return try generic.holds(for: wrap(defaultValue)) }
         switch fast {
         case .none:

@@ -24,6 +24,12 @@
 // tested, as before.
 //
 // Thread rules: one instance per cursor; `matches` mutates its scratch fields.
+//
+// Storage: the tests and the scratch `RecordFields` sit in memory the instance
+// allocates once and frees in `deinit`, reached through pointers. `matches` runs
+// for every row a scan visits; through pointers a test is used in place (an
+// array element or a class's stored property would be copied, or checked for
+// exclusive access, once per row).
 
 /// A predicate compiled against one table's columns.
 final class CompiledPredicate {
@@ -38,10 +44,14 @@ final class CompiledPredicate {
     }
 
     let root: Node
-    let tests: [CompiledFieldTest]
+    /// The compiled comparisons (`Node.test(i)` is `tests[i]`); owned, freed in deinit.
+    private let tests: UnsafeMutableBufferPointer<CompiledFieldTest>
     let columns: ColumnMap
     let variables: [String: EvaluatedValue]
-    private var fields: RecordFields
+    /// Scratch for the row being tested; owned, freed in deinit.
+    private let fields: UnsafeMutablePointer<RecordFields>
+    /// How many leading columns a row's header walk locates (0: none is read).
+    private let wanted: Int
     /// Whether any node needs the interpreter (then the raw record is passed on).
     let usesInterpreter: Bool
 
@@ -54,9 +64,19 @@ final class CompiledPredicate {
         var interpreted = false
         var tests: [CompiledFieldTest] = []
         root = Self.compile(predicate, columns, variables, &maxOrdinal, &interpreted, &tests)
-        self.tests = tests
+        self.tests = UnsafeMutableBufferPointer.allocate(capacity: tests.count)
+        _ = self.tests.initialize(from: tests)
         usesInterpreter = interpreted
-        fields = RecordFields(columns: maxOrdinal + 1)
+        wanted = maxOrdinal + 1
+        fields = UnsafeMutablePointer.allocate(capacity: 1)
+        fields.initialize(to: RecordFields(columns: maxOrdinal + 1))
+    }
+
+    deinit {
+        tests.baseAddress?.deinitialize(count: tests.count)
+        tests.deallocate()
+        fields.deinitialize(count: 1)
+        fields.deallocate()
     }
 
     /// Whether the record satisfies the predicate.
@@ -64,9 +84,9 @@ final class CompiledPredicate {
     /// - Throws: `.corrupt` for a record that does not decode; evaluation errors
     ///   exactly as the interpreter throws them.
     func matches(_ record: UnsafeRawBufferPointer) throws(KuraError) -> Bool {
-        if fields.wanted > 0 {
+        if wanted > 0 {
             do {
-                try fields.load(record)
+                try fields.pointee.load(record)
             } catch {
                 throw KuraError(.corrupt, "a row of table \"\(columns.table)\" has a malformed record: \(error.message)", page: error.page)
             }
@@ -79,7 +99,7 @@ final class CompiledPredicate {
         case .constant(let b): return b
         case .test(let i):
             do {
-                return try tests[i].holds(fields)
+                return try tests[i].holds(fields.pointee)
             } catch where error.code == .corrupt {
                 throw KuraError(.corrupt, "a row of table \"\(columns.table)\" has a malformed record: \(error.message)", page: error.page)
             }

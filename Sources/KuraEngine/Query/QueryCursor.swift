@@ -41,7 +41,8 @@ public final class QueryCursor {
         self.schema = resolved.schema
         self.columns = resolved.columns
         self.plan = plan
-        compiled = query.predicate.map { CompiledPredicate($0, columns: resolved.columns) }
+        // An exact plan's rows all satisfy the predicate (QueryPlanner, "Exact plans").
+        compiled = plan.exact ? nil : query.predicate.map { CompiledPredicate($0, columns: resolved.columns) }
         filters = joins?.filters ?? []
         lookups = joins?.lookups ?? [:]
         source = CandidateSource(plan: plan, table: resolved.info, snapshot: transaction.writer == nil)
@@ -187,6 +188,11 @@ struct CandidateSource {
     /// Row IDs of the current run of equal order values, in row-ID order.
     private var run: [Int64] = []
     private var runPosition = 0
+    /// An index plan's index, key ranges and direction, taken out of `plan.access`
+    /// once (matching the enum per row would copy them per row).
+    private let searchIndex: IndexDefinition?
+    private let searchRanges: [KeyRange]
+    private let searchReverse: Bool
 
     /// `snapshot`: the pages are a read transaction's (immutable), so row
     /// reads may keep their path (`TreePath`).
@@ -195,6 +201,11 @@ struct CandidateSource {
         self.table = table
         tableTree = BTree(root: table.rootPage, kind: .table)
         if snapshot { rowPath = TreePath(tree: tableTree) }
+        if case .index(let index, let ranges, let reverse) = plan.access {
+            (searchIndex, searchRanges, searchReverse) = (index, ranges, reverse)
+        } else {
+            (searchIndex, searchRanges, searchReverse) = (nil, [], false)
+        }
     }
 
     /// Row reads keep their path from here on (see `QueryCursor.keepRowPathsUntilTheNextWrite`).
@@ -216,7 +227,9 @@ struct CandidateSource {
                 if let row = try Self.row(rowID, record, matching) { return row }
             }
             return nil
-        case .index(let index, let ranges, let reverse):
+        case .index:
+            let index = searchIndex.unsafelyUnwrapped
+            let reverse = searchReverse
             // Ties in the order columns must come out in row-ID order; the index
             // gives that by itself only when walked forward over all its columns.
             // A run of tied entries is collected as row IDs only (they end each
@@ -235,7 +248,7 @@ struct CandidateSource {
                 run.removeAll(keepingCapacity: true)
                 runPosition = 0
                 var runKey: [UInt8]?
-                while let rowID = try nextIndexEntry(s, index, ranges, reverse) {
+                while let rowID = try nextIndexEntry(s) {
                     if !needsRun {
                         run.append(rowID)
                         break
@@ -262,10 +275,8 @@ struct CandidateSource {
 
     /// The row ID of the next index entry inside the plan's ranges (index plans only).
     mutating func nextIndexRowID<S: PageSource>(_ s: S) throws(KuraError) -> Int64? {
-        guard case .index(let index, let ranges, let reverse) = plan.access else {
-            preconditionFailure("nextIndexRowID on a table scan")
-        }
-        return try nextIndexEntry(s, index, ranges, reverse)
+        precondition(searchIndex != nil, "nextIndexRowID on a table scan")
+        return try nextIndexEntry(s)
     }
 
     /// The record of row `rowID` (copied out of its page), or nil.
@@ -290,29 +301,38 @@ struct CandidateSource {
         } else {
             try cursor!.next(s)
         }
+        // The cells of one leaf are tested in a loop of their own: the leaf is
+        // held once, not fetched from the cursor per row.
         while cursor!.isValid {
             let leaf = cursor!.leaf
-            let i = cursor!.index
-            let v = leaf.leafValue(i)
-            let k = cursor!.key
-            guard let base = k.baseAddress, let (rowID, n) = RowIDKey.decode(base, 0, k.count), n == k.count else {
-                throw KuraError(.corrupt, "table \"\(table.name)\" has a key that is not a row ID", page: leaf.number)
-            }
-            var matched: Bool
-            var full: [UInt8]?
-            do throws(KuraError) {
-                if v.overflow == 0 {
-                    matched = try matching(UnsafeRawBufferPointer(start: leaf.bytes + v.offset, count: v.length), rowID)
-                } else {
-                    full = try tableTree.value(leaf, i, s)
-                    matched = try full!.withBytes { b throws(KuraError) in try matching(b, rowID) }
+            var i = cursor!.index
+            let n = leaf.cellCount
+            while i < n {
+                let v = leaf.leafValue(i)
+                let (ko, kl) = leaf.cellKey(i)
+                guard let (rowID, used) = RowIDKey.decode(leaf.bytes, ko, ko + kl), used == kl else {
+                    throw KuraError(.corrupt, "table \"\(table.name)\" has a key that is not a row ID", page: leaf.number)
                 }
-            } catch {
-                throw Self.locating(error, rowID: rowID, page: leaf.number)
+                var matched: Bool
+                var full: [UInt8]?
+                do throws(KuraError) {
+                    if v.overflow == 0 {
+                        matched = try matching(UnsafeRawBufferPointer(start: leaf.bytes + v.offset, count: v.length), rowID)
+                    } else {
+                        full = try tableTree.value(leaf, i, s)
+                        matched = try full!.withBytes { b throws(KuraError) in try matching(b, rowID) }
+                    }
+                } catch {
+                    throw Self.locating(error, rowID: rowID, page: leaf.number)
+                }
+                if matched {
+                    cursor!.moveInLeaf(to: i)
+                    return Row(rowID: rowID, record: full ?? Array(UnsafeRawBufferPointer(start: leaf.bytes + v.offset, count: v.length)))
+                }
+                i += 1
             }
-            if matched {
-                return Row(rowID: rowID, record: full ?? Array(UnsafeRawBufferPointer(start: leaf.bytes + v.offset, count: v.length)))
-            }
+            // Past the leaf's last cell: the cursor's next step goes to the next leaf.
+            cursor!.moveInLeaf(to: n - 1)
             try cursor!.next(s)
         }
         return nil
@@ -320,8 +340,12 @@ struct CandidateSource {
 
     /// Moves to the next index entry inside the ranges and returns its row ID;
     /// its key is then `cursor!.key`.
-    private mutating func nextIndexEntry<S: PageSource>(_ s: S, _ index: IndexDefinition, _ ranges: [KeyRange], _ reverse: Bool) throws(KuraError) -> Int64? {
-        while rangeIndex < ranges.count {
+    private mutating func nextIndexEntry<S: PageSource>(_ s: S) throws(KuraError) -> Int64? {
+        // An index plan always has its index (set in init).
+        let index = searchIndex.unsafelyUnwrapped
+        let reverse = searchReverse
+        while rangeIndex < searchRanges.count {
+            let ranges = searchRanges
             let r = ranges[reverse ? ranges.count - 1 - rangeIndex : rangeIndex]
             if !started {
                 started = true

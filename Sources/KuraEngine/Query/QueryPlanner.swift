@@ -26,6 +26,15 @@
 // only without `[c]`/`[d]`. Ranges never use a folded index (folded order is not
 // the column's order). Only conjuncts at the top level of the predicate (joined
 // by AND) are used.
+//
+// Exact plans: when every top-level conjunct is an integer comparison the key
+// ranges express exactly — `==` an integer, `BETWEEN` two integers, `IN` a list
+// of integers — on a plain (not folded) integer index column, every entry in the
+// ranges satisfies the whole predicate (integer keys compare as the numbers do,
+// and a null or non-integer value has another key tag), so the plan is marked
+// `exact` and the cursor does not test the rows again. Anything else (text, whose
+// `==` is canonical equivalence, not byte equality; one-sided ranges, whose key
+// ranges also hold nulls; `<`, whose range includes its bound) is re-tested.
 
 import Foundation
 
@@ -65,6 +74,11 @@ struct QueryPlan {
     var estimatedCost = 0.0
     /// The planner's estimate of the rows matching the predicate.
     var estimatedRows = 0.0
+    /// True when every row the access path yields satisfies the whole predicate,
+    /// so the rows need no test (see "Exact plans" in the header).
+    var exact = false
+    /// How many of the predicate's conjuncts the key ranges express exactly.
+    var exactConjuncts = 0
 }
 
 /// A comparison of one column with constants, taken from the predicate.
@@ -79,6 +93,10 @@ struct ColumnConstraint {
     let kind: Kind
     let options: KuraComparisonOptions
     let text: String
+    /// True when the constraint's key range holds exactly the values that satisfy
+    /// it, given an integer index column: `==` an integer, `BETWEEN` two integers,
+    /// `IN` integers.
+    var exactForIntegers = false
 }
 
 /// The planner's cost units: one unit is reading one row during a table scan.
@@ -101,7 +119,8 @@ enum QueryPlanner {
     /// and its estimate.
     static func plan(_ q: TableQuery, schema: TableSchema?, indexes: [IndexDefinition], rowCount: Int, explaining: Bool = false,
                      estimate: (IndexDefinition, [KeyRange]) throws(KuraError) -> Double) throws(KuraError) -> QueryPlan {
-        let constraints = q.predicate.map { conjuncts($0).compactMap { constraint($0, explaining: explaining) } } ?? []
+        let allConjuncts = q.predicate.map(conjuncts) ?? []
+        let constraints = allConjuncts.compactMap { constraint($0, explaining: explaining) }
         let n = Double(max(rowCount, 1))
         let keep = q.limit.map { Double(q.offset + $0) }
         // Share of rows the whole predicate keeps: per top-level conjunct, from an
@@ -137,8 +156,12 @@ enum QueryPlanner {
         candidates.append((scanCost, scan, "table scan: \(fmt(n)) rows, about \(fmt(matches)) matching"))
 
         for index in indexes {
-            guard let schema, let (_, plan) = indexPlan(index, constraints, schema: schema, sort: q.sort, explaining: explaining),
+            guard let schema, var (_, plan) = indexPlan(index, constraints, schema: schema, sort: q.sort, explaining: explaining),
                   case .index(_, let ranges, _) = plan.access else { continue }
+            if !allConjuncts.isEmpty && plan.exactConjuncts == allConjuncts.count {
+                plan.exact = true
+                if explaining { plan.notes.append("the key ranges are exactly the predicate: rows are not tested again") }
+            }
             let entries = max(1, try estimate(index, ranges))
             let found = min(entries, matches)
             var cost: Double
@@ -214,12 +237,16 @@ enum QueryPlanner {
         switch op {
         case .equalTo:
             guard let v = constant(other) else { return nil }
-            return ColumnConstraint(column: name, kind: .equal(v), options: c.options, text: text)
+            var cc = ColumnConstraint(column: name, kind: .equal(v), options: c.options, text: text)
+            if case .integer = v { cc.exactForIntegers = true }
+            return cc
         case .in:
             guard case .aggregate(let xs) = other, xs.count <= 1000 else { return nil }
             var vs: [Value] = []
             for x in xs { guard let v = constant(x) else { return nil }; vs.append(v) }
-            return ColumnConstraint(column: name, kind: .oneOf(vs), options: c.options, text: text)
+            var cc = ColumnConstraint(column: name, kind: .oneOf(vs), options: c.options, text: text)
+            cc.exactForIntegers = !vs.isEmpty && vs.allSatisfy { if case .integer = $0 { return true } else { return false } }
+            return cc
         case .lessThan, .lessThanOrEqualTo:
             guard let v = constant(other), !v.isNull else { return nil }
             return ColumnConstraint(column: name, kind: .range(lower: nil, upper: v), options: c.options, text: text)
@@ -229,7 +256,9 @@ enum QueryPlanner {
         case .between:
             guard case .aggregate(let xs) = other, xs.count == 2, let lo = constant(xs[0]), let hi = constant(xs[1]),
                   !lo.isNull, !hi.isNull else { return nil }
-            return ColumnConstraint(column: name, kind: .range(lower: lo, upper: hi), options: c.options, text: text)
+            var cc = ColumnConstraint(column: name, kind: .range(lower: lo, upper: hi), options: c.options, text: text)
+            if case .integer = lo, case .integer = hi { cc.exactForIntegers = true }
+            return cc
         case .beginsWith:
             guard case .text(let s)? = constant(other), !s.isEmpty else { return nil }
             return ColumnConstraint(column: name, kind: .prefix(s), options: c.options, text: text)
@@ -278,6 +307,7 @@ enum QueryPlanner {
         var prefixes: [[UInt8]] = [[]]
         var ranges: [KeyRange]?
         var used: [String] = []
+        var exactUsed = 0
         var equalities = 0
         var terminalColumn = index.columns.count
         columns: for (k, col) in index.columns.enumerated() {
@@ -295,6 +325,7 @@ enum QueryPlanner {
                     prefixes = prefixes.map { $0 + segment(b, col) }
                 }
                 used.append(c.text)
+                if Self.exact(c, type, col) { exactUsed += 1 }
                 equalities += 1
                 continue columns
             }
@@ -332,6 +363,7 @@ enum QueryPlanner {
                     continue
                 }
                 used.append(c.text)
+                if Self.exact(c, type, col) { exactUsed += 1 }
                 break columns
             }
             break
@@ -357,11 +389,18 @@ enum QueryPlanner {
             score += 1
         }
         var plan = QueryPlan(access: .index(index, ranges: ranges!, reverse: reverse), ordered: ordered, orderColumns: orderColumns)
+        plan.exactConjuncts = exactUsed
         if !explaining { return (score, plan) }
         plan.notes = ["search index \"\(index.name)\" (\(index.columns.map { $0.name + ($0.descending ? " desc" : "") + ($0.folded ? " folded" : "") }.joined(separator: ", "))) using " + used.joined(separator: " AND "),
                       "key ranges: \(ranges!.count)" + (ranges!.count <= 4 ? " " + ranges!.map { "[\(hexBytes($0.lower)) ... \(hexBytes($0.upper))*]" }.joined(separator: ", ") : ""),
                       ordered && !sort.isEmpty ? "rows come out in sort order (\(reverse ? "backward" : "forward") index walk)" : ""].filter { !$0.isEmpty }
         return (score, plan)
+    }
+
+    /// Whether `c`, used on index column `col` of type `type`, keeps exactly the
+    /// entries whose rows satisfy it (see "Exact plans" in the header).
+    static func exact(_ c: ColumnConstraint, _ type: ColumnType, _ col: IndexColumn) -> Bool {
+        c.exactForIntegers && type == .integer && !col.folded && c.options.isEmpty
     }
 
     /// Whether `sort` is the order of the index's columns from `from` on (all in
