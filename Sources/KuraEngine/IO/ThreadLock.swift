@@ -31,6 +31,8 @@ final class ThreadLock: @unchecked Sendable {
 
     @inline(__always) func lock() { pthread_mutex_lock(mutex) }
     @inline(__always) func unlock() { pthread_mutex_unlock(mutex) }
+    /// Takes the lock if it is free, without waiting. Returns whether it did.
+    @inline(__always) func tryLock() -> Bool { pthread_mutex_trylock(mutex) == 0 }
 
     @inline(__always)
     func withLock<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
@@ -74,4 +76,20 @@ final class ReadWriteLock: @unchecked Sendable {
     @inline(__always) func lockShared() { pthread_rwlock_rdlock(rw) }
     @inline(__always) func lockExclusive() { pthread_rwlock_wrlock(rw) }
     @inline(__always) func unlock() { pthread_rwlock_unlock(rw) }
+
+    /// Runs `body` holding the lock exclusively.
+    @inline(__always)
+    func withLock<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        pthread_rwlock_wrlock(rw)
+        defer { pthread_rwlock_unlock(rw) }
+        return try body()
+    }
+
+    /// Runs `body` holding the lock shared (with any number of other sharers).
+    @inline(__always)
+    func withShared<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        pthread_rwlock_rdlock(rw)
+        defer { pthread_rwlock_unlock(rw) }
+        return try body()
+    }
 }

@@ -39,7 +39,8 @@
 //
 // The open byte is held shared from init (openHoldingOpenLock) to close.
 //
-// Lock order inside a process: writerMutex -> txnLock -> fileLock -> state.
+// Lock order inside a process: writerMutex -> txnLock -> fileLock -> state
+// (a readers-writer lock; page lookups take it shared) -> markLock.
 
 #if canImport(Glibc)
 import Glibc
@@ -98,7 +99,16 @@ final class Pager: @unchecked Sendable {
     let validator: @Sendable (Page) throws(KuraError) -> Void
 
     /// Guards cache, snapshots, `latest`, `checkpointEpoch` and the log's index.
-    let state = ThreadLock()
+    /// A readers-writer lock: a page lookup (`page`) only reads what it guards
+    /// and takes it shared, so readers' cache hits run side by side; everything
+    /// that changes what it guards takes it exclusively.
+    let state = ReadWriteLock()
+    /// Taken (without waiting) by a page lookup holding `state` shared to set a
+    /// cached page's clock bit (`Page.referenced`); when it is busy the bit is
+    /// left alone, which only makes that page a little likelier to be evicted.
+    /// `referenced` of a cached page is touched only under `state` exclusive,
+    /// or under `state` shared plus this lock.
+    private let markLock = ThreadLock()
     private var cache: PageCache
     private(set) var latest: Snapshot
     private var checkpointEpoch = 0
@@ -465,7 +475,10 @@ final class Pager: @unchecked Sendable {
             throw KuraError.corruption("reference to page \(number), beyond the last page (\(snapshot.pageCount))", page: number, path: path)
         }
         while true {
-            state.lock()
+            // Shared: lookups of any number of readers (and the writer's) run
+            // together; only what changes the cache, the log index or the
+            // snapshots takes `state` exclusively.
+            state.lockShared()
             if readerLockLost {
                 state.unlock()
                 throw KuraError(.io, "this connection lost its reader lock (fcntl refused to convert it), so another process could have checkpointed under this transaction; end the transaction and retry", path: path, page: number)
@@ -480,7 +493,11 @@ final class Pager: @unchecked Sendable {
                 frame = f
                 key = PageCache.frameKey(generation: wal.generation, frame: f)
             }
-            if let p = cache.get(key) {
+            if let p = cache.peek(key) {
+                if markLock.tryLock() {
+                    p.referenced = true
+                    markLock.unlock()
+                }
                 state.unlock()
                 return p
             }
@@ -489,9 +506,7 @@ final class Pager: @unchecked Sendable {
 
             fileLock.lockShared()
             defer { fileLock.unlock() }
-            state.lock()
-            let stillValid = epoch == checkpointEpoch
-            state.unlock()
+            let stillValid = state.withShared { epoch == checkpointEpoch }
             if !stillValid { continue }
             let p = try load(number, frame: frame)
             state.withLock { if epoch == checkpointEpoch { cache.put(key, p) } }
@@ -755,11 +770,17 @@ final class Pager: @unchecked Sendable {
             if durability != .off { try walFile.sync(full: true) }
             fileLock.lockExclusive()
             defer { fileLock.unlock() }
-            try state.withLock { () throws(KuraError) in
-                // 1. Preserve every active snapshot's version of the pages about to change.
+            // `state` is held exclusively only while the cache, the snapshots
+            // and the log index change (steps 1 and 3, and the lookups of each
+            // batch of step 2), not across the file writes and syncs: readers
+            // whose pages are cached or preserved go on meanwhile. Nothing else
+            // changes the log here (this connection is the writer, and its
+            // `refresh` is skipped while it is), and no transaction starts
+            // (`txnLock` is held), so `active` can only shrink.
+            // 1. Preserve every active snapshot's version of the pages about to change.
+            let (current, numbers, keep) = try state.withLock { () throws(KuraError) -> (Snapshot, [UInt32], Int) in
                 let newest = wal.maxFrame
-                let snapshots = Array(active.values)
-                for s in snapshots {
+                for s in active.values {
                     let isNewest = !s.detached && s.generation == wal.generation && s.maxFrame == newest
                     if !isNewest {
                         for pageNo in wal.index.frames.keys where s.preserved[pageNo] == nil && pageNo <= s.pageCount {
@@ -767,24 +788,38 @@ final class Pager: @unchecked Sendable {
                         }
                     }
                 }
-                // 2. Copy the newest version of each logged page into the file.
                 let current = Snapshot(generation: wal.generation, maxFrame: newest, pageCount: wal.committedPageCount)
-                // Pages to put back in the cache after the reset, at most what
-                // it holds: a checkpoint of a large log (an import, a
-                // migration) must not keep every page it copies in memory.
-                var written: [Page] = []
-                written.reserveCapacity(min(wal.index.frames.count, cache.capacity))
-                for pageNo in wal.index.frames.keys.sorted() where pageNo <= current.pageCount {
-                    let p = try pageLocked(pageNo, current)
-                    try file.write(UnsafeRawBufferPointer(p.buffer), at: Int64(pageNo - 1) * Int64(pageSize))
-                    if written.count < cache.capacity {
+                let numbers = wal.index.frames.keys.filter { $0 <= current.pageCount }.sorted()
+                return (current, numbers, min(numbers.count, cache.capacity))
+            }
+            // 2. Copy the newest version of each logged page into the file.
+            // Pages to put back in the cache after the reset, at most what
+            // it holds: a checkpoint of a large log (an import, a
+            // migration) must not keep every page it copies in memory.
+            var written: [Page] = []
+            written.reserveCapacity(keep)
+            var batch: [Page] = []
+            var next = 0
+            while next < numbers.count {
+                let end = min(next + 64, numbers.count)
+                batch.removeAll(keepingCapacity: true)
+                try state.withLock { () throws(KuraError) in
+                    for pageNo in numbers[next..<end] { batch.append(try pageLocked(pageNo, current)) }
+                }
+                next = end
+                for p in batch {
+                    try file.write(UnsafeRawBufferPointer(p.buffer), at: Int64(p.number - 1) * Int64(pageSize))
+                    if written.count < keep {
                         written.append(p)
                     } else {
                         // Not put back: its old file version must not stay cached.
-                        cache.remove(UInt64(pageNo))
+                        state.withLock { cache.remove(UInt64(p.number)) }
                     }
                 }
-                if durability != .off { try file.sync(full: true) }
+            }
+            if durability != .off { try file.sync(full: true) }
+            try state.withLock { () throws(KuraError) in
+                let snapshots = Array(active.values)
                 // 2b. A compaction made the store shorter: cut the file to its page
                 // count, unless an in-process snapshot of the longer store is still
                 // reading (then a later checkpoint does it). No other process is
