@@ -116,8 +116,9 @@ final class ResolvedTable: Sendable {
 ///   header page has another key finds nothing here and resolves again; the
 ///   table's catalog ID is checked too.
 /// - table counters as of one snapshot (the last one a reader stored them
-///   for). A snapshot's pages never change, so its counters do not either; the
-///   snapshot object is kept referenced so its identity is not reused.
+///   for). A snapshot's pages never change, so its counters do not either. The
+///   snapshot is held weakly (it may hold preserved pages): once it is gone the
+///   reference reads nil and matches no other snapshot.
 ///
 /// Thread rules: any thread; every call takes `lock` briefly.
 final class TableHandleCache: @unchecked Sendable {
@@ -125,7 +126,7 @@ final class TableHandleCache: @unchecked Sendable {
     private let lock = ThreadLock()
     private var key: CatalogCache.Key?
     private var tables: [String: ResolvedTable] = [:]
-    private var countersSnapshot: Snapshot?
+    private weak var countersSnapshot: Snapshot?
     private var counters: [Int64: TableCounters] = [:]
 
     /// The table resolved as `name` at catalog `key`, and its counters if they

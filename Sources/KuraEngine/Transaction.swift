@@ -214,7 +214,6 @@ public class ReadTransaction {
         guard let (resolved, known) = cache.lookup(name, key: CatalogCache.Key(header), snapshot: s.snapshot) else { return nil }
         let info: TableInfo
         if let known {
-            countersMemo[resolved.entry.id] = known
             info = resolved.entry.with(known)
         } else {
             info = try withCounters(resolved.entry)
