@@ -120,10 +120,12 @@ final class ResolvedTable: Sendable {
 ///   snapshot is held weakly (it may hold preserved pages): once it is gone the
 ///   reference reads nil and matches no other snapshot.
 ///
-/// Thread rules: any thread; every call takes `lock` briefly.
+/// Thread rules: any thread; lookups take `lock` shared (readers of one
+/// connection look up side by side), stores exclusively.
 final class TableHandleCache: @unchecked Sendable {
-    // @unchecked Sendable: every field is guarded by `lock`.
-    private let lock = ThreadLock()
+    // @unchecked Sendable: every field is guarded by `lock` (a readers-writer
+    // lock: only loads happen under it shared, including of the weak reference).
+    private let lock = ReadWriteLock()
     private var key: CatalogCache.Key?
     private var tables: [String: ResolvedTable] = [:]
     private weak var countersSnapshot: Snapshot?
@@ -132,7 +134,7 @@ final class TableHandleCache: @unchecked Sendable {
     /// The table resolved as `name` at catalog `key`, and its counters if they
     /// are known for `snapshot`.
     func lookup(_ name: String, key: CatalogCache.Key, snapshot: Snapshot) -> (ResolvedTable, TableCounters?)? {
-        lock.withLock {
+        lock.withShared {
             guard self.key == key, let r = tables[name] else { return nil }
             return (r, countersSnapshot === snapshot ? counters[r.entry.id] : nil)
         }
@@ -140,7 +142,7 @@ final class TableHandleCache: @unchecked Sendable {
 
     /// Counters of table `id` in `snapshot`, if stored.
     func counters(_ id: Int64, snapshot: Snapshot) -> TableCounters? {
-        lock.withLock { countersSnapshot === snapshot ? counters[id] : nil }
+        lock.withShared { countersSnapshot === snapshot ? counters[id] : nil }
     }
 
     func store(_ r: ResolvedTable, key: CatalogCache.Key) {
