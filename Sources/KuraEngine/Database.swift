@@ -58,6 +58,8 @@ public final class Database: Sendable {
     /// The options the store was opened with.
     public let options: Options
     private let catalogCache = CatalogCache()
+    /// Read transactions' table resolution kept across them (TableHandle.swift).
+    let tableHandleCache = TableHandleCache()
     /// Transactions enter it; `close()` shuts it and waits for them.
     let gate = TransactionGate()
     /// The commit watcher, once someone observes commits.

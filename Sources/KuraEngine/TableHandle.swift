@@ -11,7 +11,10 @@
 // transaction: its schema, indexes and root come from the catalog of that
 // snapshot and its counters from the counters tree of that snapshot. Handles are
 // not kept across transactions: the counters of a table (row count, next row
-// ID) change with every commit, and a handle carries them.
+// ID) change with every commit, and a handle carries them. What does not change
+// between commits is kept across them, per connection (`TableHandleCache`): the
+// resolved entry, schema and indexes (`ResolvedTable`) for as long as the schema
+// cookie stays the same, and the counters of the newest snapshot read.
 //
 // Invariant: `info.id`, `info.name` and `info.rootPage` identify the table; a
 // caller holding a `TableInfo` uses a handle only if id and name match (a table
@@ -25,9 +28,10 @@ final class TableHandle {
     /// One past the highest column position any index reads (0 without indexes).
     let indexedWidth: Int
     var dirty = false
-    /// Reused buffers locating the indexed columns of an old and a new record.
-    var oldFields: RecordFields
-    var newFields: RecordFields
+    /// Reused buffers locating the indexed columns of an old and a new record
+    /// (made on first use: read handles never need them).
+    lazy var oldFields = RecordFields(columns: indexedWidth)
+    lazy var newFields = RecordFields(columns: indexedWidth)
     /// Column names to positions, made on first use by a query.
     private var columnMap: ColumnMap?
 
@@ -36,9 +40,21 @@ final class TableHandle {
         self.schema = schema
         self.indexes = indexes
         tree = BTree(root: info.rootPage, kind: .table)
-        indexedWidth = indexes.lazy.flatMap { $0.columns.lazy.map { $0.position + 1 } }.max() ?? 0
-        oldFields = RecordFields(columns: indexedWidth)
-        newFields = RecordFields(columns: indexedWidth)
+        indexedWidth = TableHandle.indexedWidth(indexes)
+    }
+
+    /// A read handle from a connection's resolved table and the counters of
+    /// the transaction's snapshot (`info` is `resolved.entry` with them).
+    init(info: TableInfo, resolved: ResolvedTable) {
+        self.info = info
+        schema = resolved.schema
+        indexes = resolved.indexes
+        tree = BTree(root: info.rootPage, kind: .table)
+        indexedWidth = resolved.indexedWidth
+    }
+
+    static func indexedWidth(_ indexes: [IndexDefinition]) -> Int {
+        indexes.lazy.flatMap { $0.columns.lazy.map { $0.position + 1 } }.max() ?? 0
     }
 
     /// Whether `table` names this handle's table (same catalog ID and name).
@@ -69,6 +85,83 @@ final class TableHandle {
                     index.columns.contains { !oldFields.sameField($0.position, as: newFields) }
                 }
             }
+        }
+    }
+}
+
+/// What a read handle holds that depends only on the schema: the catalog entry
+/// (its counters are placeholders), the decoded schema and the indexes.
+/// Immutable; shared by the read transactions of one connection through
+/// `TableHandleCache` while the schema cookie stays the same.
+final class ResolvedTable: Sendable {
+    let entry: TableInfo
+    let schema: TableSchema?
+    let indexes: [IndexDefinition]
+    let indexedWidth: Int
+
+    init(entry: TableInfo, schema: TableSchema?, indexes: [IndexDefinition]) {
+        self.entry = entry
+        self.schema = schema
+        self.indexes = indexes
+        indexedWidth = TableHandle.indexedWidth(indexes)
+    }
+}
+
+/// One connection's read-side table resolution, kept across read transactions
+/// so that a transaction that reads one row does no catalog lookup:
+///
+/// - resolved tables by name, valid for the catalog `key` they were made at
+///   (database ID, format, schema cookie; format 1: change counter). A schema
+///   change by any connection moves the cookie on, so a transaction whose
+///   header page has another key finds nothing here and resolves again; the
+///   table's catalog ID is checked too.
+/// - table counters as of one snapshot (the last one a reader stored them
+///   for). A snapshot's pages never change, so its counters do not either. The
+///   snapshot is held weakly (it may hold preserved pages): once it is gone the
+///   reference reads nil and matches no other snapshot.
+///
+/// Thread rules: any thread; lookups take `lock` shared (readers of one
+/// connection look up side by side), stores exclusively.
+final class TableHandleCache: @unchecked Sendable {
+    // @unchecked Sendable: every field is guarded by `lock` (a readers-writer
+    // lock: only loads happen under it shared, including of the weak reference).
+    private let lock = ReadWriteLock()
+    private var key: CatalogCache.Key?
+    private var tables: [String: ResolvedTable] = [:]
+    private weak var countersSnapshot: Snapshot?
+    private var counters: [Int64: TableCounters] = [:]
+
+    /// The table resolved as `name` at catalog `key`, and its counters if they
+    /// are known for `snapshot`.
+    func lookup(_ name: String, key: CatalogCache.Key, snapshot: Snapshot) -> (ResolvedTable, TableCounters?)? {
+        lock.withShared {
+            guard self.key == key, let r = tables[name] else { return nil }
+            return (r, countersSnapshot === snapshot ? counters[r.entry.id] : nil)
+        }
+    }
+
+    /// Counters of table `id` in `snapshot`, if stored.
+    func counters(_ id: Int64, snapshot: Snapshot) -> TableCounters? {
+        lock.withShared { countersSnapshot === snapshot ? counters[id] : nil }
+    }
+
+    func store(_ r: ResolvedTable, key: CatalogCache.Key) {
+        lock.withLock {
+            if self.key != key {
+                self.key = key
+                tables.removeAll()
+            }
+            tables[r.entry.name] = r
+        }
+    }
+
+    func store(_ c: TableCounters, id: Int64, snapshot: Snapshot) {
+        lock.withLock {
+            if countersSnapshot !== snapshot {
+                countersSnapshot = snapshot
+                counters.removeAll(keepingCapacity: true)
+            }
+            counters[id] = c
         }
     }
 }

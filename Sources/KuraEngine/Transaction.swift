@@ -71,8 +71,19 @@ public class ReadTransaction {
         let header = try headerPage()
         guard header.headerVersion != 1 else { return info }
         let c: TableCounters
-        if let s = snapshotPages { c = try storedCounters(info, root: header.headerCountersRoot, s) }
-        else { c = try storedCounters(info, root: header.headerCountersRoot, writer!) }
+        if let s = snapshotPages {
+            // Counters of a snapshot are the same for every transaction on it:
+            // the connection keeps those of the last snapshot read.
+            let cache = database.tableHandleCache
+            if let known = cache.counters(info.id, snapshot: s.snapshot) {
+                c = known
+            } else {
+                c = try storedCounters(info, root: header.headerCountersRoot, s)
+                cache.store(c, id: info.id, snapshot: s.snapshot)
+            }
+        } else {
+            c = try storedCounters(info, root: header.headerCountersRoot, writer!)
+        }
         countersMemo[info.id] = c
         return info.with(c)
     }
@@ -101,6 +112,7 @@ public class ReadTransaction {
     public func table(_ name: String) throws(KuraError) -> TableInfo {
         try checkActive()
         if let h = cachedReadHandle(name) { return h.info }
+        if let h = try cachedAcrossTransactions(name) { return h.info }
         guard let info = try currentCatalog().entries[name], info.kind == "table" else {
             throw KuraError(.notFound, "no table named \"\(name)\"", path: database.path)
         }
@@ -173,8 +185,7 @@ public class ReadTransaction {
         guard writer == nil else { return nil }
         if let h = lastHandle, h.info.name == name { return h }
         guard let h = handles[name] else { return nil }
-        lastHandle = h
-        return h
+        return remember(h)
     }
 
     /// The handle of the table named `name` in this read transaction's
@@ -185,9 +196,34 @@ public class ReadTransaction {
     func readHandle(_ name: String) throws(KuraError) -> TableHandle {
         precondition(writer == nil, "read handles are for read transactions")
         if let h = cachedReadHandle(name) { return h }
+        if let h = try cachedAcrossTransactions(name) { return h }
         let info = try table(name)
-        let h = TableHandle(info: info, schema: try schema(of: info), indexes: try indexes(of: name))
-        handles[name] = h
+        let resolved = ResolvedTable(entry: info, schema: try schema(of: info), indexes: try indexes(of: name))
+        database.tableHandleCache.store(resolved, key: CatalogCache.Key(try headerPage()))
+        return remember(TableHandle(info: info, resolved: resolved))
+    }
+
+    /// The handle of table `name` made from what the connection resolved in
+    /// an earlier read transaction at the same schema (`TableHandleCache`),
+    /// with this snapshot's counters; nil if it has not resolved it (or this
+    /// is a write transaction).
+    private func cachedAcrossTransactions(_ name: String) throws(KuraError) -> TableHandle? {
+        guard let s = snapshotPages else { return nil }
+        let header = try s.page(1)
+        let cache = database.tableHandleCache
+        guard let (resolved, known) = cache.lookup(name, key: CatalogCache.Key(header), snapshot: s.snapshot) else { return nil }
+        let info: TableInfo
+        if let known {
+            info = resolved.entry.with(known)
+        } else {
+            info = try withCounters(resolved.entry)
+        }
+        return remember(TableHandle(info: info, resolved: resolved))
+    }
+
+    /// Makes `h` this transaction's handle of its table (the last one used).
+    private func remember(_ h: TableHandle) -> TableHandle {
+        if let last = lastHandle, last.info.name != h.info.name { handles[last.info.name] = last }
         lastHandle = h
         return h
     }
@@ -198,6 +234,7 @@ public class ReadTransaction {
     func handle(for table: TableInfo) throws(KuraError) -> TableHandle? {
         guard writer == nil else { return nil }
         if let h = cachedReadHandle(table.name) { return h.isHandle(of: table) ? h : nil }
+        if let h = try cachedAcrossTransactions(table.name) { return h.isHandle(of: table) ? h : nil }
         guard let e = try currentCatalog().entries[table.name], e.kind == "table", e.id == table.id else { return nil }
         return try readHandle(table.name)
     }

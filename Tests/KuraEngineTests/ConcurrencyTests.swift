@@ -128,6 +128,53 @@ final class ConcurrencyTests: XCTestCase {
             XCTAssertEqual(try tx.checkIntegrity(), [])
         }
     }
+
+    // Guards readers that take no exclusive lock (Pager.page and most
+    // transaction starts hold `state` shared; checkpoints write and sync
+    // outside it) and reuse the connection's table resolution and counters:
+    // one-row read transactions racing single-row commits, with checkpoints
+    // every few commits and a cache small enough to evict, must each see one
+    // snapshot (the counter row agrees with the row count and the last row).
+    func testOneRowReadersSeeOneSnapshotAcrossCommitsAndCheckpoints() throws {
+        let dir = try TemporaryDirectory()
+        var o = Database.Options()
+        o.durability = .normal
+        o.checkpointThreshold = 12
+        o.cacheSize = 16 * 4096
+        let db = try Database(path: dir.path + "/w9.kura", options: o)
+        try db.write { tx in
+            let log = try tx.createTable("log")
+            for k in 1...300 { try tx.insert([.integer(Int64(k))], into: log, rowID: Int64(k)) }
+            try tx.insert([.integer(300)], into: try tx.createTable("counter"), rowID: 1)
+        }
+        let readers = ReaderThreads(count: 2) { r in
+            try db.read { tx in
+                let n = try tx.values(in: try tx.table("counter"), rowID: 1)![0].integerValue!
+                let log = try tx.table("log")
+                if Int64(log.rowCount) != n || log.nextRowID != n + 1 { r.fail("counter \(n) but \(log.rowCount) rows, next \(log.nextRowID)") }
+                if try tx.values(in: log, rowID: n) != [.integer(n)] { r.fail("row \(n) missing at counter \(n)") }
+                if try tx.values(in: try tx.table("log"), rowID: n + 1) != nil { r.fail("row \(n + 1) seen at counter \(n)") }
+            }
+        }
+        var k: Int64 = 300
+        let deadline = Date().addingTimeInterval(1)
+        while Date() < deadline {
+            k += 1
+            let key = k
+            try db.write { tx in
+                try tx.insert([.integer(key)], into: try tx.table("log"), rowID: key)
+                try tx.update([.integer(key)], in: try tx.table("counter"), rowID: 1)
+            }
+        }
+        readers.stop()
+        print("one-row readers: \(k - 300) commits, \(readers.reads.value) reads, max log \(db.logFrameCount)")
+        XCTAssertEqual(Array(readers.failures.value.prefix(5)), [])
+        XCTAssertGreaterThan(readers.reads.value, 10)
+        try db.read { tx in
+            XCTAssertEqual(try tx.rowCount(try tx.table("log")), Int(k))
+            XCTAssertEqual(try tx.checkIntegrity(), [])
+        }
+    }
 }
 
 /// A value behind a lock, for test threads.

@@ -25,7 +25,7 @@ final class SharedLogHeaderTests: XCTestCase {
     }
 
     func counts(_ db: Database) -> (reads: Int, skipped: Int) {
-        db.pager.state.withLock { (db.pager.logReads, db.pager.logReadsSkipped) }
+        db.pager.logReadCounts
     }
 
     func fileVersion(_ path: String) throws -> UInt32 {

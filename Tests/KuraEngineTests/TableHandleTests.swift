@@ -1,7 +1,9 @@
 // Read transactions' table handles (TableHandle.swift): a read transaction
 // resolves each table once and keeps it for its snapshot; handles never carry
 // over to another transaction, so counters and schema changes committed by
-// other connections are seen by the next transaction.
+// other connections are seen by the next transaction. What a connection keeps
+// across transactions (TableHandleCache: resolution per schema cookie,
+// counters per snapshot) must follow the same rules.
 
 import Foundation
 import XCTest
@@ -79,6 +81,58 @@ final class TableHandleTests: XCTestCase {
             XCTAssertEqual(try tx.values(in: t, rowID: 15), [.integer(15), .text("y")])
             XCTAssertNil(try tx.values(in: t, rowID: 16))
             XCTAssertEqual(try tx.count(TableQuery("t", where: try KuraPredicate(format: "b == 'y'"))), 5)
+        }
+    }
+
+    // Guards the resolution a connection keeps across read transactions
+    // (TableHandleCache): a column and an index another connection adds move
+    // the schema cookie on, so the next read transaction must see them (not
+    // the schema it resolved before); and counters kept for the newest
+    // snapshot must not be handed to a transaction still on an older one.
+    func testResolutionKeptAcrossTransactionsFollowsSchemaAndSnapshots() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.path + "/k.kura"
+        let db1 = try Database(path: path)
+        let db2 = try Database(path: path)
+        defer { db1.close(); db2.close() }
+        try db1.write { tx in
+            let t = try tx.createTable("t", schema: Self.schemaAB)
+            for i in 1...10 { try tx.insert([.integer(Int64(i)), .text("x\(i % 2)")], into: t) }
+        }
+        for _ in 0..<2 {
+            try db1.read { tx in
+                XCTAssertEqual(try tx.values(in: try tx.table("t"), rowID: 1), [.integer(1), .text("x1")])
+                XCTAssertEqual(try tx.indexes(of: "t").count, 0)
+            }
+        }
+        try db2.write { tx in
+            let t = try tx.table("t")
+            try tx.addColumn(ColumnDefinition("c", .integer, default: .integer(7)), to: t)
+            _ = try tx.createIndex("t_b", on: try tx.table("t"), columns: [IndexColumn("b")])
+        }
+        try db1.read { tx in
+            let t = try tx.table("t")
+            XCTAssertEqual(try tx.values(in: t, rowID: 1), [.integer(1), .text("x1"), .integer(7)])
+            XCTAssertEqual(try tx.schema(of: t)?.columns.map(\.name), ["a", "b", "c"])
+            XCTAssertEqual(try tx.indexes(of: "t").map(\.name), ["t_b"])
+            XCTAssertEqual(try tx.count(TableQuery("t", where: try KuraPredicate(format: "b == 'x0'"))), 5)
+        }
+        // An older snapshot of the same connection next to a newer one whose
+        // counters the connection keeps.
+        try db1.read { old in
+            try db1.write { w in _ = try w.insert([.integer(11), .text("x1")], into: try w.table("t")) }
+            try db1.read { new in
+                XCTAssertEqual(try new.table("t").rowCount, 11)
+                XCTAssertEqual(try new.values(in: try new.table("t"), rowID: 11)?.first, .integer(11))
+            }
+            let t = try old.table("t")
+            XCTAssertEqual(t.rowCount, 10)
+            XCTAssertEqual(t.nextRowID, 11)
+            XCTAssertNil(try old.values(in: t, rowID: 11))
+        }
+        try db1.read { tx in
+            XCTAssertEqual(try tx.table("t").rowCount, 11)
+            XCTAssertEqual(try tx.table("t").nextRowID, 12)
         }
     }
 }

@@ -21,7 +21,7 @@ let pageTrailerSize = 8
 final class Page: @unchecked Sendable {
     // @unchecked Sendable: a Page is mutated only by the one write transaction
     // that owns it before commit (see the header comment); after publication it
-    // is immutable. `referenced` is guarded by the pager's state lock.
+    // is immutable. `referenced` of a cached page is guarded as Pager.markLock says.
     let bytes: UnsafeMutableRawPointer
     let size: Int
     /// The page number this buffer holds (for checksums and errors).

@@ -1,5 +1,6 @@
 // PageCache: a memory-bounded map from cache key to immutable page, with clock
-// (second-chance) eviction. Not thread-safe: the pager calls it under its lock.
+// (second-chance) eviction. Not thread-safe: the pager calls `peek` under its
+// lock held shared, everything else under its lock held exclusively.
 //
 // Keys: a database-file page is its page number; a WAL frame is
 // `frameKeyFlag | generation << 32 | frame number`, so frames of a log that was
@@ -23,6 +24,11 @@ struct PageCache {
     }
 
     var count: Int { map.count }
+
+    /// The page under `key` without setting its clock bit: for callers that
+    /// hold the pager's lock shared (Pager.page sets the bit itself).
+    @inline(__always)
+    func peek(_ key: UInt64) -> Page? { map[key] }
 
     mutating func get(_ key: UInt64) -> Page? {
         guard let p = map[key] else { return nil }

@@ -26,33 +26,53 @@ protocol PageSource {
 /// A snapshot's pages never change, so the transaction keeps the last pages it
 /// used in a small direct-mapped memo (64 slots by page number) and serves
 /// repeated pages — the root and interior pages of every descent — without the
-/// pager's lock. Thread rules: the transaction's thread only.
+/// pager's lock. The slots are initialized on first use (`used` has a bit per
+/// initialized slot), so a transaction that reads a few pages pays for a few
+/// slots, not 64, when it starts and ends. Thread rules: the transaction's
+/// thread only.
 final class SnapshotPages: PageSource {
     let pager: Pager
     let snapshot: Snapshot
     let pageSize: Int
     private static let slots = 64
     private let memoNumbers: UnsafeMutablePointer<UInt32>
-    private var memoPages: [Page?]
+    private let memoPages: UnsafeMutablePointer<Page>
+    /// Bit i set: slot i holds a page (`memoNumbers[i]`, `memoPages[i]` initialized).
+    private var used: UInt64 = 0
 
     init(pager: Pager, snapshot: Snapshot) {
         self.pager = pager
         self.snapshot = snapshot
         pageSize = pager.pageSize
         memoNumbers = .allocate(capacity: Self.slots)
-        memoNumbers.initialize(repeating: 0, count: Self.slots)
-        memoPages = Array(repeating: nil, count: Self.slots)
+        memoPages = .allocate(capacity: Self.slots)
     }
 
-    deinit { memoNumbers.deallocate() }
+    deinit {
+        var u = used
+        while u != 0 {
+            (memoPages + u.trailingZeroBitCount).deinitialize(count: 1)
+            u &= u &- 1
+        }
+        memoNumbers.deallocate()
+        memoPages.deallocate()
+    }
 
     @inline(__always)
     func page(_ number: UInt32) throws(KuraError) -> Page {
         let slot = Int(number & UInt32(Self.slots - 1))
-        if memoNumbers[slot] == number, let p = memoPages[slot] { return p }
+        let bit = UInt64(1) << UInt64(slot)
+        if used & bit != 0 {
+            if memoNumbers[slot] == number { return memoPages[slot] }
+            let p = try pager.page(number, snapshot)
+            memoNumbers[slot] = number
+            memoPages[slot] = p
+            return p
+        }
         let p = try pager.page(number, snapshot)
         memoNumbers[slot] = number
-        memoPages[slot] = p
+        (memoPages + slot).initialize(to: p)
+        used |= bit
         return p
     }
 }

@@ -39,7 +39,9 @@
 //
 // The open byte is held shared from init (openHoldingOpenLock) to close.
 //
-// Lock order inside a process: writerMutex -> txnLock -> fileLock -> state.
+// Lock order inside a process: writerMutex -> txnLock -> fileLock -> state
+// (a readers-writer lock; page lookups and most transaction starts take it
+// shared) -> markLock, snapshotLock (each innermost, never nested).
 
 #if canImport(Glibc)
 import Glibc
@@ -62,8 +64,9 @@ public enum Durability: String, Sendable, CaseIterable {
 /// One reader's view of the database. See the header comment for how a page is
 /// resolved in a snapshot.
 final class Snapshot: @unchecked Sendable {
-    // @unchecked Sendable: `preserved`, `detached` and `users` are guarded by the
-    // owning pager's `state` lock; the `let` fields are immutable.
+    // @unchecked Sendable: `preserved` and `detached` are guarded by the owning
+    // pager's `state` lock (written exclusively, read shared), `users` by its
+    // `snapshotLock`; the `let` fields are immutable.
     let generation: UInt32
     let maxFrame: Int
     let pageCount: UInt32
@@ -98,12 +101,25 @@ final class Pager: @unchecked Sendable {
     let validator: @Sendable (Page) throws(KuraError) -> Void
 
     /// Guards cache, snapshots, `latest`, `checkpointEpoch` and the log's index.
-    let state = ThreadLock()
+    /// A readers-writer lock: a page lookup (`page`) only reads what it guards
+    /// and takes it shared, so readers' cache hits run side by side; everything
+    /// that changes what it guards takes it exclusively.
+    let state = ReadWriteLock()
+    /// Taken (without waiting) by a page lookup holding `state` shared to set a
+    /// cached page's clock bit (`Page.referenced`); when it is busy the bit is
+    /// left alone, which only makes that page a little likelier to be evicted.
+    /// `referenced` of a cached page is touched only under `state` exclusive,
+    /// or under `state` shared plus this lock.
+    private let markLock = ThreadLock()
     private var cache: PageCache
     private(set) var latest: Snapshot
     private var checkpointEpoch = 0
     /// Snapshots with at least one reader (checkpoints preserve pages for them).
+    /// Guarded by `snapshotLock`.
     private var active: [ObjectIdentifier: Snapshot] = [:]
+    /// Guards `active`, `Snapshot.users` and the log-read counters; taken
+    /// inside `state` (either mode) or alone, never around another lock.
+    private let snapshotLock = ThreadLock()
     /// Shared while reading database-file or log pages from disk; exclusive while
     /// a checkpoint writes the database file and resets the log.
     private let fileLock = ReadWriteLock()
@@ -124,9 +140,11 @@ final class Pager: @unchecked Sendable {
     /// when this connection opened it (or it upgraded it). Set in init only.
     private var sharedHeaderUsable = false
     /// Transaction starts that read the log, and those the shared header let
-    /// skip it (for tests: the fast path is taken). Guarded by `state`.
-    private(set) var logReads = 0
-    private(set) var logReadsSkipped = 0
+    /// skip it (for tests: the fast path is taken). Guarded by `snapshotLock`.
+    private var logReads = 0
+    private var logReadsSkipped = 0
+    /// `(logReads, logReadsSkipped)` now.
+    var logReadCounts: (reads: Int, skipped: Int) { snapshotLock.withLock { (logReads, logReadsSkipped) } }
     /// Test hook: commits leave the shared header marked as changing instead of
     /// publishing, as a writer killed between its log write and the publish
     /// would. Writer only.
@@ -381,11 +399,16 @@ final class Pager: @unchecked Sendable {
             openTransactions += 1
         }
         do {
+            // Most starts find the log unchanged (the shared header says so,
+            // or this connection's writer holds the write lock): then `state`
+            // is only read, shared with other readers' page lookups.
+            if !fromFile, let s = state.withShared({ () -> Snapshot? in
+                guard unchangedSinceIndexed else { return nil }
+                return register(latest, skippedLogRead: !ownWriterActive)
+            }) { return s }
             return try state.withLock { () throws(KuraError) -> Snapshot in
                 try refreshLocked(fromFile: fromFile)
-                latest.users += 1
-                if latest.users == 1 { active[ObjectIdentifier(latest)] = latest }
-                return latest
+                return register(latest, skippedLogRead: false)
             }
         } catch {
             endTransaction()
@@ -393,14 +416,29 @@ final class Pager: @unchecked Sendable {
         }
     }
 
+    /// Counts a user of `s` (and makes it active). Caller holds `state`.
+    private func register(_ s: Snapshot, skippedLogRead: Bool) -> Snapshot {
+        snapshotLock.withLock {
+            if skippedLogRead { logReadsSkipped += 1 }
+            s.users += 1
+            if s.users == 1 { active[ObjectIdentifier(s)] = s }
+        }
+        return s
+    }
+
     /// Leaves a transaction started with `beginTransaction`.
     func endTransaction(_ snapshot: Snapshot? = nil) {
         if let snapshot {
-            state.withLock {
+            let unused = snapshotLock.withLock { () -> Bool in
                 snapshot.users -= 1
-                if snapshot.users == 0 {
-                    snapshot.preserved.removeAll()
-                    active[ObjectIdentifier(snapshot)] = nil
+                if snapshot.users == 0 { active[ObjectIdentifier(snapshot)] = nil }
+                return snapshot.users == 0
+            }
+            if unused {
+                // Its preserved pages go (under `state`, which guards them),
+                // unless a transaction started on it again meanwhile.
+                state.withLock {
+                    if snapshotLock.withLock({ snapshot.users == 0 }) { snapshot.preserved.removeAll() }
                 }
             }
         }
@@ -426,12 +464,11 @@ final class Pager: @unchecked Sendable {
     /// when it was read. `fromFile` reads the log anyway.
     private func refreshLocked(fromFile: Bool = false) throws(KuraError) {
         if ownWriterActive { return }
-        if !fromFile, sharedHeaderUsable, latestIsCurrent, let shm = sharedHeader,
-           latest.generation == wal.generation, latest.maxFrame == wal.maxFrame, shm.isCurrent(wal.state) {
-            logReadsSkipped += 1
+        if !fromFile, unchangedSinceIndexed {
+            snapshotLock.withLock { logReadsSkipped += 1 }
             return
         }
-        logReads += 1
+        snapshotLock.withLock { logReads += 1 }
         let result = try wal.refresh()
         switch result {
         case .reset:
@@ -451,6 +488,15 @@ final class Pager: @unchecked Sendable {
         latestIsCurrent = true
     }
 
+    /// Whether a transaction may start on `latest` without reading the log:
+    /// this connection's writer holds the write lock, or the shared header
+    /// says the log is the one indexed. Caller holds `state` (either mode).
+    private var unchangedSinceIndexed: Bool {
+        if ownWriterActive { return true }
+        guard sharedHeaderUsable, latestIsCurrent, let shm = sharedHeader else { return false }
+        return latest.generation == wal.generation && latest.maxFrame == wal.maxFrame && shm.isCurrent(wal.state)
+    }
+
     private var latestIsCurrent = false
     /// True from the moment this connection's writer has refreshed under the
     /// write lock until it releases it. Guarded by `state`.
@@ -465,7 +511,10 @@ final class Pager: @unchecked Sendable {
             throw KuraError.corruption("reference to page \(number), beyond the last page (\(snapshot.pageCount))", page: number, path: path)
         }
         while true {
-            state.lock()
+            // Shared: lookups of any number of readers (and the writer's) run
+            // together; only what changes the cache, the log index or the
+            // snapshots takes `state` exclusively.
+            state.lockShared()
             if readerLockLost {
                 state.unlock()
                 throw KuraError(.io, "this connection lost its reader lock (fcntl refused to convert it), so another process could have checkpointed under this transaction; end the transaction and retry", path: path, page: number)
@@ -480,7 +529,11 @@ final class Pager: @unchecked Sendable {
                 frame = f
                 key = PageCache.frameKey(generation: wal.generation, frame: f)
             }
-            if let p = cache.get(key) {
+            if let p = cache.peek(key) {
+                if markLock.tryLock() {
+                    p.referenced = true
+                    markLock.unlock()
+                }
                 state.unlock()
                 return p
             }
@@ -489,9 +542,7 @@ final class Pager: @unchecked Sendable {
 
             fileLock.lockShared()
             defer { fileLock.unlock() }
-            state.lock()
-            let stillValid = epoch == checkpointEpoch
-            state.unlock()
+            let stillValid = state.withShared { epoch == checkpointEpoch }
             if !stillValid { continue }
             let p = try load(number, frame: frame)
             state.withLock { if epoch == checkpointEpoch { cache.put(key, p) } }
@@ -723,7 +774,7 @@ final class Pager: @unchecked Sendable {
     /// starts after this returns sees a snapshot no older than `snapshot`.
     /// Caller holds the writer lock (ExternalValues.swift, invariant 3).
     func isOnlySnapshot(_ snapshot: Snapshot) throws(KuraError) -> Bool {
-        let alone = state.withLock { active.values.allSatisfy { $0 === snapshot } }
+        let alone = snapshotLock.withLock { active.values.allSatisfy { $0 === snapshot } }
         guard alone else { return false }
         return try withReaderExclusive { true } ?? false
     }
@@ -755,11 +806,20 @@ final class Pager: @unchecked Sendable {
             if durability != .off { try walFile.sync(full: true) }
             fileLock.lockExclusive()
             defer { fileLock.unlock() }
-            try state.withLock { () throws(KuraError) in
-                // 1. Preserve every active snapshot's version of the pages about to change.
+            // `state` is held exclusively only while the cache, the snapshots
+            // and the log index change (steps 1 and 3, and the lookups of each
+            // batch of step 2), not across the file writes and syncs: readers
+            // whose pages are cached or preserved go on meanwhile. Nothing else
+            // changes the log here (this connection is the writer, and its
+            // `refresh` is skipped while it is). No transaction starts
+            // (`txnLock` is held) but one that was already past `txnLock`:
+            // it registers `latest`, the newest snapshot, whose pages are the
+            // ones written here (it needs nothing preserved), and step 3
+            // detaches it with the others.
+            // 1. Preserve every active snapshot's version of the pages about to change.
+            let (current, numbers, keep) = try state.withLock { () throws(KuraError) -> (Snapshot, [UInt32], Int) in
                 let newest = wal.maxFrame
-                let snapshots = Array(active.values)
-                for s in snapshots {
+                for s in snapshotLock.withLock({ Array(active.values) }) {
                     let isNewest = !s.detached && s.generation == wal.generation && s.maxFrame == newest
                     if !isNewest {
                         for pageNo in wal.index.frames.keys where s.preserved[pageNo] == nil && pageNo <= s.pageCount {
@@ -767,24 +827,38 @@ final class Pager: @unchecked Sendable {
                         }
                     }
                 }
-                // 2. Copy the newest version of each logged page into the file.
                 let current = Snapshot(generation: wal.generation, maxFrame: newest, pageCount: wal.committedPageCount)
-                // Pages to put back in the cache after the reset, at most what
-                // it holds: a checkpoint of a large log (an import, a
-                // migration) must not keep every page it copies in memory.
-                var written: [Page] = []
-                written.reserveCapacity(min(wal.index.frames.count, cache.capacity))
-                for pageNo in wal.index.frames.keys.sorted() where pageNo <= current.pageCount {
-                    let p = try pageLocked(pageNo, current)
-                    try file.write(UnsafeRawBufferPointer(p.buffer), at: Int64(pageNo - 1) * Int64(pageSize))
-                    if written.count < cache.capacity {
+                let numbers = wal.index.frames.keys.filter { $0 <= current.pageCount }.sorted()
+                return (current, numbers, min(numbers.count, cache.capacity))
+            }
+            // 2. Copy the newest version of each logged page into the file.
+            // Pages to put back in the cache after the reset, at most what
+            // it holds: a checkpoint of a large log (an import, a
+            // migration) must not keep every page it copies in memory.
+            var written: [Page] = []
+            written.reserveCapacity(keep)
+            var batch: [Page] = []
+            var next = 0
+            while next < numbers.count {
+                let end = min(next + 64, numbers.count)
+                batch.removeAll(keepingCapacity: true)
+                try state.withLock { () throws(KuraError) in
+                    for pageNo in numbers[next..<end] { batch.append(try pageLocked(pageNo, current)) }
+                }
+                next = end
+                for p in batch {
+                    try file.write(UnsafeRawBufferPointer(p.buffer), at: Int64(p.number - 1) * Int64(pageSize))
+                    if written.count < keep {
                         written.append(p)
                     } else {
                         // Not put back: its old file version must not stay cached.
-                        cache.remove(UInt64(pageNo))
+                        state.withLock { cache.remove(UInt64(p.number)) }
                     }
                 }
-                if durability != .off { try file.sync(full: true) }
+            }
+            if durability != .off { try file.sync(full: true) }
+            try state.withLock { () throws(KuraError) in
+                let snapshots = snapshotLock.withLock { Array(active.values) }
                 // 2b. A compaction made the store shorter: cut the file to its page
                 // count, unless an in-process snapshot of the longer store is still
                 // reading (then a later checkpoint does it). No other process is
@@ -877,7 +951,7 @@ final class Pager: @unchecked Sendable {
     var cachedPageCount: Int { state.withLock { cache.count } }
 
     /// Snapshots with at least one user (for tests: zero when no transaction runs).
-    var activeSnapshotCount: Int { state.withLock { active.count } }
+    var activeSnapshotCount: Int { snapshotLock.withLock { active.count } }
 }
 
 func hex(_ v: UInt64) -> String { "0x" + String(v, radix: 16) }
