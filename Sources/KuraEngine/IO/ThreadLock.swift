@@ -77,7 +77,22 @@ final class ReadWriteLock: @unchecked Sendable {
 
     init() {
         rw = .allocate(capacity: 1)
+        #if canImport(Glibc)
+        // Writer-preferring: glibc's default lets new readers in while a
+        // writer waits, so a connection's readers, overlapping one another,
+        // kept its writer from ever taking the pager's state lock (W9 commits
+        // fell to a quarter). Non-recursive is safe: no thread takes a
+        // ReadWriteLock shared while it already holds it (Pager.swift's lock
+        // order; TableHandleCache's bodies take no lock).
+        var attr = pthread_rwlockattr_t()
+        pthread_rwlockattr_init(&attr)
+        pthread_rwlockattr_setkind_np(&attr, Int32(PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP))
+        pthread_rwlock_init(rw, &attr)
+        pthread_rwlockattr_destroy(&attr)
+        #else
+        // Darwin's rwlocks already make new readers wait behind a waiting writer.
         pthread_rwlock_init(rw, nil)
+        #endif
     }
 
     deinit {
