@@ -135,4 +135,36 @@ final class TableHandleTests: XCTestCase {
             XCTAssertEqual(try tx.table("t").nextRowID, 12)
         }
     }
+    // Guards the cross-transaction table resolution against compaction:
+    // `Database.compact()` by another connection moves tables' root pages, so a
+    // connection that kept "t" resolved with its old root must resolve it again
+    // (compaction moves the schema cookie on) and read the rows from the new tree.
+    func testResolutionKeptAcrossTransactionsFollowsCompactionByAnotherConnection() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.path + "/k.kura"
+        let db1 = try Database(path: path)
+        let db2 = try Database(path: path)
+        defer { db1.close(); db2.close() }
+        try db1.write { tx in
+            // A filler table created first, dropped later, so that compaction
+            // moves "t" down into its pages.
+            let f = try tx.createTable("filler", schema: Self.schemaAB)
+            for i in 1...400 { try tx.insert([.integer(Int64(i)), .text(String(repeating: "f", count: 200))], into: f) }
+            let t = try tx.createTable("t", schema: Self.schemaAB)
+            for i in 1...300 { try tx.insert([.integer(Int64(i)), .text("t\(i)")], into: t) }
+        }
+        let rootBefore = try db1.read { tx in
+            XCTAssertEqual(try tx.values(in: try tx.table("t"), rowID: 7), [.integer(7), .text("t7")])
+            return try tx.table("t").rootPage
+        }
+        try db2.write { tx in try tx.dropTable("filler") }
+        _ = try db2.compact()
+        try db1.read { tx in
+            let t = try tx.table("t")
+            XCTAssertNotEqual(t.rootPage, rootBefore, "compaction did not move the table, so this test shows nothing")
+            XCTAssertEqual(try tx.values(in: t, rowID: 7), [.integer(7), .text("t7")])
+            XCTAssertEqual(try tx.values(in: t, rowID: 300), [.integer(300), .text("t300")])
+            XCTAssertEqual(try tx.count(TableQuery("t")), 300)
+        }
+    }
 }
