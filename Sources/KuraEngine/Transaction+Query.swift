@@ -63,7 +63,7 @@ extension ReadTransaction {
         func sortCost(_ m: Double) -> Double {
             query.sort.isEmpty ? 0 : m * log2(max(m, 2)) * QueryCost.sortStep
         }
-        func fmt(_ x: Double) -> String { x < 10 ? String((x * 10).rounded() / 10) : String(Int(x.rounded())) }
+        func fmt(_ x: Double) -> String { estimateText(x) }
         var options: [(cost: Double, note: String)] = [(plan.estimatedCost, "the table's own plan (above)")]
         var best = 0
         for c in setup.candidates {

@@ -244,7 +244,13 @@ extension Page {
             return lowerBound(key)
         }
         // Here key(0) < key <= key(n - 1): the answer is in 1...n-1.
-        let fraction = (Double(rowID) - Double(first)) / (Double(last) - Double(first))
+        // Distances as UInt64 (exact: first < rowID <= last, so both are in
+        // 1...2^64-1): the fraction is then finite and in 0...1. Subtracting
+        // the Doubles instead gave 0/0 for row IDs near Int64.max that one
+        // Double cannot tell apart, and Int(NaN) traps.
+        let span = UInt64(bitPattern: last &- first)
+        let offset = UInt64(bitPattern: rowID &- first)
+        let fraction = Double(offset) / Double(span)
         let g = min(max(Int(fraction * Double(n - 1)), 1), n - 1)
         var lo = 1
         var hi = n - 1

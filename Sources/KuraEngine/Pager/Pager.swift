@@ -733,8 +733,9 @@ final class Pager: @unchecked Sendable {
     /// may adopt them if they are complete (FORMAT.md, "Commit"). Writer only.
     private var poisoned = false
 
-    /// Frames in the log now.
-    var logFrames: Int { state.withLock { wal.maxFrame } }
+    /// Frames in the log now. Shared: it only reads, and the writer asks at
+    /// every commit's end (`checkpointDue`) while readers look pages up.
+    var logFrames: Int { state.withShared { wal.maxFrame } }
 
     /// Whether the log is past the automatic checkpoint threshold.
     var checkpointDue: Bool { logFrames >= checkpointThreshold }

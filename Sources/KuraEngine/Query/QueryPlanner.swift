@@ -147,7 +147,7 @@ enum QueryPlanner {
             let kept = min(m, keep ?? m)
             return m * log2(max(kept, 2)) * QueryCost.sortStep + kept * QueryCost.rowLookup
         }
-        func fmt(_ x: Double) -> String { x < 10 ? String((x * 10).rounded() / 10) : String(Int(x.rounded())) }
+        func fmt(_ x: Double) -> String { estimateText(x) }
 
         var candidates: [(cost: Double, plan: QueryPlan, note: String)] = []
         let scanCost = n + (q.sort.isEmpty ? 0 : sortCost(matches))
@@ -427,4 +427,17 @@ enum QueryPlanner {
 
 func hexBytes(_ b: [UInt8]) -> String {
     b.isEmpty ? "start" : b.map { String($0, radix: 16).leftPadded(2) }.joined()
+}
+
+/// An estimate (rows, entries, cost) as text for plans and `explain`: with
+/// `decimal`, one decimal under 10; otherwise whole numbers. Estimates come
+/// from counters read from disk, so this never traps: past 1e18 (a damaged
+/// row count of Int64.max is 2^63, which `Int` cannot hold) it prints the
+/// Double, and "?" for a non-finite one.
+func estimateText(_ x: Double, decimal: Bool = true) -> String {
+    guard x.isFinite else { return "?" }
+    if decimal && x < 10 { return String((x * 10).rounded() / 10) }
+    if x <= -1e18 { return String(x) }
+    if x >= 1e18 { return String(x) }
+    return String(Int(x.rounded()))
 }

@@ -62,7 +62,7 @@ extension ReadTransaction {
         let visited = min(targetRows, keep / perTarget + 1)
         let walkCost = visited * (QueryCost.indexEntry + QueryCost.rowLookup) + visited * perTarget * QueryCost.rowLookup
         let sortCost = bestCost + bestRows * QueryCost.rowLookup * Double(query.lookups.count)
-        func fmt(_ x: Double) -> String { String(Int(x.rounded())) }
+        func fmt(_ x: Double) -> String { estimateText(x, decimal: false) }
         var notes: [String] = []
         if explaining {
             notes.append("sort key \"\(k0.column)\": walk index \"\(walk.index.name)\" of table \"\(target.name)\" \(walk.reverse ? "backward" : "forward") in sort order, probing index \"\(fk.name)\" with each row ID, until the limit is filled and the tie settled: cost \(fmt(walkCost)); read the candidates and sort them: cost \(fmt(sortCost))")

@@ -221,7 +221,7 @@ extension ReadTransaction {
                 let innerPlan = try plan(j.inner, innerResolved, explaining: false)
                 let nestedCost = ownPlan.estimatedRows * QueryCost.rowLookup
                 if explaining {
-                    setup.notes.append("  \(label): nested loop (look up each outer candidate's \"\(column)\"): cost \(Int(nestedCost.rounded())); materialize first: cost \(Int(innerPlan.estimatedCost.rounded()))")
+                    setup.notes.append("  \(label): nested loop (look up each outer candidate's \"\(column)\"): cost \(estimateText(nestedCost, decimal: false)); materialize first: cost \(estimateText(innerPlan.estimatedCost, decimal: false))")
                 }
                 if nestedCost < innerPlan.estimatedCost {
                     let test = j.inner.predicate.map { CompiledPredicate($0, columns: innerResolved.columns) }
@@ -347,7 +347,7 @@ extension ReadTransaction {
         for index in r.indexes where index.columns.first?.name == column {
             let entries = Double(ids.count) * outerRows / innerRows
             let cost = Double(ids.count) * QueryCost.rowLookup + entries * (QueryCost.indexEntry + QueryCost.rowLookup)
-            setup.probes.append((index, ids, cost, "\(label): probe index \"\(index.name)\" with \(ids.count) row ID\(ids.count == 1 ? "" : "s"), about \(Int(entries.rounded())) entries"))
+            setup.probes.append((index, ids, cost, "\(label): probe index \"\(index.name)\" with \(ids.count) row ID\(ids.count == 1 ? "" : "s"), about \(estimateText(entries, decimal: false)) entries"))
             return
         }
     }
