@@ -600,18 +600,25 @@ public final class WriteTransaction: ReadTransaction {
         guard rowID < Int64.max else {
             throw KuraError(.tooBig, "table \"\(h.info.name)\" has used every row ID", path: database.path)
         }
-        if explicitRowID != nil, try h.tree.contains(RowIDKey.encode(rowID), writer!) {
-            throw KuraError(.alreadyExists, "table \"\(h.info.name)\" already has a row with ID \(rowID)", path: database.path)
-        }
         var keys: [(index: IndexDefinition, key: [UInt8], prefixLength: Int, hasNull: Bool)] = []
         if !h.indexes.isEmpty {
+            // A taken row ID is reported before any index clash it would also cause.
+            if explicitRowID != nil, try h.tree.contains(RowIDKey.encode(rowID), writer!) {
+                throw KuraError(.alreadyExists, "table \"\(h.info.name)\" already has a row with ID \(rowID)", path: database.path)
+            }
             keys = try indexKeys(h.indexes, record: record, rowID: rowID, schema: h.schema)
             try checkUnique(h.indexes, keys, rowID: rowID, table: h.info.name)
             // Nothing above reads the catalog (which would flush the handle);
             // re-taking it costs one comparison and keeps the counters safe if that changes.
             h = try hotTable(table)
         }
+        // The tree refuses a key it holds (`.insertNew`), so an explicit row
+        // ID that is taken costs no descent of its own; nothing was written
+        // yet (index entries go in after the row).
         guard try h.tree.insert(RowIDKey.encode(rowID), record, mode: .insertNew, writer!) else {
+            if explicitRowID != nil {
+                throw KuraError(.alreadyExists, "table \"\(h.info.name)\" already has a row with ID \(rowID)", path: database.path)
+            }
             throw KuraError(.corrupt, "table \"\(h.info.name)\" already holds row \(rowID), at or past its next row ID", page: h.info.rootPage)
         }
         try addIndexEntries(h.indexes, keys)

@@ -10,6 +10,34 @@ final class SchemaIndexTests: XCTestCase {
         ColumnDefinition("born", .date),
     ])
 
+    // Guards the explicit-row-ID insert that lets the tree refuse a taken
+    // key (no separate lookup first): a taken row ID must still be refused
+    // with .alreadyExists naming it, with or without indexes, and leave the
+    // row, the row count and the index entries as they were.
+    func testInsertUnderATakenRowIDIsRefusedAndChangesNothing() throws {
+        let db = try Database.inMemory()
+        try db.write { tx in
+            let plain = try tx.createTable("plain", schema: people)
+            try tx.insert([.text("Ada"), .null, .integer(36), .null], into: plain, rowID: 7)
+            let indexed = try tx.createTable("indexed", schema: people)
+            _ = try tx.createIndex("by_age", on: indexed, columns: [IndexColumn("age")])
+            try tx.insert([.text("Ada"), .null, .integer(36), .null], into: try tx.table("indexed"), rowID: 7)
+        }
+        for table in ["plain", "indexed"] {
+            XCTAssertThrowsError(try db.write { tx in try tx.insert([.text("Bob"), .null, .integer(40), .null], into: try tx.table(table), rowID: 7) }) { e in
+                XCTAssertEqual((e as? KuraError)?.code, .alreadyExists, "\(table): \(e)")
+                XCTAssertTrue("\(e)".contains("7") && "\(e)".contains("\"\(table)\""), "\(e)")
+            }
+            try db.read { tx in
+                let t = try tx.table(table)
+                XCTAssertEqual(t.rowCount, 1, table)
+                XCTAssertEqual(try tx.values(in: t, rowID: 7)?.first, .text("Ada"), table)
+                XCTAssertEqual(try tx.count(TableQuery(table, where: try KuraPredicate(format: "age == 40"))), 0, table)
+                XCTAssertEqual(try tx.count(TableQuery(table, where: try KuraPredicate(format: "age == 36"))), 1, table)
+            }
+        }
+    }
+
     func testTypedRowsAreCheckedAndErrorsNameTheColumn() throws {
         let db = try Database.inMemory()
         try db.write { tx in try tx.createTable("people", schema: people) }

@@ -136,11 +136,20 @@ extension ManagedObjectContext {
                     if let resolution { resolutions[ObjectIdentifier(o)] = resolution } else { refused = true }
                 }
                 if refused { throw Self.conflictError(conflicts, policy: policy) }
-                for (o, rid) in zip(ins, assigned) {
-                    let layout = self.layout(of: o.entity)
-                    var row = layout.row(o, saved: false) { id in self.registered(id)?.isDeleted == true ? nil : rowID(id) }
-                    row[layout.version] = .integer(1)
-                    try tx.insert(row, into: try table(o.entity), rowID: rid)
+                // By runs of one entity: its layout and table are taken once a run.
+                var start = 0
+                while start < ins.count {
+                    let e = ins[start].entity
+                    var end = start + 1
+                    while end < ins.count && ins[end].entity === e { end += 1 }
+                    let layout = self.layout(of: e)
+                    let t = try table(e)
+                    for k in start..<end {
+                        var row = layout.row(ins[k], saved: false) { id in self.registered(id)?.isDeleted == true ? nil : rowID(id) }
+                        row[layout.version] = .integer(1)
+                        try tx.insert(row, into: t, rowID: assigned[k])
+                    }
+                    start = end
                 }
                 for o in upd {
                     if case .write(let row)? = resolutions[ObjectIdentifier(o)] {
@@ -210,7 +219,14 @@ extension ManagedObjectContext {
         }
         var gone: [ManagedObject] = []
         var tookStore: [(ManagedObject, Set<String>)] = []
-        for o in ins + upd + del {
+        // Inserted objects have no resolution: what they hold is what was written.
+        for o in ins {
+            o.savedValues = o.values
+            o.savedToOne = o.toOne
+            o.savedOrder = o.order
+            if !o.deferredErrors.isEmpty { o.deferredErrors = [] }
+        }
+        for o in upd + del {
             switch resolutions[ObjectIdentifier(o)] {
             case .write(let row)?:
                 o.keepingTransients { apply(row, to: o) }
@@ -390,7 +406,7 @@ extension ManagedObjectContext {
         var pendingSeen: [String: ManagedObjectID] = [:]
         for o in objects {
             for (i, group) in o.entity.uniquenessConstraints.enumerated() {
-                let values = group.map { o.values[$0] ?? .null }
+                let values = group.map { o.storedValue(named: $0) ?? .null }
                 if values.contains(where: \.isNull) { continue }
                 // The constraint spans the entity that declares it and its subentities.
                 let scope = i < o.entity.hierarchy.uniquenessScopes.count ? o.entity.hierarchy.uniquenessScopes[i] : o.entity.name
@@ -405,7 +421,7 @@ extension ManagedObjectContext {
                                             .comparison(KuraComparison(.keyPath([k]), .equalTo, .constant(o.entity.attributesByName[k]?.type.engineValue(v) ?? v))) },
                                         of: model.entitiesByName[scope] ?? o.entity)
                 for id in ids where id.rowID != o.objectID.rowID || o.objectID.isTemporary {
-                    if let other = registered(id), other.isDeleted || zip(group, values).contains(where: { other.values[$0] != $1 }) { continue }
+                    if let other = registered(id), other.isDeleted || zip(group, values).contains(where: { other.storedValue(named: $0) != $1 }) { continue }
                     problems.append("\(o.objectID): uniqueness constraint (\(group.joined(separator: ", "))) violated: \(id) already has \(shown)")
                 }
             }

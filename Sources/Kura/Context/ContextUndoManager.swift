@@ -220,7 +220,7 @@ extension ManagedObjectContext {
             } else if o.entity.attributesByName[key] != nil {
                 if g.values[k]?.1[key] == nil {
                     var entry = g.values[k] ?? (o, [:])
-                    entry.1[key] = o.values[key] ?? .null
+                    entry.1[key] = o.storedValue(named: key) ?? .null
                     g.values[k] = entry
                 }
             } else {
@@ -329,9 +329,9 @@ extension ManagedObjectContext {
         for (k, (o, old)) in g.values {
             var now: [String: Value] = [:]
             for (key, v) in old {
-                now[key] = o.values[key] ?? .null
+                now[key] = o.storedValue(named: key) ?? .null
                 willChange(o, key: key)  // recorded as an edit; not for undo while applying
-                o.values[key] = v
+                o.setStoredValue(v, named: key)
             }
             event(o, .undoUpdate)
             back.values[k] = (o, now)

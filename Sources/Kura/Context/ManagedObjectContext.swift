@@ -308,8 +308,8 @@ public final class ManagedObjectContext {
         o.managedObjectContext = self
         // Defaults in stored form, computed once per entity (RowLayout.insertValues);
         // a store that is not loaded has no layouts.
-        if let l = loadedLayout(of: o.entity), l.insertValues.count == o.entity.attributes.count {
-            o.values = AttributeValues(o.entity, l.insertValues)
+        if let l = loadedLayout(of: o.entity), l.insertSlots.count == o.entity.attributes.count {
+            o.values = AttributeValues(filled: l.insertSlots)
         } else {
             for (i, a) in o.entity.attributes.enumerated() { o.values[ordinal: i] = a.defaultValue.map { a.type.stored($0) } ?? .null }
         }
@@ -444,26 +444,29 @@ public final class ManagedObjectContext {
     /// then the version).
     func apply(_ row: [Value], to o: ManagedObject) {
         let layout = self.layout(of: o.entity)
-        var values = AttributeValues(o.entity)
         var toOne: [String: ManagedObjectID] = [:]
         var order: [String: Double] = [:]
         // Transient relationships start over when a fault fires (RelationshipDescription.isTransient).
         if o.isFault { o.transientRelated = [:] }
-        // By ordinal, from the layout (iterating the descriptions would copy each one).
+        // By ordinal, from the layout (iterating the descriptions would copy
+        // each one); every slot gets a value, in order.
+        var slots: [Value?] = []
+        slots.reserveCapacity(layout.attributeColumns.count)
         for k in layout.attributeColumns.indices {
             if let cols = layout.compositeColumns[k] {
-                values[ordinal: k] = RowLayout.compositeValue(cols.map { $0 < row.count ? row[$0] : layout.defaults[$0] })
+                slots.append(RowLayout.compositeValue(cols.map { $0 < row.count ? row[$0] : layout.defaults[$0] }))
                 continue
             }
             // A transient attribute starts over from its default (AttributeDescription.isTransient).
-            guard let i = layout.attributeColumns[k] else { values[ordinal: k] = layout.insertValues[k]; continue }
+            guard let i = layout.attributeColumns[k] else { slots.append(layout.insertValues[k]); continue }
             let v = i < row.count ? row[i] : layout.defaults[i]
             if let x = layout.exactColumns[k] {
-                values[ordinal: k] = AttributeType.storedDecimal(number: v, exact: x < row.count ? row[x] : nil)
+                slots.append(AttributeType.storedDecimal(number: v, exact: x < row.count ? row[x] : nil))
             } else {
-                values[ordinal: k] = v
+                slots.append(v)
             }
         }
+        let values = AttributeValues(filled: slots)
         for slot in layout.relationships {
             if slot.column < row.count, case .integer(let rid) = row[slot.column] {
                 toOne[slot.name] = targetID(slot, rowID: rid, row: row, of: o)

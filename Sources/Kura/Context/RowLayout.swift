@@ -46,6 +46,8 @@ final class RowLayout: Sendable {
     /// Each attribute's value in a newly inserted object (its default in
     /// stored form, or null), parallel to the entity's `attributes`.
     let insertValues: [Value]
+    /// `insertValues` as an object's slots (AttributeValues.swift).
+    let insertSlots: [Value?]
 
     init(table: String, attributeColumns: [Int?], compositeColumns: [[Int]?], exactColumns: [Int?], relationships: [Slot], version: Int,
          entityColumn: Int?, columns: [String], defaults: [Value], hasExternal: Bool, insertValues: [Value]) {
@@ -60,6 +62,7 @@ final class RowLayout: Sendable {
         self.defaults = defaults
         self.hasExternal = hasExternal
         self.insertValues = insertValues
+        insertSlots = insertValues.map { Optional($0) }
     }
 
     /// The layouts of every entity of `model`, by entity name, over the

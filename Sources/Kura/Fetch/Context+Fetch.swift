@@ -188,7 +188,7 @@ extension ManagedObjectContext {
             guard let obj = current else { return (.null, nil) }
             if i == keys.count - 1, let a = obj.entity.attributesByName[k] {
                 try obj.loadIfFault()
-                return (obj.values[k] ?? .null, a)
+                return (obj.storedValue(named: k) ?? .null, a)
             }
             guard let r = obj.entity.relationshipsByName[k], !r.isToMany else {
                 throw KuraError(.notFound, "key path \"\(keyPath)\": entity \"\(obj.entity.name)\" has no attribute or to-one relationship \"\(k)\"")

@@ -104,8 +104,8 @@ struct ObjectView: PredicateEvaluationContext {
         }
         if let a = object.entity.attributesByName[key] {
             try object.loadIfFault()
-            if let elements = a.compositeElements { return try a.compositeEvaluated(object.values[key] ?? .null, elements, of: object.objectID) }
-            return a.type.evaluated(object.values[key] ?? .null)
+            if let elements = a.compositeElements { return try a.compositeEvaluated(object.storedValue(named: key) ?? .null, elements, of: object.objectID) }
+            return a.type.evaluated(object.storedValue(named: key) ?? .null)
         }
         if let r = object.entity.relationshipsByName[key] {
             if r.isToMany {

@@ -111,7 +111,7 @@ extension ManagedObjectContext {
         p.watched[id] = o
         for index in p.buckets.keys where index.table == o.entity.hierarchy.table {
             let old = p.filed[index]?[id]
-            let new = o.entity.attributesByName[index.attribute].flatMap { Self.indexKey(o.values[index.attribute] ?? .null, $0.type) }
+            let new = o.entity.attributesByName[index.attribute].flatMap { Self.indexKey(o.storedValue(named: index.attribute) ?? .null, $0.type) }
             if old == new, old != nil { continue }
             if let old { p.buckets[index]?[old]?[id] = nil }
             p.filed[index]?[id] = new

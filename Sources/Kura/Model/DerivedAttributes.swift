@@ -153,7 +153,7 @@ extension ManagedObjectContext {
                     // The model's validation parsed every expression.
                     throw KuraError(.invalidArgument, "entity \"\(o.entity.name)\": derived attribute \"\(a.name)\" has derivationExpression \"\(text)\", which Kura cannot evaluate (a Kura bug: the model was checked)")
                 }
-                o.values[a.name] = try derivedValue(x, of: o, into: a, now: now)
+                o.setStoredValue(try derivedValue(x, of: o, into: a, now: now), named: a.name)
             }
         }
     }
@@ -171,7 +171,7 @@ extension ManagedObjectContext {
         func value(_ path: [String]) throws(KuraError) -> Value {
             guard let owner = try follow(path.dropLast()), let last = path.last else { return .null }
             try owner.loadIfFault()
-            return owner.values[last] ?? .null
+            return owner.storedValue(named: last) ?? .null
         }
         func members(_ path: [String]) throws(KuraError) -> [ManagedObject] {
             guard let owner = try follow(path.dropLast()), let last = path.last, let r = owner.entity.relationshipsByName[last] else { return [] }
@@ -189,7 +189,7 @@ extension ManagedObjectContext {
             for m in try members(path) {
                 try m.loadIfFault()
                 // The column value (a decimal's double, not its exact text).
-                let v = m.entity.attributesByName[name].map { $0.type.engineValue(m.values[name] ?? .null) } ?? .null
+                let v = m.entity.attributesByName[name].map { $0.type.engineValue(m.storedValue(named: name) ?? .null) } ?? .null
                 switch v {
                 case .integer(let i):
                     let (sum, o) = ints.addingReportingOverflow(i)

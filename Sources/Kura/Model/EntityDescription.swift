@@ -246,6 +246,10 @@ public final class EntityDescription: Sendable {
     /// Each attribute's type by ordinal, nil for a composite attribute (read
     /// and written by the object layer without copying descriptions).
     let attributeStorageTypes: [AttributeType?]
+    /// The ordinals of the transient attributes (kept across reloads).
+    let transientOrdinals: [Int]
+    /// The attribute names in ordinal order, for `ordinal(ofAttribute:)`.
+    let attributeNames: [String]
     public let relationshipsByName: [String: RelationshipDescription]
     /// Application data attached to the entity (Core Data's `userInfo`).
     public let userInfo: [String: String]
@@ -358,6 +362,24 @@ public final class EntityDescription: Sendable {
         attributesByName = Dictionary(resolved.0.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         attributeOrdinals = Dictionary(resolved.0.enumerated().map { ($0.element.name, $0.offset) }, uniquingKeysWith: { a, _ in a })
         attributeStorageTypes = resolved.0.map { $0.compositeElements == nil ? $0.type : nil }
+        transientOrdinals = resolved.0.indices.filter { resolved.0[$0].isTransient }
+        attributeNames = resolved.0.map(\.name)
         relationshipsByName = Dictionary(resolved.1.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+    }
+}
+
+extension EntityDescription {
+    /// The ordinal of the attribute named `key` (nil if none): what typed
+    /// properties ask on every read and write. A small entity's names are
+    /// compared in order (a few string comparisons cost less than hashing
+    /// the key); a larger one's are looked up in `attributeOrdinals`.
+    @inline(__always)
+    func ordinal(ofAttribute key: String) -> Int? {
+        let names = attributeNames
+        if names.count <= 8 {
+            for i in names.indices where names[i] == key { return i }
+            return nil
+        }
+        return attributeOrdinals[key]
     }
 }

@@ -94,7 +94,7 @@ extension ManagedObject {
             let last = i == path.count - 1
             if last, let a = o.entity.attributesByName[k] {
                 try o.loadIfFault()
-                let v = a.type.engineValue(o.values[k] ?? .null)
+                let v = a.type.engineValue(o.storedValue(named: k) ?? .null)
                 if a.type == .date, case .double(let d) = v { return .date(secondsSinceReferenceDate: d) }
                 return .constant(v)
             }

@@ -14,11 +14,13 @@ extension ManagedObject {
     /// not reset transients, only a (re)load does (a fault firing, `refresh`
     /// without merging, `rollback` to the last load or save).
     func keepingTransients(_ body: () -> Void) {
-        let kept = entity.attributes.filter(\.isTransient).map { ($0.name, values[$0.name] ?? .null) }
+        let ordinals = entity.transientOrdinals
+        if ordinals.isEmpty { return body() }
+        let kept = ordinals.map { ($0, values[ordinal: $0] ?? .null) }
         body()
-        for (k, v) in kept {
-            values[k] = v
-            savedValues?[k] = v
+        for (i, v) in kept {
+            values[ordinal: i] = v
+            savedValues?[ordinal: i] = v
         }
     }
 }

@@ -13,22 +13,20 @@
 // Two values compare equal when every slot is equal (empty = all nil); they
 // are only ever compared for the same entity.
 //
-// Access by name resolves the name to its ordinal through the entity's table;
-// an unknown name reads nil and a write to it is ignored (callers check names
-// against the entity first, as they did with the dictionary).
+// Access by name goes through the object (`ManagedObject.storedValue(named:)`),
+// which resolves the name to its ordinal through its entity's table: the
+// values carry no table of their own, so copying them (a snapshot, the saved
+// values) retains one buffer.
 
 struct AttributeValues: Equatable {
     /// The values by ordinal (empty: none set yet).
     private(set) var slots: [Value?]
-    /// The entity's attribute ordinals by name (shared storage, one per entity).
-    let ordinals: [String: Int]
     /// The number of attributes of the entity.
     let count: Int
 
     /// No value set, for an object of `entity`.
     init(_ entity: EntityDescription) {
         slots = []
-        ordinals = entity.attributeOrdinals
         count = entity.attributes.count
     }
 
@@ -37,8 +35,15 @@ struct AttributeValues: Equatable {
     init(_ entity: EntityDescription, _ values: [Value]) {
         precondition(values.count == entity.attributes.count, "\(values.count) values for the \(entity.attributes.count) attributes of entity \(entity.name) (a Kura bug)")
         slots = values.map { Optional($0) }
-        ordinals = entity.attributeOrdinals
         count = values.count
+    }
+
+    /// Every value set from `slots`, one per attribute of the entity in
+    /// ordinal order, none nil (a layout's `insertSlots`: shared until the
+    /// first change).
+    init(filled slots: [Value?]) {
+        self.slots = slots
+        count = slots.count
     }
 
     /// The value of the attribute at `ordinal` (nil if never set).
@@ -51,15 +56,22 @@ struct AttributeValues: Equatable {
         }
     }
 
-    /// The value of the attribute named `name` (nil if never set or unknown).
-    subscript(name: String) -> Value? {
-        get { ordinals[name].flatMap { self[ordinal: $0] } }
-        set { if let i = ordinals[name] { self[ordinal: i] = newValue } }
-    }
-
     static func == (a: AttributeValues, b: AttributeValues) -> Bool {
         if a.slots.count == b.slots.count { return a.slots == b.slots }
         let full = a.slots.isEmpty ? b.slots : a.slots
         return full.allSatisfy { $0 == nil }
+    }
+}
+
+extension ManagedObject {
+    /// The stored value of the attribute `name` (nil if never set or unknown).
+    func storedValue(named name: String) -> Value? {
+        entity.ordinal(ofAttribute: name).flatMap { values[ordinal: $0] }
+    }
+
+    /// Sets the stored value of the attribute `name` (ignored if unknown:
+    /// callers check names against the entity first).
+    func setStoredValue(_ v: Value?, named name: String) {
+        if let i = entity.ordinal(ofAttribute: name) { values[ordinal: i] = v }
     }
 }

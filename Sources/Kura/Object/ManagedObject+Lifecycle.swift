@@ -66,7 +66,7 @@ extension ManagedObject {
         var out: [String: Any?] = [:]
         for key in wanted {
             if let a = entity.attributesByName[key] {
-                let v: Value = saved[key] ?? .null
+                let v: Value = entity.ordinal(ofAttribute: key).flatMap { saved[ordinal: $0] } ?? .null
                 let swift: Any? = try a.swiftValue(v, of: objectID)
                 out[key] = .some(swift)
             } else if let r = entity.relationshipsByName[key], !r.isToMany {

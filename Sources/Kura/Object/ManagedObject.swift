@@ -52,6 +52,10 @@ open class ManagedObject: CustomStringConvertible {
     }
     /// Whether the context's pending indexes hold this object.
     var indexWatch = false
+    /// The list of its context's pending change batch this object is in, valid
+    /// while `notedBatch` is the context's batch number (ContextNotifications.swift).
+    var notedList: NoteList?
+    var notedBatch: UInt64 = 0
     var toOne: [String: ManagedObjectID] = [:]
     /// Position in an ordered to-many of the target (`<relationship>_order`).
     var order: [String: Double] = [:]
@@ -245,7 +249,7 @@ open class ManagedObject: CustomStringConvertible {
     /// - Throws: `.notFound` for an unknown key (naming entity and key);
     ///   `.corrupt`/`.io` if loading from the store fails.
     public func value(forKey key: String) throws(KuraError) -> Any? {
-        if let i = entity.attributeOrdinals[key] {
+        if let i = entity.ordinal(ofAttribute: key) {
             try loadIfFault()
             return try swiftValue(of: entity.attributes[i], ordinal: i)
         }
@@ -265,7 +269,7 @@ open class ManagedObject: CustomStringConvertible {
     ///   attribute and the rejected value; `.invalidArgument` for an object of
     ///   the wrong entity or another context.
     public func setValue(_ value: Any?, forKey key: String) throws(KuraError) {
-        if let i = entity.attributeOrdinals[key] {
+        if let i = entity.ordinal(ofAttribute: key) {
             try loadIfFault()
             let stored = try entity.attributes[i].storedValue(value, entity: entity.name)
             try context().willChangeAttribute(self, key: key)
@@ -382,7 +386,7 @@ open class ManagedObject: CustomStringConvertible {
     /// class used with another entity's model gets here).
     @inline(__always)
     func attributeOrdinal(_ key: String) -> Int? {
-        if let i = entity.attributeOrdinals[key] { return i }
+        if let i = entity.ordinal(ofAttribute: key) { return i }
         noteReadError(KuraError(.notFound, "\(type(of: self)) reads @Managed(\"\(key)\"), but entity \"\(entity.name)\" has no attribute \"\(key)\" (attributes: \(entity.attributes.map(\.name).joined(separator: ", ")))"))
         return nil
     }
@@ -393,7 +397,7 @@ open class ManagedObject: CustomStringConvertible {
     /// composite or transformable attribute). Loads a fault first.
     @usableFromInline
     func directAttribute<T>(_ key: String, as _: T.Type) -> T? {
-        guard let i = entity.attributeOrdinals[key] else { return nil }
+        guard let i = entity.ordinal(ofAttribute: key) else { return nil }
         if isFault {
             fireFault()
             if isFault { return nil }
@@ -433,7 +437,7 @@ open class ManagedObject: CustomStringConvertible {
     /// transformable attribute, no context).
     @usableFromInline
     func setDirectAttribute<T>(_ key: String, _ newValue: T) -> Bool {
-        guard let i = entity.attributeOrdinals[key], let ctx = managedObjectContext else { return false }
+        guard let i = entity.ordinal(ofAttribute: key), let ctx = managedObjectContext else { return false }
         guard let type = entity.attributeStorageTypes[i] else { return false }
         let stored: Value
         // Each branch casts a value to the type it was just compared with.

@@ -26,9 +26,10 @@ public struct ManagedObjectID: Hashable, Sendable, CustomStringConvertible {
     /// good as hashing the name for real models (IDs of one entity differ by row
     /// ID) and much cheaper, since contexts hash IDs on every registry access.
     public func hash(into hasher: inout Hasher) {
-        hasher.combine(rowID)
-        hasher.combine(isTemporary)
-        hasher.combine(entityName.utf8.count)
+        // One word to hash: the row ID, the kind in the top bit and the
+        // name's length XORed into the bits below it.
+        let mixed = UInt64(bitPattern: rowID) ^ (isTemporary ? 1 << 63 : 0) ^ (UInt64(truncatingIfNeeded: entityName.utf8.count) << 55)
+        hasher.combine(mixed)
     }
 
     /// Equal when entity, row ID and kind are: the row ID is compared first,

@@ -136,11 +136,13 @@ enum NoteList {
 /// The pending batch and the observers of one context (stored in the context).
 struct ContextNoticeState {
     var batch = ContextObjectsDidChange()
-    /// Which list of the batch each noted object is in.
-    var noted: [ObjectIdentifier: NoteList] = [:]
+    /// The batch's number: an object's note (`ManagedObject.notedList`)
+    /// counts only while its `notedBatch` is this one, so starting a batch
+    /// forgets every note at once, without touching the objects.
+    var batchNumber: UInt64 = 1
     /// Objects inserted and deleted within the batch (reported as neither),
-    /// kept alive until the batch is posted: `noted` is keyed by identity,
-    /// and a released object's identity can be reused by a new object.
+    /// kept alive until the batch is posted (so their notes outlive the batch's
+    /// lists, as the other objects' do).
     var cancelled: [ManagedObject] = []
     var nextToken = 0
     /// Whether `processPendingChanges` is delivering a batch now.
@@ -235,7 +237,7 @@ extension ManagedObjectContext {
             rounds += 1
             let batch = notices.batch
             notices.batch = ContextObjectsDidChange()
-            notices.noted = [:]
+            notices.batchNumber &+= 1
             notices.cancelled = []
             for (_, handler) in notices.changeObservers { handler(batch) }
             if !notices.changeStreams.isEmpty {
@@ -268,11 +270,22 @@ extension ManagedObjectContext {
 
     // MARK: Noting changes
 
+    /// The list of the pending batch `o` is in (nil: not noted in this batch).
+    @inline(__always)
+    func noted(_ o: ManagedObject) -> NoteList? {
+        o.notedBatch == notices.batchNumber ? o.notedList : nil
+    }
+
+    @inline(__always)
+    func setNoted(_ o: ManagedObject, _ list: NoteList) {
+        o.notedList = list
+        o.notedBatch = notices.batchNumber
+    }
+
     func noteInserted(_ o: ManagedObject) {
-        let k = ObjectIdentifier(o)
-        if notices.noted[k] == nil {
+        if noted(o) == nil {
             notices.batch.inserted.append(o)
-            notices.noted[k] = .inserted
+            setNoted(o, .inserted)
         }
     }
 
@@ -281,10 +294,10 @@ extension ManagedObjectContext {
     func noteUpdated(_ o: ManagedObject, _ key: String, attribute: Bool = false) {
         let k = ObjectIdentifier(o)
         if !attribute, o.entity.relationshipsByName[key]?.isToMany == true { notices.toManyTouched[k] = o }
-        switch notices.noted[k] {
+        switch noted(o) {
         case nil:
             notices.batch.updated.append(o)
-            notices.noted[k] = .updated
+            setNoted(o, .updated)
             notices.batch.keys[k, default: []].insert(key)
         case .updated?, .refreshed?:
             notices.batch.keys[k, default: []].insert(key)
@@ -295,25 +308,25 @@ extension ManagedObjectContext {
 
     func noteDeleted(_ o: ManagedObject) {
         let k = ObjectIdentifier(o)
-        switch notices.noted[k] {
+        switch noted(o) {
         case .inserted?:
             // Inserted and deleted within one batch: observers never saw it.
             notices.batch.inserted.removeAll { $0 === o }
-            notices.noted[k] = .cancelled
+            setNoted(o, .cancelled)
             notices.cancelled.append(o)
         case .updated?:
             notices.batch.updated.removeAll { $0 === o }
             notices.batch.keys[k] = nil
             notices.batch.deleted.append(o)
-            notices.noted[k] = .deleted
+            setNoted(o, .deleted)
         case .refreshed?:
             notices.batch.refreshed.removeAll { $0 === o }
             notices.batch.keys[k] = nil
             notices.batch.deleted.append(o)
-            notices.noted[k] = .deleted
+            setNoted(o, .deleted)
         case nil:
             notices.batch.deleted.append(o)
-            notices.noted[k] = .deleted
+            setNoted(o, .deleted)
         default:
             return
         }
@@ -322,10 +335,10 @@ extension ManagedObjectContext {
     /// Notes that `o` was reloaded from the store and `keys` took new values.
     func noteRefreshed(_ o: ManagedObject, _ keys: Set<String>) {
         let k = ObjectIdentifier(o)
-        switch notices.noted[k] {
+        switch noted(o) {
         case nil:
             notices.batch.refreshed.append(o)
-            notices.noted[k] = .refreshed
+            setNoted(o, .refreshed)
             notices.batch.keys[k] = keys
         case .updated?, .refreshed?:
             notices.batch.keys[k, default: []].formUnion(keys)
@@ -337,7 +350,7 @@ extension ManagedObjectContext {
     /// Notes that `o` left the context without a delete here.
     func noteInvalidated(_ o: ManagedObject) {
         let k = ObjectIdentifier(o)
-        switch notices.noted[k] {
+        switch noted(o) {
         case .inserted?: notices.batch.inserted.removeAll { $0 === o }
         case .updated?: notices.batch.updated.removeAll { $0 === o }
         case .deleted?: notices.batch.deleted.removeAll { $0 === o }
@@ -347,7 +360,7 @@ extension ManagedObjectContext {
         }
         notices.batch.keys[k] = nil
         notices.batch.invalidated.append(o)
-        notices.noted[k] = .invalidated
+        setNoted(o, .invalidated)
     }
 
     /// Notes that every object was invalidated (`reset()`): earlier notes are
@@ -355,7 +368,7 @@ extension ManagedObjectContext {
     func noteInvalidatedAll() {
         notices.batch = ContextObjectsDidChange()
         notices.batch.invalidatedAll = true
-        notices.noted = [:]
+        notices.batchNumber &+= 1
         notices.cancelled = []
     }
 }

@@ -403,6 +403,6 @@ struct FRCKeyPath {
             throw KuraError(.notFound, "key path \"\(path)\": entity \"\(obj.entity.name)\" has no attribute \"\(attribute)\"")
         }
         try obj.loadIfFault()
-        return obj.values[attribute] ?? .null
+        return obj.storedValue(named: attribute) ?? .null
     }
 }

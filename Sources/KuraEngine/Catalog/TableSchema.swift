@@ -41,10 +41,16 @@ public enum ColumnType: String, Sendable, CaseIterable, Hashable {
     /// become doubles; text is stored in Unicode NFC, so that byte equality (what
     /// an index compares) agrees with canonical equivalence (what `==` means).
     func normalize(_ value: Value) -> Value {
+        normalized(value) ?? value
+    }
+
+    /// `value` normalized, or nil when it is already in normal form (most
+    /// values: then a row's array need not be copied).
+    func normalized(_ value: Value) -> Value? {
         switch value {
         case .integer(let i) where self == .double || self == .date: return .double(Double(i))
         case .text(let s) where !s.utf8.allSatisfy({ $0 < 0x80 }): return .text(s.precomposedStringWithCanonicalMapping)
-        default: return value
+        default: return nil
         }
     }
 }
@@ -130,9 +136,13 @@ public struct TableSchema: Sendable, Hashable {
         guard values.count <= columns.count else {
             throw KuraError(.invalidArgument, "table \"\(table)\" has \(columns.count) columns, got \(values.count) values")
         }
+        // `out` shares `values`' storage until a value changes (a short row
+        // padded with defaults, a value normalized): a valid full row is not copied.
         var out = values
-        out.reserveCapacity(columns.count)
-        while out.count < columns.count { out.append(columns[out.count].defaultValue) }
+        if out.count < columns.count {
+            out.reserveCapacity(columns.count)
+            while out.count < columns.count { out.append(columns[out.count].defaultValue) }
+        }
         for (i, c) in columns.enumerated() {
             let v = out[i]
             if v.isNull {
@@ -144,7 +154,7 @@ public struct TableSchema: Sendable, Hashable {
             guard c.type.accepts(v) else {
                 throw KuraError(.typeMismatch, "column \"\(c.name)\" of table \"\(table)\" holds \(c.type.rawValue) values, not \(v.typeName) (\(v))")
             }
-            out[i] = c.type.normalize(v)
+            if let n = c.type.normalized(v) { out[i] = n }
         }
         return out
     }
