@@ -196,6 +196,7 @@ extension ManagedObjectContext {
         // Committed: make the context match the store.
         var before: [ManagedObjectID] = []
         before.reserveCapacity(ins.count)
+        registry.reserveCapacity(forMore: ins.count)
         for (o, rid) in zip(ins, assigned) {
             o.isNew = false
             let id = ManagedObjectID(entity: o.entity.name, rowID: rid)

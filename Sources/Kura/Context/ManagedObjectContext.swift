@@ -51,7 +51,8 @@ public final class ManagedObjectContext {
     /// entry when it is deallocated (`ManagedObject.deinit` calls `forget`), so
     /// clean objects live only as long as the app references them, and no object
     /// needs a weak reference (which would slow down all its retains and releases).
-    var registry: [ManagedObjectID: Unmanaged<ManagedObject>] = [:]
+    /// Set up with the context's identity by each initializer (ObjectRegistry.swift).
+    var registry = ObjectRegistry(identity: -1)
 
     /// The registered object with `id`, if any.
     @inline(__always)
@@ -215,6 +216,7 @@ public final class ManagedObjectContext {
         ownedContainer = container
         borrowedContainer = container
         parent = nil
+        registry = ObjectRegistry(identity: identity)
     }
 
     /// A child context of `parent` (Context+Parent.swift): it keeps its
@@ -229,6 +231,7 @@ public final class ManagedObjectContext {
         borrowedContainer = c
         self.parent = parent
         mergePolicy = parent.mergePolicy
+        registry = ObjectRegistry(identity: identity)
     }
 
     /// A context that does not keep `container` alive (the view context,
@@ -237,6 +240,7 @@ public final class ManagedObjectContext {
         ownedContainer = nil
         borrowedContainer = container
         parent = nil
+        registry = ObjectRegistry(identity: identity)
     }
 
     deinit { finishStreams() }
@@ -287,7 +291,7 @@ public final class ManagedObjectContext {
     public func insert(_ entityName: String) throws(KuraError) -> ManagedObject {
         let e = try model.entity(entityName)
         try model.checkInsertable(e)
-        let o = e.objectClass.init(entity: e, objectID: .temporary(e.name))
+        let o = e.objectClass.init(entity: e, objectID: registry.newTemporaryID(e.name))
         register(inserted: o)
         return o
     }
@@ -678,7 +682,7 @@ public final class ManagedObjectContext {
             o.managedObjectContext = nil
             o.transientRelated = [:]  // transient relationships retain their targets
         }
-        registry = [:]
+        registry.removeAll()
         batchGroups = [:]
         prefetched = [:]
         forgetPendingChanges()

@@ -129,7 +129,7 @@ open class ManagedObject: CustomStringConvertible {
         case .success(let x): e = x
         case .failure: e = EntityDescription(String(describing: Self.self), class: Self.self) {}
         }
-        self.init(entity: e, objectID: .temporary(e.name))
+        self.init(entity: e, objectID: context.registry.newTemporaryID(e.name))
         switch found {
         case .success: context.register(inserted: self)
         case .failure(let error):

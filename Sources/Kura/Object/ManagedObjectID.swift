@@ -11,7 +11,8 @@ import Foundation
 public struct ManagedObjectID: Hashable, Sendable, CustomStringConvertible {
     /// The entity's name.
     public let entityName: String
-    /// The row ID in the entity's table (for a temporary ID, a negative counter).
+    /// The row ID in the entity's table (for a temporary ID, a number unique
+    /// in the process: ObjectRegistry.swift).
     public let rowID: Int64
     /// Whether this is a temporary ID of an unsaved object.
     public let isTemporary: Bool
@@ -59,8 +60,10 @@ public struct ManagedObjectID: Hashable, Sendable, CustomStringConvertible {
     }
 
     private static let counter = ProcessCounter()
+    /// A process-wide temporary ID (a negative row ID: contexts make their
+    /// own, positive ones, ObjectRegistry.swift).
     static func temporary(_ entity: String) -> ManagedObjectID {
-        ManagedObjectID(entity: entity, rowID: counter.next(), temporary: true)
+        ManagedObjectID(entity: entity, rowID: -counter.next(), temporary: true)
     }
 }
 

@@ -1,0 +1,121 @@
+// ObjectRegistry: a context's objects by ID, unretained (uniquing: one
+// instance per ID per context).
+//
+// Two stores:
+// - `own`: the objects this context inserted, under the temporary IDs it made
+//   for them, in an array by number. Such an ID's row ID is the context's tag
+//   (its identity) in the high 31 bits and the insert's number in the low 32,
+//   so finding, adding and dropping one is arithmetic, not hashing: inserting
+//   many objects costs no hash table growth.
+// - `byID`: every other object (saved ones by permanent ID, another
+//   context's temporary IDs seen by a child context, and the rare own ID
+//   whose slot is gone: see below), in a dictionary.
+//
+// Invariants: `own[i]` holds the object whose ID has number `ownBase + i`, or
+// nil; `ownLive` counts the non-nil slots; when it falls to zero the array is
+// dropped and `ownBase` moves to the next number (a context that inserts and
+// saves for its whole life keeps no array of empty slots). An own ID whose
+// number is below `ownBase` (an object put back by undo after its slot was
+// dropped) goes to `byID`, so every lookup of an own ID that misses the array
+// also asks `byID`.
+//
+// A context whose tag does not fit, or that has made 2^32 temporary IDs,
+// makes process-wide ones instead (negative row IDs, never its tag's), which
+// live in `byID`.
+
+struct ObjectRegistry {
+    private var byID: [ManagedObjectID: Unmanaged<ManagedObject>] = [:]
+    private var own: [Unmanaged<ManagedObject>?] = []
+    private var ownBase: Int64 = 0
+    private var ownLive = 0
+    private var nextNumber: Int64 = 0
+    /// The context's identity, or -1 when it does not fit in 31 bits.
+    private let tag: Int64
+
+    private static let numberBits: Int64 = 32
+    private static let numberMask: Int64 = (1 << 32) - 1
+
+    init(identity: Int64) {
+        tag = identity > 0 && identity < (1 << 31) ? identity : -1
+    }
+
+    /// A new temporary ID for an object of `entity` this context inserts.
+    mutating func newTemporaryID(_ entity: String) -> ManagedObjectID {
+        guard tag > 0, nextNumber <= Self.numberMask else { return .temporary(entity) }
+        let rowID = tag << Self.numberBits | nextNumber
+        nextNumber += 1
+        return ManagedObjectID(entity: entity, rowID: rowID, temporary: true)
+    }
+
+    /// The position in `own` of an ID this context made, if it has one.
+    @inline(__always)
+    private func ownPosition(_ id: ManagedObjectID) -> Int? {
+        guard id.isTemporary, tag > 0, id.rowID > 0, id.rowID >> Self.numberBits == tag else { return nil }
+        let number = id.rowID & Self.numberMask
+        guard number >= ownBase else { return nil }
+        return Int(number - ownBase)
+    }
+
+    /// The object registered under `id` (nil: none); setting nil drops it.
+    subscript(id: ManagedObjectID) -> Unmanaged<ManagedObject>? {
+        get {
+            if let p = ownPosition(id), p < own.count, let u = own[p] { return u }
+            return byID.isEmpty ? nil : byID[id]
+        }
+        set {
+            if let p = ownPosition(id) {
+                if let u = newValue {
+                    if p >= own.count {
+                        // Numbers are made in order and registered at once, so
+                        // this appends; a gap (an ID made but never registered) fills with nil.
+                        if p > own.count { own.append(contentsOf: repeatElement(nil, count: p - own.count)) }
+                        own.append(u)
+                        ownLive += 1
+                    } else {
+                        if own[p] == nil { ownLive += 1 }
+                        own[p] = u
+                    }
+                    return
+                }
+                if p < own.count, own[p] != nil {
+                    own[p] = nil
+                    ownLive -= 1
+                    if ownLive == 0 {
+                        own = []
+                        ownBase = nextNumber
+                    }
+                    return
+                }
+            }
+            byID[id] = newValue
+        }
+    }
+
+    /// The number of registered objects.
+    var count: Int { byID.count + ownLive }
+
+    /// Every registered object (a copy: the registry may change while the
+    /// caller walks it).
+    var values: [Unmanaged<ManagedObject>] {
+        var out = Array(byID.values)
+        if ownLive > 0 {
+            out.reserveCapacity(out.count + ownLive)
+            for case let u? in own { out.append(u) }
+        }
+        return out
+    }
+
+    /// Makes room for `n` more objects under IDs of other kinds than this
+    /// context's temporary ones (a save's new permanent IDs).
+    mutating func reserveCapacity(forMore n: Int) {
+        byID.reserveCapacity(byID.count + n)
+    }
+
+    /// Drops every object.
+    mutating func removeAll() {
+        byID = [:]
+        own = []
+        ownLive = 0
+        ownBase = nextNumber
+    }
+}
