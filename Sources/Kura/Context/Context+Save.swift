@@ -363,12 +363,13 @@ extension ManagedObjectContext {
         var problems: [String] = []
         for o in objects {
             for e in o.deferredErrors { problems.append("\(o.objectID): \(e.message)") }
-            // By index: iterating the descriptions would copy each one.
-            let attributes = o.entity.attributes
-            for i in attributes.indices where !attributes[i].isOptional && (o.values[ordinal: i] ?? .null).isNull {
-                problems.append("\(o.objectID): attribute \"\(attributes[i].name)\" is required (rule: not optional) but is nil")
+            // By ordinal, only the attributes with a rule (iterating the
+            // descriptions would copy each one).
+            let e = o.entity
+            for i in e.requiredOrdinals where (o.values[ordinal: i] ?? .null).isNull {
+                problems.append("\(o.objectID): attribute \"\(e.attributes[i].name)\" is required (rule: not optional) but is nil")
             }
-            for i in attributes.indices where attributes[i].validation != nil { problems += attributes[i].validationProblems(o.values[ordinal: i] ?? .null, of: o.objectID) }
+            for i in e.ruleOrdinals { problems += e.attributes[i].validationProblems(o.values[ordinal: i] ?? .null, of: o.objectID) }
             for r in o.entity.relationships {
                 if !r.isToMany {
                     if !r.isOptional, try relatedObject(o, r) == nil {

@@ -113,17 +113,14 @@ final class RowLayout: Sendable {
     }
 
     /// The row `rowID` of this layout's table as `ReadTransaction.values`
-    /// gives it (decoded, padded with the column defaults), without looking
-    /// up the table's schema: the layout has the defaults. Tables with
-    /// external columns go through `values`, which reads their files.
+    /// gives it (decoded, padded with the column defaults, external values
+    /// read from their files). In a read transaction the record is decoded
+    /// where it lies in its page, with the schema the transaction's table
+    /// handle already holds.
     ///
     /// - Throws: `.corrupt` for an undecodable record; engine read errors.
     func values(_ tx: ReadTransaction, _ table: TableInfo, rowID: Int64) throws(KuraError) -> [Value]? {
-        if hasExternal { return try tx.values(in: table, rowID: rowID) }
-        guard let bytes = try tx.record(in: table, rowID: rowID) else { return nil }
-        var values = try RecordCodec.decode(bytes)
-        if values.count < defaults.count { values += defaults[values.count...] }
-        return values
+        try tx.values(in: table, rowID: rowID)
     }
 
     /// The values of a row a query cursor of this layout's table gave, as

@@ -250,6 +250,10 @@ public final class EntityDescription: Sendable {
     let transientOrdinals: [Int]
     /// The attribute names in ordinal order, for `ordinal(ofAttribute:)`.
     let attributeNames: [String]
+    /// The ordinals of the attributes a save requires (not optional), and of
+    /// those with validation rules: what `save` checks on every object.
+    let requiredOrdinals: [Int]
+    let ruleOrdinals: [Int]
     public let relationshipsByName: [String: RelationshipDescription]
     /// Application data attached to the entity (Core Data's `userInfo`).
     public let userInfo: [String: String]
@@ -364,6 +368,8 @@ public final class EntityDescription: Sendable {
         attributeStorageTypes = resolved.0.map { $0.compositeElements == nil ? $0.type : nil }
         transientOrdinals = resolved.0.indices.filter { resolved.0[$0].isTransient }
         attributeNames = resolved.0.map(\.name)
+        requiredOrdinals = resolved.0.indices.filter { !resolved.0[$0].isOptional }
+        ruleOrdinals = resolved.0.indices.filter { resolved.0[$0].validation != nil }
         relationshipsByName = Dictionary(resolved.1.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
     }
 }

@@ -120,19 +120,16 @@ extension ManagedObjectContext {
         }
         // The first pass calls every pending object; its snapshots sit in an
         // array, so the common case (no hook changed anything) is settled by
-        // comparing in order, without a dictionary.
+        // comparing in order, without a dictionary, and without making the
+        // pending list again: it is walked in place (`samePending`).
         let first = pending()
-        var snapshots: [(AttributeValues, [String: ManagedObjectID], Bool)] = []
+        var snapshots: ContiguousArray<(AttributeValues, [String: ManagedObjectID], Bool)> = []
         snapshots.reserveCapacity(first.count)
         for o in first {
             snapshots.append((o.values, o.toOne, o.isDeleted))
             o.willSave()
         }
-        let after = pending()
-        if after.count == first.count && after.indices.allSatisfy({ i in
-            let o = after[i], s = snapshots[i]
-            return o === first[i] && s.0 == o.values && s.1 == o.toOne && s.2 == o.isDeleted
-        }) { return }
+        if samePending(first, snapshots) { return }
         for (o, s) in zip(first, snapshots) { seen[ObjectIdentifier(o)] = s }
         for _ in 1..<Self.maximumWillSavePasses {
             let due = pending().filter(changedSinceLastCall)
@@ -145,6 +142,25 @@ extension ManagedObjectContext {
         let still = pending().filter(changedSinceLastCall)
         if still.isEmpty { return }
         throw KuraError(.validation, "save refused, nothing was written: willSave() hooks still changed \(still.prefix(5).map(\.objectID.description).joined(separator: ", ")) after \(Self.maximumWillSavePasses) passes")
+    }
+
+    /// Whether the pending objects are still `first`, in order (what
+    /// `runWillSave`'s `pending()` would give), each as its snapshot says.
+    private func samePending(_ first: [ManagedObject], _ snapshots: ContiguousArray<(AttributeValues, [String: ManagedObjectID], Bool)>) -> Bool {
+        var k = 0
+        func next(_ o: ManagedObject) -> Bool {
+            guard k < first.count, first[k] === o else { return false }
+            let s = snapshots[k]
+            k += 1
+            return s.2 == o.isDeleted && s.0 == o.values && s.1 == o.toOne
+        }
+        for o in inserted where !o.isDeleted { guard next(o) else { return false } }
+        for o in touchedOrder where !o.isDeleted && o.hasChangedValues { guard next(o) else { return false } }
+        for o in deleted where !o.isNew { guard next(o) else { return false } }
+        for o in notices.toManyTouched.values where o.managedObjectContext === self && !o.isDeleted && !o.isNew && !o.hasChangedValues {
+            guard next(o) else { return false }
+        }
+        return k == first.count
     }
 
     /// Step 3's hook part: per-key and per-object validation methods, each
