@@ -83,7 +83,20 @@ extension BTree {
                     return true
                 }
             }
-            for p in try overflowPages(leaf, i, w) { try w.free(p) }
+            let overflow = try overflowPages(leaf, i, w)
+            if overflow.isEmpty {
+                let layout = Node.leafLayout(keyLength: key.count, valueLength: value.count, pageSize: w.pageSize)
+                if !layout.overflow {
+                    // A new size, no overflow either side: in place or in the
+                    // free gap when it fits there (no defragmentation, no split).
+                    let cell = try makeLeafCell(key, value, w)
+                    if try w.writable(leafNo).replaceCell(i, with: cell) {
+                        w.rememberLeaf(leafNo, of: root)
+                        return true
+                    }
+                }
+            }
+            for p in overflow { try w.free(p) }
             try w.writable(leafNo).removeCell(i)
         }
         let cell = try makeLeafCell(key, value, w)
@@ -128,8 +141,11 @@ extension BTree {
         // Removing the old cell frees its bytes and its pointer.
         guard leaf.freeSpace + leaf.cellSize(i) >= layout.size else { return nil }
         let page = try w.writable(leafNo)
+        let cell = try makeLeafCell(key, value, w)
+        // In place, or in the free gap, when it fits there: no defragmentation.
+        if page.replaceCell(i, with: cell) { return true }
         page.removeCell(i)
-        let fitted = page.insertCell(try makeLeafCell(key, value, w), at: i)
+        let fitted = page.insertCell(cell, at: i)
         precondition(fitted, "a replacement cell that was measured to fit did not")
         return true
     }

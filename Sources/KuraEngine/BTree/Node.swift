@@ -309,16 +309,50 @@ extension Page {
         }
     }
 
-    /// Packs the content area so all free space is contiguous.
+    /// Replaces cell i with `cell` (same key; a leaf's new value) when it
+    /// fits without moving other cells: in place when it is no longer than
+    /// the old cell (the bytes it no longer uses are counted as fragmented),
+    /// else in the gap between the pointers and the content, the old cell's
+    /// bytes becoming a fragment. Returns false, changing nothing, otherwise
+    /// (the caller removes and inserts, which defragments).
+    func replaceCell(_ i: Int, with cell: [UInt8]) -> Bool {
+        let oldSize = cellSize(i)
+        let o = cellOffset(i)
+        if cell.count <= oldSize {
+            cell.withUnsafeBytes { (bytes + o).copyMemory(from: $0.baseAddress!, byteCount: cell.count) }
+            if cell.count < oldSize { fragmented += oldSize - cell.count }
+            return true
+        }
+        let gap = contentStart - (Node.headerSize + 2 * cellCount)
+        guard gap >= cell.count else { return false }
+        let start = contentStart - cell.count
+        cell.withUnsafeBytes { (bytes + start).copyMemory(from: $0.baseAddress!, byteCount: cell.count) }
+        setU16(Node.headerSize + 2 * i, UInt16(start))
+        contentStart = start
+        fragmented += oldSize
+        return true
+    }
+
+    /// Packs the content area so all free space is contiguous: the cells'
+    /// places are read first (writing moves them), the content is copied
+    /// aside once, then each cell is written back from the copy, from the
+    /// page's end down, in pointer order. (Every cell lies in the content
+    /// area: pages from disk passed `validate`.)
     func defragment() {
         let n = cellCount
-        var cells: [[UInt8]] = []
-        cells.reserveCapacity(n)
-        for i in 0..<n { cells.append(cellBytes(i)) }
-        var top = Node.usable(size)
-        for (i, c) in cells.enumerated() {
-            top -= c.count
-            c.withUnsafeBytes { (bytes + top).copyMemory(from: $0.baseAddress!, byteCount: c.count) }
+        let end = Node.usable(size)
+        let from = contentStart
+        var places = ContiguousArray<(offset: Int, size: Int)>()
+        places.reserveCapacity(n)
+        for i in 0..<n { places.append((cellOffset(i), cellSize(i))) }
+        let span = end - from
+        let copy = UnsafeMutableRawPointer.allocate(byteCount: max(span, 1), alignment: 8)
+        defer { copy.deallocate() }
+        if span > 0 { copy.copyMemory(from: bytes + from, byteCount: span) }
+        var top = end
+        for (i, c) in places.enumerated() {
+            top -= c.size
+            (bytes + top).copyMemory(from: copy + (c.offset - from), byteCount: c.size)
             setU16(Node.headerSize + 2 * i, UInt16(top))
         }
         contentStart = top
