@@ -677,6 +677,21 @@ public final class WriteTransaction: ReadTransaction {
         return try updateEncoded(encode(values, for: h), in: table, rowID: rowID)
     }
 
+    /// `update(_:in:rowID:)` for a caller that read the row's record in this
+    /// transaction (`record(in:rowID:)`) and has not changed the row since:
+    /// `current` spares reading it again for its index keys and external
+    /// values (the object layer's save reads each row to check its version
+    /// first). A `current` that is not the row's record leaves wrong index
+    /// entries, hence package access only.
+    @discardableResult
+    package func update(_ values: [Value], in table: TableInfo, rowID: Int64, current: [UInt8]) throws(KuraError) -> Bool {
+        let h = try hotTable(table)
+        if let schema = h.schema, schema.hasExternal {
+            return try withExternal(values, h.info, schema, old: current) { r throws(KuraError) in try updateEncoded(r, in: table, rowID: rowID, current: current) }
+        }
+        return try updateEncoded(encode(values, for: h), in: table, rowID: rowID, current: current)
+    }
+
     /// Replaces the encoded record of row `rowID`. Returns false if there is none.
     @discardableResult
     public func updateRecord(_ record: [UInt8], in table: TableInfo, rowID: Int64) throws(KuraError) -> Bool {
@@ -727,9 +742,10 @@ public final class WriteTransaction: ReadTransaction {
     }
 
     /// Deletes row `rowID`; `current`, when given, is its record as this
-    /// transaction has it now (saves reading it again for its index keys).
+    /// transaction has it now (saves reading it again for its index keys and
+    /// external values; package access, as `update(_:in:rowID:current:)`).
     @discardableResult
-    func delete(from table: TableInfo, rowID: Int64, current: [UInt8]?) throws(KuraError) -> Bool {
+    package func delete(from table: TableInfo, rowID: Int64, current: [UInt8]?) throws(KuraError) -> Bool {
         var h = try hotTable(table)
         let tree = h.tree
         if let schema = h.schema, schema.hasExternal {

@@ -51,6 +51,10 @@ extension ManagedObjectContext {
         /// The same by temporary ID, made when a row first names one.
         var tempRowIDs: [ManagedObjectID: Int64]?
         var resolutions: [ObjectIdentifier: Resolution] = [:]
+        /// The stored record of each updated or deleted object whose version
+        /// check passed, as read then (no row is written twice in a save, so
+        /// it is still the row's record when the object's write comes).
+        var currentRecords: [ObjectIdentifier: [UInt8]] = [:]
         var conflicts: [MergeConflict] = []
         let policy = mergePolicy
         var refused = false
@@ -121,7 +125,9 @@ extension ManagedObjectContext {
                     // context read. Only its version column is decoded; the
                     // whole stored row and the row as read are built for a
                     // conflict (or an old record without the column) alone.
-                    if let version = try self.storedVersion(tx, t, o), version == o.version {
+                    let check = try self.storedVersion(tx, t, o)
+                    if let check, let version = check.version, version == o.version {
+                        currentRecords[ObjectIdentifier(o)] = check.record
                         if var row {
                             row[self.layout(of: o.entity).version] = .integer(version + 1)
                             resolutions[ObjectIdentifier(o)] = .write(row)
@@ -153,12 +159,16 @@ extension ManagedObjectContext {
                 }
                 for o in upd {
                     if case .write(let row)? = resolutions[ObjectIdentifier(o)] {
-                        try tx.update(row, in: try table(o.entity), rowID: o.objectID.rowID)
+                        if let current = currentRecords[ObjectIdentifier(o)] {
+                            try tx.update(row, in: try table(o.entity), rowID: o.objectID.rowID, current: current)
+                        } else {
+                            try tx.update(row, in: try table(o.entity), rowID: o.objectID.rowID)
+                        }
                     }
                 }
                 for o in del {
                     guard case .delete? = resolutions[ObjectIdentifier(o)] else { continue }
-                    try tx.delete(from: try table(o.entity), rowID: o.objectID.rowID)
+                    try tx.delete(from: try table(o.entity), rowID: o.objectID.rowID, current: currentRecords[ObjectIdentifier(o)])
                     for r in o.entity.relationships {
                         if case .joinTable(let table, let forward) = self.model.storage(of: r, in: o.entity) {
                             try tx.delete(from: table, where: .comparison(KuraComparison(.keyPath([forward ? "source" : "target"]), .equalTo, .constant(.integer(o.objectID.rowID)))))
@@ -343,14 +353,14 @@ extension ManagedObjectContext {
     /// null): then `resolve` judges the whole row, padded with the column defaults.
     ///
     /// - Throws: `.corrupt` for a malformed record; engine read errors.
-    func storedVersion(_ tx: ReadTransaction, _ t: TableInfo, _ o: ManagedObject) throws(KuraError) -> Int64? {
+    func storedVersion(_ tx: ReadTransaction, _ t: TableInfo, _ o: ManagedObject) throws(KuraError) -> (version: Int64?, record: [UInt8])? {
         guard let bytes = try tx.record(in: t, rowID: o.objectID.rowID) else { return nil }
         let v = layout(of: o.entity).version
         let decoded = bytes.withUnsafeBytes { buf -> Result<Value, KuraError> in
             do throws(KuraError) { return .success(try RecordCodec.value(at: v, in: buf)) } catch { return .failure(error) }
         }
         // A null (also what a record ending before the column reads as) goes the whole-row way.
-        return try decoded.get().integerValue
+        return (try decoded.get().integerValue, bytes)
     }
 
     /// The row as this context read it (its saved state).
