@@ -175,6 +175,16 @@ public final class QueryCursor {
     }
 }
 
+/// An index plan's index, by reference (CandidateSource reads it per row).
+final class SearchIndex: Sendable {
+    let definition: IndexDefinition
+    let tree: BTree
+    init(_ definition: IndexDefinition) {
+        self.definition = definition
+        tree = definition.tree
+    }
+}
+
 /// Produces candidate rows from the access path, filtered by `matching`.
 struct CandidateSource {
     let plan: QueryPlan
@@ -189,8 +199,10 @@ struct CandidateSource {
     private var run: [Int64] = []
     private var runPosition = 0
     /// An index plan's index, key ranges and direction, taken out of `plan.access`
-    /// once (matching the enum per row would copy them per row).
-    private let searchIndex: IndexDefinition?
+    /// once (matching the enum per row would copy them per row); the index is
+    /// held by reference, as a copy of its definition retains each of its
+    /// strings and arrays.
+    private let searchIndex: SearchIndex?
     private let searchRanges: [KeyRange]
     private let searchReverse: Bool
 
@@ -202,7 +214,7 @@ struct CandidateSource {
         tableTree = BTree(root: table.rootPage, kind: .table)
         if snapshot { rowPath = TreePath(tree: tableTree) }
         if case .index(let index, let ranges, let reverse) = plan.access {
-            (searchIndex, searchRanges, searchReverse) = (index, ranges, reverse)
+            (searchIndex, searchRanges, searchReverse) = (SearchIndex(index), ranges, reverse)
         } else {
             (searchIndex, searchRanges, searchReverse) = (nil, [], false)
         }
@@ -228,20 +240,20 @@ struct CandidateSource {
             }
             return nil
         case .index:
-            let index = searchIndex.unsafelyUnwrapped
+            let search = searchIndex.unsafelyUnwrapped
             let reverse = searchReverse
             // Ties in the order columns must come out in row-ID order; the index
             // gives that by itself only when walked forward over all its columns.
             // A run of tied entries is collected as row IDs only (they end each
             // key), sorted, and its rows are read one by one as they are asked
             // for, so `limit` rows cost about `limit` row reads.
-            let needsRun = plan.orderColumns > 0 && (reverse || plan.orderColumns < index.columns.count)
+            let needsRun = plan.orderColumns > 0 && (reverse || plan.orderColumns < search.definition.columns.count)
             while true {
                 while runPosition < run.count {
                     let rowID = run[runPosition]
                     runPosition += 1
                     guard let record = try rowRecord(rowID, s) else {
-                        throw KuraError(.corrupt, "index \"\(index.name)\" names row \(rowID), which table \"\(table.name)\" does not have", page: index.info.rootPage)
+                        throw KuraError(.corrupt, "index \"\(search.definition.name)\" names row \(rowID), which table \"\(table.name)\" does not have", page: search.definition.info.rootPage)
                     }
                     if let row = try Self.row(rowID, record, matching) { return row }
                 }
@@ -255,7 +267,7 @@ struct CandidateSource {
                     }
                     // The entry's key, borrowed from the page the cursor holds.
                     let key = cursor!.key
-                    let orderKey = UnsafeRawBufferPointer(rebasing: key[0..<(try IndexKeyParser.prefixLength(key, columns: plan.orderColumns, of: index))])
+                    let orderKey = UnsafeRawBufferPointer(rebasing: key[0..<(try IndexKeyParser.prefixLength(key, columns: plan.orderColumns, of: search.definition))])
                     if let rk = runKey {
                         if !orderKey.elementsEqual(rk) {
                             // One past the run: step back so it is read again next time.
@@ -342,14 +354,14 @@ struct CandidateSource {
     /// its key is then `cursor!.key`.
     private mutating func nextIndexEntry<S: PageSource>(_ s: S) throws(KuraError) -> Int64? {
         // An index plan always has its index (set in init).
-        let index = searchIndex.unsafelyUnwrapped
+        let search = searchIndex.unsafelyUnwrapped
         let reverse = searchReverse
         while rangeIndex < searchRanges.count {
             let ranges = searchRanges
             let r = ranges[reverse ? ranges.count - 1 - rangeIndex : rangeIndex]
             if !started {
                 started = true
-                cursor = TreeCursor(tree: index.tree)
+                cursor = TreeCursor(tree: search.tree)
                 if reverse {
                     // Position on the last key within the upper prefix bound.
                     var past = r.upper
@@ -367,7 +379,7 @@ struct CandidateSource {
                 let key = cursor!.key
                 let inRange = reverse ? !Self.precedes(key, r.lower) : withinUpper(key, r.upper)
                 if inRange {
-                    return try IndexKeyParser.rowID(key, of: index)
+                    return try IndexKeyParser.rowID(key, of: search.definition)
                 }
             }
             rangeIndex += 1
