@@ -56,9 +56,7 @@ extension ManagedObjectModel {
     /// bound to no class of their own share their parent's, and the class
     /// names the topmost of them.
     func topmostEntity(ofClass c: ManagedObject.Type) -> EntityDescription? {
-        entities.first { e in
-            e.objectClass == c && (e.superentityName.flatMap { entitiesByName[$0] }.map { $0.objectClass != c } ?? true)
-        }
+        entitiesByClass[ObjectIdentifier(c)]
     }
 
     /// Problems with the property wrappers of the classes bound to entities.

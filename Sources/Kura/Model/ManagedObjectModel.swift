@@ -77,6 +77,9 @@ public final class ManagedObjectModel: Sendable {
     /// Fetch requests stored in the model, by name (FetchTemplate.swift;
     /// make one with ``fetchRequest(template:substitutionVariables:)``).
     public let fetchTemplates: [String: FetchTemplate]
+    /// The topmost entity of each bound class (`topmostEntity(ofClass:)`,
+    /// asked by every `init(context:)`), made once.
+    let entitiesByClass: [ObjectIdentifier: EntityDescription]
 
     /// Builds and validates a model.
     ///
@@ -96,6 +99,14 @@ public final class ManagedObjectModel: Sendable {
         self.entities = resolved
         let byName = Dictionary(resolved.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         entitiesByName = byName
+        var byClass: [ObjectIdentifier: EntityDescription] = [:]
+        for e in resolved where byClass[ObjectIdentifier(e.objectClass)] == nil {
+            // The first entity in definition order whose parent has another class, as the scan found.
+            if e.superentityName.flatMap({ byName[$0] }).map({ $0.objectClass != e.objectClass }) ?? true {
+                byClass[ObjectIdentifier(e.objectClass)] = e
+            }
+        }
+        entitiesByClass = byClass
         for (name, members) in configurations.sorted(by: { $0.key < $1.key }) {
             for m in members where byName[m] == nil {
                 throw ModelError(message: "configuration \"\(name)\" names entity \"\(m)\", which the model does not have")
