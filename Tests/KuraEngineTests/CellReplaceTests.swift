@@ -15,8 +15,7 @@ import XCTest
 
 final class CellReplaceTests: XCTestCase {
     func testSizeChangingUpdatesMatchAModelAndCheckClean() throws {
-        let seed = ProcessInfo.processInfo.environment["KURA_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(UInt32.max))
-        print("CellReplaceTests seed \(seed) (replay with KURA_SEED=\(seed))")
+        let seed = testSeed("CellReplaceTests")
         var rng = SplitMix64(seed: seed)
         let db = try Database.inMemory()
         var model: [Int64: [Value]] = [:]

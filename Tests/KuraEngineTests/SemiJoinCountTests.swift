@@ -17,8 +17,7 @@ import XCTest
 
 final class SemiJoinCountTests: XCTestCase {
     func testCountsMatchNaiveCounts() throws {
-        let seed = ProcessInfo.processInfo.environment["KURA_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 0...UInt64(UInt32.max))
-        print("SemiJoinCountTests seed \(seed) (replay with KURA_SEED=\(seed))")
+        let seed = testSeed("SemiJoinCountTests")
         var rng = SplitMix64(seed: seed)
         func rand(_ n: Int) -> Int { Int(rng.next() % UInt64(n)) }
 

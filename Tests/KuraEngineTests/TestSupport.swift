@@ -14,6 +14,14 @@ struct SplitMix64: RandomNumberGenerator {
     }
 }
 
+/// The seed of a randomized test: KURA_SEED if set (to replay a run), else a
+/// random one; printed with `name` and how to replay it.
+func testSeed(_ name: String) -> UInt64 {
+    let seed = ProcessInfo.processInfo.environment["KURA_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(UInt32.max))
+    print("\(name) seed \(seed) (replay with KURA_SEED=\(seed))")
+    return seed
+}
+
 /// A fresh directory under the system temporary directory, removed on deinit.
 final class TemporaryDirectory {
     let path: String
