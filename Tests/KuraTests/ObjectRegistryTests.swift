@@ -40,6 +40,17 @@ final class ObjectRegistryTests: XCTestCase {
         XCTAssertEqual(r.count, 2)
         XCTAssertEqual(Set(r.values.map { ObjectIdentifier($0.takeUnretainedValue()) }), [ObjectIdentifier(ob), ObjectIdentifier(of)])
 
+        // A leaving object drops only its own entry (in the array and in the dictionary).
+        let stranger = ManagedObject(entity: e, objectID: b)
+        r.remove(b, ifItIs: stranger)
+        XCTAssertTrue(r[b]?.takeUnretainedValue() === ob, "another object's leaving does not drop the entry")
+        r.remove(foreign, ifItIs: stranger)
+        XCTAssertTrue(r[foreign]?.takeUnretainedValue() === of)
+        r.remove(foreign, ifItIs: of)
+        XCTAssertNil(r[foreign])
+        r[foreign] = .passUnretained(of)
+        withExtendedLifetime(stranger) {}
+
         // New numbers after the drop go to the array again.
         let c = r.newTemporaryID("E")
         let oc = ManagedObject(entity: e, objectID: c)

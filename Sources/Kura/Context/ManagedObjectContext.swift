@@ -65,10 +65,9 @@ public final class ManagedObjectContext {
 
     /// Called by a deallocating object: drops its entry if it is still the one.
     func forget(_ o: ManagedObject) {
-        if let u = registry[o.objectID], u.toOpaque() == Unmanaged.passUnretained(o).toOpaque() {
-            registry[o.objectID] = nil
-            if !batchGroups.isEmpty { batchGroups[o.objectID] = nil }
-        }
+        let before = registry.count
+        registry.remove(o.objectID, ifItIs: o)
+        if registry.count != before, !batchGroups.isEmpty { batchGroups[o.objectID] = nil }
     }
 
     /// Objects inserted since the last save, in insertion order.

@@ -91,6 +91,18 @@ struct ObjectRegistry {
         }
     }
 
+    /// Drops the entry of `id` if it holds `o` (a deallocating object leaves;
+    /// an entry another object took over stays). One lookup, not a read then a write.
+    mutating func remove(_ id: ManagedObjectID, ifItIs o: ManagedObject) {
+        let mine = Unmanaged.passUnretained(o).toOpaque()
+        if let p = ownPosition(id), p < own.count, let u = own[p] {
+            if u.toOpaque() == mine { self[id] = nil }
+            return
+        }
+        guard let i = byID.index(forKey: id), byID.values[i].toOpaque() == mine else { return }
+        byID.remove(at: i)
+    }
+
     /// The number of registered objects.
     var count: Int { byID.count + ownLive }
 

@@ -30,14 +30,6 @@ struct AttributeValues: Equatable {
         count = entity.attributes.count
     }
 
-    /// Every value set, for an object of `entity`: `values` holds one per
-    /// attribute, in ordinal order.
-    init(_ entity: EntityDescription, _ values: [Value]) {
-        precondition(values.count == entity.attributes.count, "\(values.count) values for the \(entity.attributes.count) attributes of entity \(entity.name) (a Kura bug)")
-        slots = values.map { Optional($0) }
-        count = values.count
-    }
-
     /// Every value set from `slots`, one per attribute of the entity in
     /// ordinal order, none nil (a layout's `insertSlots`: shared until the
     /// first change).
