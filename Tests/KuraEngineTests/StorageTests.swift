@@ -148,6 +148,12 @@ final class StorageTests: XCTestCase {
                                .integer(127), .integer(-129), .integer(40000), .integer(Int64.min), .integer(Int64.max),
                                .double(-0.5), .double(.infinity), .text(""), .text("héllo ✓"), .blob([]), .blob([0, 255])]
         XCTAssertEqual(try RecordCodec.decode(RecordCodec.encode(values)), values)
+        // Appending keeps what was there and writes the same bytes after it.
+        var out: [UInt8] = [7, 7]
+        RecordCodec.encode(values, into: &out)
+        XCTAssertEqual(Array(out[..<2]), [7, 7])
+        XCTAssertEqual(Array(out[2...]), RecordCodec.encode(values))
+        XCTAssertEqual(RecordCodec.encode([]), [0])
     }
 
     func testWorkedRecordExampleFromFormatMd() {

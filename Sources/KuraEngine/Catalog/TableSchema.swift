@@ -76,6 +76,9 @@ public struct ColumnDefinition: Sendable, Hashable {
 public struct TableSchema: Sendable, Hashable {
     public private(set) var columns: [ColumnDefinition]
     private var positions: [String: Int]
+    /// Whether any column is `external` (kept by `append`, the only way a
+    /// column comes in; every insert asks).
+    private(set) var hasExternal = false
 
     /// - Throws: `.invalidArgument` for duplicate or empty names, or a default
     ///   that does not fit its column.
@@ -97,6 +100,7 @@ public struct TableSchema: Sendable, Hashable {
         c.defaultValue = c.type.normalize(c.defaultValue)
         positions[c.name] = columns.count
         columns.append(c)
+        if c.type == .external { hasExternal = true }
     }
 
     /// Renames column `old` to `new` (same position, type and default).
@@ -112,8 +116,6 @@ public struct TableSchema: Sendable, Hashable {
 
     /// Positions of the `external` columns (ExternalValues.swift).
     var externalColumns: [Int] { columns.indices.filter { columns[$0].type == .external } }
-    /// Whether any column is `external`.
-    var hasExternal: Bool { columns.contains { $0.type == .external } }
 
     /// Position of the column named `name`, or nil.
     public func position(of name: String) -> Int? { positions[name] }

@@ -65,38 +65,84 @@ public enum RecordCodec {
 
     /// Encodes `values` as a record.
     public static func encode(_ values: [Value]) -> [UInt8] {
-        var out: [UInt8] = []
-        encode(values, into: &out)
-        return out
+        let n = values.count
+        return withUnsafeTemporaryAllocation(of: UInt64.self, capacity: max(n, 1)) { types in
+            let size = measure(values, types)
+            return [UInt8](unsafeUninitializedCapacity: size.total) { buf, count in
+                // `buf` has room for `size.total` bytes (its capacity).
+                write(values, types, headerSize: size.header, to: UnsafeMutableRawPointer(buf.baseAddress!))
+                count = size.total
+            }
+        }
     }
 
     /// Appends the encoding of `values` to `out`.
     public static func encode(_ values: [Value], into out: inout [UInt8]) {
+        let n = values.count
+        withUnsafeTemporaryAllocation(of: UInt64.self, capacity: max(n, 1)) { types in
+            let size = measure(values, types)
+            let start = out.count
+            out.append(contentsOf: repeatElement(0, count: size.total))
+            out.withUnsafeMutableBytes { buf in
+                // `buf` holds `start + size.total` bytes: the record's room was just appended.
+                write(values, types, headerSize: size.header, to: buf.baseAddress! + start)
+            }
+        }
+    }
+
+    /// Each value's serial type into `types`, the header's size (the serial
+    /// types' varints) and the whole record's.
+    @inline(__always)
+    private static func measure(_ values: [Value], _ types: UnsafeMutableBufferPointer<UInt64>) -> (header: Int, total: Int) {
         var headerSize = 0
         var bodySize = 0
-        for v in values {
+        for i in values.indices {
+            let v = values[i]
             let t = serialType(v)
+            types[i] = t
             headerSize += Varint.size(t)
-            bodySize += bodyLength(t)!
-        }
-        out.reserveCapacity(out.count + Varint.size(UInt64(headerSize)) + headerSize + bodySize)
-        Varint.append(UInt64(headerSize), to: &out)
-        for v in values { Varint.append(serialType(v), to: &out) }
-        for v in values {
             switch v {
             case .null, .bool: break
-            case .integer(let i):
-                switch serialType(v) {
-                case 5: out.append(UInt8(bitPattern: Int8(i)))
-                case 6: withUnsafeBytes(of: Int16(i).littleEndian) { out.append(contentsOf: $0) }
-                case 7: withUnsafeBytes(of: Int32(i).littleEndian) { out.append(contentsOf: $0) }
-                case 8: withUnsafeBytes(of: i.littleEndian) { out.append(contentsOf: $0) }
+            case .integer: bodySize += t <= 4 ? 0 : t == 5 ? 1 : t == 6 ? 2 : t == 7 ? 4 : 8
+            case .double: bodySize += 8
+            case .blob(let b): bodySize += b.count
+            case .text(let s): bodySize += s.utf8.count
+            }
+        }
+        return (headerSize, Varint.size(UInt64(headerSize)) + headerSize + bodySize)
+    }
+
+    /// Writes the record of `values` (serial types `types`, header of
+    /// `headerSize` bytes) at `p`, which has room for it (`measure`).
+    @inline(__always)
+    private static func write(_ values: [Value], _ types: UnsafeMutableBufferPointer<UInt64>, headerSize: Int, to p: UnsafeMutableRawPointer) {
+        var at = Varint.write(UInt64(headerSize), to: p)
+        for i in values.indices { at += Varint.write(types[i], to: p + at) }
+        for i in values.indices {
+            switch values[i] {
+            case .null, .bool: break
+            case .integer(let x):
+                switch types[i] {
+                case 5: p.storeBytes(of: Int8(truncatingIfNeeded: x), toByteOffset: at, as: Int8.self); at += 1
+                case 6: p.storeBytes(of: Int16(truncatingIfNeeded: x).littleEndian, toByteOffset: at, as: Int16.self); at += 2
+                case 7: p.storeBytes(of: Int32(truncatingIfNeeded: x).littleEndian, toByteOffset: at, as: Int32.self); at += 4
+                case 8: p.storeBytes(of: x.littleEndian, toByteOffset: at, as: Int64.self); at += 8
                 default: break
                 }
             case .double(let d):
-                withUnsafeBytes(of: d.bitPattern.littleEndian) { out.append(contentsOf: $0) }
-            case .blob(let b): out.append(contentsOf: b)
-            case .text(let s): out.append(contentsOf: s.utf8)
+                p.storeBytes(of: d.bitPattern.littleEndian, toByteOffset: at, as: UInt64.self)
+                at += 8
+            case .blob(let b):
+                b.withUnsafeBytes { src in
+                    if let base = src.baseAddress, src.count > 0 { (p + at).copyMemory(from: base, byteCount: src.count) }
+                }
+                at += b.count
+            case .text(let s):
+                var s = s
+                s.withUTF8 { src in
+                    if let base = src.baseAddress, src.count > 0 { (p + at).copyMemory(from: base, byteCount: src.count) }
+                }
+                at += s.utf8.count
             }
         }
     }
