@@ -218,20 +218,90 @@ final class KeySorter {
 
     /// Sorts `pending` by head, then by the keys' arena bytes (memcmp, then
     /// length: `bytesPrecede`'s order).
+    ///
+    /// Many entries: a stable radix sort on the heads (a byte per pass,
+    /// passes whose byte is the same in every entry skipped), then each run
+    /// of equal heads is put in key order, which it mostly already is (entries
+    /// come in row-ID order, and keys end in the row ID), so a run is only
+    /// checked unless it is out of order. Few entries: one comparison sort.
     private func sortPending() {
+        let n = pending.count
+        guard n > 1 else { return }
+        if n >= 512 { radixSortByHead() }
         arena.withUnsafeBytes { a in
             let base = a.baseAddress
-            pending.sort { x, y in
-                if x.head != y.head { return x.head < y.head }
-                let n = Int(min(x.length, y.length))
-                // A key within eight bytes is all head: equal heads then differ by length only.
-                if n > 8, let base {
-                    let c = memcmpBytes(base + x.offset + 8, base + y.offset + 8, n - 8)
-                    if c != 0 { return c < 0 }
+            if n < 512 {
+                pending.sort { x, y in Self.precedes(x, y, base) }
+                return
+            }
+            pending.withUnsafeMutableBufferPointer { p in
+                var i = 0
+                while i < n {
+                    var j = i + 1
+                    while j < n && p[j].head == p[i].head { j += 1 }
+                    if j - i > 1 {
+                        var ordered = true
+                        for k in (i + 1)..<j where Self.precedes(p[k], p[k - 1], base) { ordered = false; break }
+                        if !ordered { p[i..<j].sort { x, y in Self.precedes(x, y, base) } }
+                    }
+                    i = j
                 }
-                return x.length < y.length
             }
         }
+    }
+
+    /// Whether `x`'s key sorts before `y`'s (head, then the arena bytes).
+    @inline(__always)
+    private static func precedes(_ x: HeldEntry, _ y: HeldEntry, _ base: UnsafeRawPointer?) -> Bool {
+        if x.head != y.head { return x.head < y.head }
+        let n = Int(min(x.length, y.length))
+        // A key within eight bytes is all head: equal heads then differ by length only.
+        if n > 8, let base {
+            let c = memcmpBytes(base + x.offset + 8, base + y.offset + 8, n - 8)
+            if c != 0 { return c < 0 }
+        }
+        return x.length < y.length
+    }
+
+    /// Orders `pending` by head alone, stably (least significant byte first).
+    private func radixSortByHead() {
+        let n = pending.count
+        var counts = [Int](repeating: 0, count: 8 * 256)
+        for e in pending {
+            var h = e.head
+            for d in 0..<8 {
+                counts[d * 256 + Int(h & 0xff)] += 1
+                h >>= 8
+            }
+        }
+        var other = pending
+        var fromPending = true
+        for d in 0..<8 {
+            let first = d * 256
+            // A byte every head shares orders nothing.
+            if counts[first..<(first + 256)].contains(n) { continue }
+            var next = [Int](repeating: 0, count: 256)
+            var sum = 0
+            for b in 0..<256 {
+                next[b] = sum
+                sum += counts[first + b]
+            }
+            let shift = UInt64(8 * d)
+            func scatter(_ src: UnsafeMutableBufferPointer<HeldEntry>, _ dst: UnsafeMutableBufferPointer<HeldEntry>) {
+                for e in src {
+                    let b = Int((e.head >> shift) & 0xff)
+                    dst[next[b]] = e
+                    next[b] += 1
+                }
+            }
+            if fromPending {
+                pending.withUnsafeMutableBufferPointer { src in other.withUnsafeMutableBufferPointer { dst in scatter(src, dst) } }
+            } else {
+                other.withUnsafeMutableBufferPointer { src in pending.withUnsafeMutableBufferPointer { dst in scatter(src, dst) } }
+            }
+            fromPending.toggle()
+        }
+        if !fromPending { pending = other }
     }
 
     private func spill() throws(KuraError) {
