@@ -287,21 +287,28 @@ final class KeySorter {
                 sum += counts[first + b]
             }
             let shift = UInt64(8 * d)
-            func scatter(_ src: UnsafeMutableBufferPointer<HeldEntry>, _ dst: UnsafeMutableBufferPointer<HeldEntry>) {
-                for e in src {
-                    let b = Int((e.head >> shift) & 0xff)
-                    dst[next[b]] = e
-                    next[b] += 1
+            next.withUnsafeMutableBufferPointer { slots in
+                if fromPending {
+                    pending.withUnsafeMutableBufferPointer { src in other.withUnsafeMutableBufferPointer { dst in Self.scatter(src, dst, slots, shift) } }
+                } else {
+                    other.withUnsafeMutableBufferPointer { src in pending.withUnsafeMutableBufferPointer { dst in Self.scatter(src, dst, slots, shift) } }
                 }
-            }
-            if fromPending {
-                pending.withUnsafeMutableBufferPointer { src in other.withUnsafeMutableBufferPointer { dst in scatter(src, dst) } }
-            } else {
-                other.withUnsafeMutableBufferPointer { src in pending.withUnsafeMutableBufferPointer { dst in scatter(src, dst) } }
             }
             fromPending.toggle()
         }
         if !fromPending { pending = other }
+    }
+
+    /// One radix pass: each entry of `src` to the next slot of its byte
+    /// (`next`, advanced) in `dst`. Through buffer pointers, so the loop
+    /// has no exclusivity checks.
+    private static func scatter(_ src: UnsafeMutableBufferPointer<HeldEntry>, _ dst: UnsafeMutableBufferPointer<HeldEntry>,
+                                _ next: UnsafeMutableBufferPointer<Int>, _ shift: UInt64) {
+        for e in src {
+            let b = Int((e.head >> shift) & 0xff)
+            dst[next[b]] = e
+            next[b] += 1
+        }
     }
 
     private func spill() throws(KuraError) {
