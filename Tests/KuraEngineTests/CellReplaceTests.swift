@@ -1,7 +1,8 @@
 // Guards the in-place replacement of a leaf cell whose value changes size
 // (Node.replaceCell: shorter values are written over the old cell and the
 // unused tail counted as fragmented; longer ones go to the free gap when it
-// has room) and the defragmentation that packs a page from one copy of its
+// has room, or else slide the content before the old cell down by the growth
+// when the gap holds that much) and the defragmentation that packs a page from one copy of its
 // content. Random updates that shrink and grow values by a few bytes (the
 // way setting a double or a short text does), by row ID and through the
 // writer's remembered leaf, interleaved with inserts and deletes, must read

@@ -309,12 +309,17 @@ extension Page {
         }
     }
 
-    /// Replaces cell i with `cell` (same key; a leaf's new value) when it
-    /// fits without moving other cells: in place when it is no longer than
-    /// the old cell (the bytes it no longer uses are counted as fragmented),
-    /// else in the gap between the pointers and the content, the old cell's
-    /// bytes becoming a fragment. Returns false, changing nothing, otherwise
-    /// (the caller removes and inserts, which defragments).
+    /// Replaces cell i with `cell` (same key; a leaf's new value) when the
+    /// page has room for it: in place when it is no longer than the old cell
+    /// (the bytes it no longer uses are counted as fragmented); else in the
+    /// gap between the pointers and the content when the whole cell fits
+    /// there (the old cell's bytes becoming a fragment); else, when the gap
+    /// holds at least the growth, by sliding the content that lies before the
+    /// old cell down by the growth (one move of bytes, no defragmentation: a
+    /// value that grows by a byte in a packed leaf, as an object's version
+    /// column does on its first update, costs no copy of the whole page).
+    /// Returns false, changing nothing, when the gap is smaller than the
+    /// growth (the caller removes and inserts, which defragments).
     func replaceCell(_ i: Int, with cell: [UInt8]) -> Bool {
         let oldSize = cellSize(i)
         let o = cellOffset(i)
@@ -323,13 +328,32 @@ extension Page {
             if cell.count < oldSize { fragmented += oldSize - cell.count }
             return true
         }
-        let gap = contentStart - (Node.headerSize + 2 * cellCount)
-        guard gap >= cell.count else { return false }
-        let start = contentStart - cell.count
-        cell.withUnsafeBytes { (bytes + start).copyMemory(from: $0.baseAddress!, byteCount: cell.count) }
-        setU16(Node.headerSize + 2 * i, UInt16(start))
-        contentStart = start
-        fragmented += oldSize
+        let n = cellCount
+        let gap = contentStart - (Node.headerSize + 2 * n)
+        if gap >= cell.count {
+            let start = contentStart - cell.count
+            cell.withUnsafeBytes { (bytes + start).copyMemory(from: $0.baseAddress!, byteCount: cell.count) }
+            setU16(Node.headerSize + 2 * i, UInt16(start))
+            contentStart = start
+            fragmented += oldSize
+            return true
+        }
+        let growth = cell.count - oldSize
+        guard gap >= growth else { return false }
+        // Every byte in [contentStart, o) moves down by `growth`: the cells
+        // there (and any fragments between them, which stay fragments) keep
+        // their contents, so only their pointers change. The new cell then
+        // ends where the old one ended.
+        let start = contentStart
+        if o > start { memmoveBytes(bytes + (start - growth), bytes + start, o - start) }
+        for j in 0..<n where j != i {
+            let oj = cellOffset(j)
+            if oj < o { setU16(Node.headerSize + 2 * j, UInt16(oj - growth)) }
+        }
+        let at = o - growth
+        cell.withUnsafeBytes { (bytes + at).copyMemory(from: $0.baseAddress!, byteCount: cell.count) }
+        setU16(Node.headerSize + 2 * i, UInt16(at))
+        contentStart = start - growth
         return true
     }
 
