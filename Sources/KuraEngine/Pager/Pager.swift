@@ -123,9 +123,16 @@ final class Pager: @unchecked Sendable {
     /// Shared while reading database-file or log pages from disk; exclusive while
     /// a checkpoint writes the database file and resets the log.
     private let fileLock = ReadWriteLock()
-    /// Guards `openTransactions` and the mode of the reader lock byte.
+    /// Guards `openTransactions`, `readerExclusiveHeld` and the mode of the
+    /// reader lock byte.
     private let txnLock = ThreadLock()
     private var openTransactions = 0
+    /// Set while this connection holds the reader byte exclusively for a
+    /// checkpoint (`withReaderExclusive`). Its transactions still start and
+    /// end meanwhile, without touching the byte: the exclusive hold already
+    /// keeps other processes out and covers them; it becomes shared again
+    /// (or is released) when the checkpoint ends. Guarded by `txnLock`.
+    private var readerExclusiveHeld = false
     /// One writer per connection: guards `writerActive`.
     let writerMutex = ThreadLock()
     private var writerActive = false
@@ -393,7 +400,7 @@ final class Pager: @unchecked Sendable {
     func beginTransaction(fromFile: Bool = false) throws(KuraError) -> Snapshot {
         try txnLock.withLock { () throws(KuraError) in
             if closed { throw KuraError(.misuse, "database is closed", path: path) }
-            if openTransactions == 0 {
+            if openTransactions == 0 && !readerExclusiveHeld {
                 try Pager.waitForLock(file, .reader, .shared, timeout: busyTimeout, what: "start a transaction (a checkpoint is running)")
             }
             openTransactions += 1
@@ -444,7 +451,9 @@ final class Pager: @unchecked Sendable {
         }
         txnLock.withLock {
             openTransactions -= 1
-            if openTransactions == 0 {
+            // During a checkpoint the byte is the checkpoint's (exclusive): it
+            // is given back when the checkpoint ends.
+            if openTransactions == 0 && !readerExclusiveHeld {
                 file.unlock(.reader)
                 state.withLock { readerLockLost = false }
             }
@@ -742,13 +751,30 @@ final class Pager: @unchecked Sendable {
 
     /// Runs `body` with the reader byte held exclusively (no other process in a
     /// transaction). Returns nil without running it if that is not possible now.
+    ///
+    /// `txnLock` is held only to take and to give back the byte, not across
+    /// `body` (a checkpoint's writes and syncs): this connection's own
+    /// transactions start and end meanwhile (`readerExclusiveHeld`), reading
+    /// the newest snapshot, which a checkpoint keeps valid (see `checkpoint`).
     @discardableResult
     private func withReaderExclusive<T>(_ body: () throws(KuraError) -> T) throws(KuraError) -> T? {
-        txnLock.lock()
-        defer { txnLock.unlock() }
-        guard try file.lock(.reader, .exclusive) else { return nil }
+        let taken = try txnLock.withLock { () throws(KuraError) -> Bool in
+            precondition(!readerExclusiveHeld, "a checkpoint runs only under the writer lock, one at a time")
+            guard try file.lock(.reader, .exclusive) else { return false }
+            readerExclusiveHeld = true
+            return true
+        }
+        guard taken else { return nil }
         defer {
-            if openTransactions > 0 { retakeSharedReaderLock() } else { file.unlock(.reader) }
+            txnLock.withLock {
+                readerExclusiveHeld = false
+                if openTransactions > 0 {
+                    retakeSharedReaderLock()
+                } else {
+                    file.unlock(.reader)
+                    state.withLock { readerLockLost = false }
+                }
+            }
         }
         return try body()
     }
@@ -812,11 +838,13 @@ final class Pager: @unchecked Sendable {
             // batch of step 2), not across the file writes and syncs: readers
             // whose pages are cached or preserved go on meanwhile. Nothing else
             // changes the log here (this connection is the writer, and its
-            // `refresh` is skipped while it is). No transaction starts
-            // (`txnLock` is held) but one that was already past `txnLock`:
-            // it registers `latest`, the newest snapshot, whose pages are the
-            // ones written here (it needs nothing preserved), and step 3
-            // detaches it with the others.
+            // `refresh` is skipped while it is). This connection's
+            // transactions that start meanwhile (`withReaderExclusive` does
+            // not hold `txnLock` across this) register `latest`, the newest
+            // snapshot, whose pages are the ones written here (it needs
+            // nothing preserved: a page it reads from the file is either
+            // unchanged or already its own newest version), and step 3
+            // detaches them with the others. Other processes' cannot start.
             // 1. Preserve every active snapshot's version of the pages about to change.
             let (current, numbers, keep) = try state.withLock { () throws(KuraError) -> (Snapshot, [UInt32], Int) in
                 let newest = wal.maxFrame
@@ -873,11 +901,24 @@ final class Pager: @unchecked Sendable {
                 // 3. Detach every snapshot from the log, then reset it.
                 for s in snapshots { s.detached = true }
                 checkpointEpoch += 1
-                try wal.reset(sync: durability != .off, truncate: truncatingLog)
+                try wal.reset(sync: false, truncate: truncatingLog)
                 cache.removeFrames()
                 for p in written { cache.put(UInt64(p.number), p) }
                 latest = Snapshot(generation: wal.generation, maxFrame: 0, pageCount: current.pageCount)
                 sharedHeader?.publish(wal.state)
+            }
+            // The new log header is synced outside `state` (readers' page
+            // lookups need it) and before this returns, so before the writer
+            // appends a frame after it. A crash before the sync leaves the old
+            // header (its frames are all in the synced store file already, and
+            // replaying them changes nothing), the new one, or a torn one,
+            // which fails its checksum: the log is then empty either way.
+            if durability != .off {
+                do throws(KuraError) { try walFile.sync(full: true) } catch {
+                    // The header may not be on disk: frames must not follow it.
+                    state.withLock { wal.forgetHeader() }
+                    throw error
+                }
             }
             return true
         }
@@ -897,8 +938,8 @@ final class Pager: @unchecked Sendable {
     func destroyFiles(_ fs: FileSystem, companions: () throws(KuraError) -> Void) throws(KuraError) {
         try txnLock.withLock { () throws(KuraError) in
             if closed { throw KuraError(.misuse, "database is closed", path: path) }
-            guard openTransactions == 0 else {
-                throw KuraError(.busy, "cannot destroy the store from inside one of its transactions", path: path)
+            guard openTransactions == 0 && !readerExclusiveHeld else {
+                throw KuraError(.busy, "cannot destroy the store from inside one of its transactions or while it checkpoints", path: path)
             }
             guard try file.lock(.open, .exclusive) else {
                 throw KuraError(.busy, "cannot destroy the store: another connection (in this process or another) has it open; close it there first", path: path)

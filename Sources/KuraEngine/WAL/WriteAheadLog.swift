@@ -257,6 +257,14 @@ final class WriteAheadLog {
         clearIndex()
     }
 
+    /// Forgets the header written by the last `reset` (its sync failed): the
+    /// next append starts the log afresh with a synced header, and the next
+    /// `refresh` reads whatever header the file holds.
+    func forgetHeader() {
+        hasHeader = false
+        clearIndex()
+    }
+
     /// Cuts a log without committed frames back to its header (the frames
     /// after it are stale: older generations', or a rolled-back transaction's).
     /// Not synced: those frames never count, whether or not the cut survives.
