@@ -65,14 +65,18 @@ public enum Durability: String, Sendable, CaseIterable {
 /// resolved in a snapshot.
 final class Snapshot: @unchecked Sendable {
     // @unchecked Sendable: `preserved` and `detached` are guarded by the owning
-    // pager's `state` lock (written exclusively, read shared), `users` by its
-    // `snapshotLock`; the `let` fields are immutable.
+    // pager's `state` lock (written exclusively, read shared), `users` and
+    // `mayHavePreserved` by its `snapshotLock`; the `let` fields are immutable.
     let generation: UInt32
     let maxFrame: Int
     let pageCount: UInt32
     var detached = false
     var preserved: [UInt32: Page] = [:]
     var users = 0
+    /// Set (before the pages go in) when a checkpoint preserves pages for this
+    /// snapshot: a transaction ending on a snapshot without it need not take
+    /// `state` exclusively to empty `preserved`.
+    var mayHavePreserved = false
 
     init(generation: UInt32, maxFrame: Int, pageCount: UInt32) {
         self.generation = generation
@@ -439,7 +443,7 @@ final class Pager: @unchecked Sendable {
             let unused = snapshotLock.withLock { () -> Bool in
                 snapshot.users -= 1
                 if snapshot.users == 0 { active[ObjectIdentifier(snapshot)] = nil }
-                return snapshot.users == 0
+                return snapshot.users == 0 && snapshot.mayHavePreserved
             }
             if unused {
                 // Its preserved pages go (under `state`, which guards them),
@@ -851,6 +855,7 @@ final class Pager: @unchecked Sendable {
                 for s in snapshotLock.withLock({ Array(active.values) }) {
                     let isNewest = !s.detached && s.generation == wal.generation && s.maxFrame == newest
                     if !isNewest {
+                        snapshotLock.withLock { s.mayHavePreserved = true }
                         for pageNo in wal.index.frames.keys where s.preserved[pageNo] == nil && pageNo <= s.pageCount {
                             s.preserved[pageNo] = try pageLocked(pageNo, s)
                         }
