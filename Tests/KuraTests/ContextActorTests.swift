@@ -64,17 +64,26 @@ final class ContextActorTests: XCTestCase {
 
     @MainActor
     func testViewContextMergesByPushWithoutTheAppCallingAnything() async throws {
+        // Was flaky (2 failures at line 89 under load: "XCTUnwrap failed:
+        // expected non-nil value of type ManagedObjectID"): the test read the
+        // thread's saved ID as soon as the merge was posted, but the push
+        // merge is scheduled when the save commits, so the main actor may run
+        // it before `save()` has even returned on the saving thread. Either
+        // order is correct; the test now waits for both events.
         let container = try PersistentContainer.inMemory(model: companyModel())
         let view = container.viewContext
         view.automaticallyMergesChangesFromStore = true
         let merged = expectation(description: "the view context posted the merge")
+        let threadDone = expectation(description: "the thread's save returned")
         var inserted: [ManagedObjectID] = []
+        var batches = 0
         let token = view.observeObjectsDidChange { batch in
+            batches += 1
             inserted += batch.ids.inserted
             if !batch.inserted.isEmpty && inserted.count == 1 { merged.fulfill() }
         }
         // A plain thread's context saves; nothing on the main actor calls into
-        // the view context until the merge has been posted.
+        // the view context (it only awaits) until the merge has been posted.
         let saved = Locked<ManagedObjectID?>(nil)
         Thread.detachNewThread {
             do {
@@ -84,9 +93,13 @@ final class ContextActorTests: XCTestCase {
                 try c.save()
                 saved.mutate { $0 = company.objectID }
             } catch { XCTFail("\(error)") }
+            threadDone.fulfill()
         }
-        await fulfillment(of: [merged], timeout: 60)
-        XCTAssertEqual(inserted, [try XCTUnwrap(saved.value)])
+        await fulfillment(of: [merged, threadDone], timeout: 60)
+        XCTAssertEqual(batches, 1, "one batch, posted by the push merge")
+        XCTAssertEqual(inserted, [try XCTUnwrap(saved.value, "the thread's save failed")])
+        let company = try XCTUnwrap(view.existingObject(with: try XCTUnwrap(saved.value)) as? Company)
+        XCTAssertEqual(company.name, "From a thread")
         _ = token
     }
 
