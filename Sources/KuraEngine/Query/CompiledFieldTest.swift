@@ -37,15 +37,18 @@ struct CompiledFieldTest {
     enum TextOp {
         case equal, notEqual, less, lessOrEqual, greater, greaterOrEqual
         case beginsWith, endsWith, contains
-        /// Pattern bytes; -1 is `?`, -2 is `*`.
-        case like([Int16])
+        /// Pattern bytes; -1 is `?`, -2 is `*` (storage as `Fast.text`'s needle).
+        case like(UnsafeBufferPointer<Int16>)
     }
 
     enum Fast {
         case none
         case number(NumberOp, Value)
-        /// `lower`: ASCII-lower-case the row's bytes first (`[c]`).
-        case text(TextOp, needle: [UInt8], lower: Bool)
+        /// `lower`: ASCII-lower-case the row's bytes first (`[c]`). The needle
+        /// (and a LIKE pattern) live in memory of their own, not in arrays, so
+        /// reading the case for a row retains nothing; `releaseStorage` frees
+        /// them (the owning `CompiledPredicate` calls it once, in its deinit).
+        case text(TextOp, needle: UnsafeBufferPointer<UInt8>, lower: Bool)
     }
 
     let ordinal: Int
@@ -54,16 +57,21 @@ struct CompiledFieldTest {
     let generic: PredicateComparisonTest
     let fast: Fast
 
-    /// Whether the test holds for the row whose columns `f` located.
+    /// Whether the test at `t` holds for the row whose columns `f` located.
+    ///
+    /// Through a pointer, reading each field in place: a method called on the
+    /// struct loaded it whole first (its default value, its interpreter test,
+    /// its constant), retaining each reference it holds, once per row.
     @inline(__always)
-    func holds(_ f: borrowing RecordFields) throws(KuraError) -> Bool {
-        guard ordinal < f.loaded else { return try generic.holds(for: wrap(defaultValue)) }
-        switch fast {
+    static func holds(_ t: UnsafeMutablePointer<CompiledFieldTest>, _ f: borrowing RecordFields) throws(KuraError) -> Bool {
+        let ordinal = t.pointee.ordinal
+        guard ordinal < f.loaded else { return try t.pointee.generic.holds(for: wrap(t.pointee.defaultValue, isDate: t.pointee.isDate)) }
+        switch t.pointee.fast {
         case .none:
             break
         case .number(let op, let c):
-            let t = f.type(ordinal)
-            guard t >= 1 && t <= 9 else { break }
+            let ty = f.type(ordinal)
+            guard ty >= 1 && ty <= 9 else { break }
             let v = try f.value(ordinal)
             switch op {
             case .equal: return ValueOrdering.compareNumbers(v, c) == 0
@@ -81,13 +89,13 @@ struct CompiledFieldTest {
             }
         case .text(let op, let needle, let lower):
             guard let b = f.textBytes(ordinal) else { break }
-            if let r = Self.asciiTest(op, b, needle, lower) { return r }
+            if let r = asciiTest(op, b, needle, lower) { return r }
         }
-        return try generic.holds(for: wrap(try f.value(ordinal)))
+        return try t.pointee.generic.holds(for: wrap(try f.value(ordinal), isDate: t.pointee.isDate))
     }
 
     @inline(__always)
-    private func wrap(_ v: Value) -> EvaluatedValue {
+    private static func wrap(_ v: Value, isDate: Bool) -> EvaluatedValue {
         if isDate, case .double(let d) = v { return .date(d) }
         return .scalar(v)
     }
@@ -96,7 +104,7 @@ struct CompiledFieldTest {
 
     /// The answer for ASCII row bytes, or nil when the row is not ASCII (or has a
     /// CR where that matters) and the interpreter must decide.
-    static func asciiTest(_ op: TextOp, _ h: UnsafeRawBufferPointer, _ n: [UInt8], _ lower: Bool) -> Bool? {
+    static func asciiTest(_ op: TextOp, _ h: UnsafeRawBufferPointer, _ n: UnsafeBufferPointer<UInt8>, _ lower: Bool) -> Bool? {
         guard h.isASCII else { return nil }
         @inline(__always) func at(_ i: Int) -> UInt8 {
             let x = h[i]
@@ -146,7 +154,7 @@ struct CompiledFieldTest {
     }
 
     /// LikePattern's two-pointer wildcard match, on bytes.
-    private static func like(_ p: [Int16], count: Int, _ at: (Int) -> UInt8) -> Bool {
+    private static func like(_ p: UnsafeBufferPointer<Int16>, count: Int, _ at: (Int) -> UInt8) -> Bool {
         var s = 0, i = 0
         var starP = -1, starS = 0
         while s < count {
@@ -232,22 +240,39 @@ extension CompiledFieldTest {
                     pattern.append(Int16(a))
                 }
             }
-            return .text(.like(pattern), needle: [], lower: lower)
+            return .text(.like(owned(pattern)), needle: owned([]), lower: lower)
         }
         let needle = Array((folds ? TextFolding.fold(constant, options: options) : constant).utf8)
         guard needle.allSatisfy({ $0 < 0x80 }) else { return .none }
         let noLineBreak = !needle.contains(0x0A) && !needle.contains(0x0D)
+        let text: TextOp
         switch op {
-        case .equalTo: return .text(.equal, needle: needle, lower: lower)
-        case .notEqualTo: return .text(.notEqual, needle: needle, lower: lower)
-        case .lessThan: return .text(.less, needle: needle, lower: lower)
-        case .lessThanOrEqualTo: return .text(.lessOrEqual, needle: needle, lower: lower)
-        case .greaterThan: return .text(.greater, needle: needle, lower: lower)
-        case .greaterThanOrEqualTo: return .text(.greaterOrEqual, needle: needle, lower: lower)
-        case .beginsWith: return noLineBreak ? .text(.beginsWith, needle: needle, lower: lower) : .none
-        case .endsWith: return noLineBreak ? .text(.endsWith, needle: needle, lower: lower) : .none
-        case .contains: return noLineBreak ? .text(.contains, needle: needle, lower: lower) : .none
+        case .equalTo: text = .equal
+        case .notEqualTo: text = .notEqual
+        case .lessThan: text = .less
+        case .lessThanOrEqualTo: text = .lessOrEqual
+        case .greaterThan: text = .greater
+        case .greaterThanOrEqualTo: text = .greaterOrEqual
+        case .beginsWith where noLineBreak: text = .beginsWith
+        case .endsWith where noLineBreak: text = .endsWith
+        case .contains where noLineBreak: text = .contains
         default: return .none
         }
+        return .text(text, needle: owned(needle), lower: lower)
+    }
+
+    /// A copy of `a` in memory of its own (see `Fast.text`).
+    private static func owned<T>(_ a: [T]) -> UnsafeBufferPointer<T> {
+        let b = UnsafeMutableBufferPointer<T>.allocate(capacity: max(a.count, 1))
+        _ = b.initialize(from: a)
+        return UnsafeBufferPointer(start: b.baseAddress, count: a.count)
+    }
+
+    /// Frees the needle and pattern memory of a text test. Called exactly once
+    /// per test made by `make`, by the owning `CompiledPredicate`'s deinit.
+    func releaseStorage() {
+        guard case .text(let op, let needle, _) = fast else { return }
+        needle.deallocate()
+        if case .like(let pattern) = op { pattern.deallocate() }
     }
 }

@@ -33,11 +33,13 @@
 
 /// A predicate compiled against one table's columns.
 final class CompiledPredicate {
-    indirect enum Node {
+    /// Only `not` is boxed: a root that is one test (or a constant) is read
+    /// for every row without retaining anything.
+    enum Node {
         case constant(Bool)
         case and([Node])
         case or([Node])
-        case not(Node)
+        indirect case not(Node)
         /// `tests[i]` (kept out of the node so running it copies nothing).
         case test(Int)
         case interpreted(KuraPredicate)
@@ -73,6 +75,7 @@ final class CompiledPredicate {
     }
 
     deinit {
+        for t in tests { t.releaseStorage() }
         tests.baseAddress?.deinitialize(count: tests.count)
         tests.deallocate()
         fields.deinitialize(count: 1)
@@ -99,7 +102,8 @@ final class CompiledPredicate {
         case .constant(let b): return b
         case .test(let i):
             do {
-                return try tests[i].holds(fields.pointee)
+                // `tests` is not empty: `compile` made `.test(i)` for its element i.
+                return try CompiledFieldTest.holds(tests.baseAddress! + i, fields.pointee)
             } catch where error.code == .corrupt {
                 throw KuraError(.corrupt, "a row of table \"\(columns.table)\" has a malformed record: \(error.message)", page: error.page)
             }
