@@ -252,6 +252,7 @@ extension WriteTransaction {
         let probe = try IndexDefinition(info: TableInfo(name: name, id: 0, rootPage: 1, rowCount: 0, nextRowID: 1, definition: definition, kind: "index", owner: info.name))
         let sorter = KeySorter(fileSystem: database.options.fileSystem, storePath: database.path, permissionsOf: writer!.pager.file,
                                budget: database.options.cacheSize, maxKey: Node.maxKey(database.pageSize))
+        sorter.reserve(entries: Int(info.rowCount))
         do throws(KuraError) {
             try addIndexEntries(of: info, schema: schema, to: probe, sorter)
             try sorter.finish()

@@ -17,14 +17,18 @@
 // the head is a prefix of any longer key with the same head bytes, and sorts
 // first in both orders. Index keys end in their row ID, so no two are equal.
 //
-// In memory, entries are `HeldEntry`s (head, arena offset and length, prefix,
-// null flag, row ID) whose keys lie back to back in one byte arena; a sort
-// moves only the 40-byte entries. A sort that never passed the budget is read
-// straight from the arena (`forEachInMemory`), with no file and no merge.
+// In memory, entries are `HeldEntry`s (head, row ID, arena offset, key length,
+// prefix length with the null flag) whose keys lie back to back in one byte
+// arena; a sort moves only the 24-byte entries. A sort that never passed the
+// budget is read straight from the arena (`forEachInMemory`), with no file and
+// no merge.
 //
 // Memory: the budget (the connection's page cache size, so a build uses about
 // twice the cache size with the page cache) bounds the entries held while
-// adding; merging holds one read buffer per run (`budget / runs`, at least 4 KiB
+// adding, counted exactly (24 bytes and the key per entry; the entry array is
+// reserved up front from the number of rows, `reserve`, so it does not grow
+// past what is counted; the radix sort borrows a second array of entries while
+// it runs); merging holds one read buffer per run (`budget / runs`, at least 4 KiB
 // and at most 64 KiB) and one entry per run. There is one merge level, so a
 // table of R budgets needs R buffers: 1000 runs use about 4 MiB.
 //
@@ -76,27 +80,34 @@ struct SortEntry {
 }
 
 /// An entry held in memory: its key is `length` bytes at `offset` in the
-/// sorter's arena.
+/// sorter's arena. 24 bytes: the arena is at most `UInt32.max` bytes (a run is
+/// written before it would pass that) and keys at most `maxKey` (< 32 KiB at
+/// the largest page size), checked by `add`.
 struct HeldEntry {
     var head: UInt64
-    var offset: Int
-    var length: Int32
-    var prefix: Int32
-    var hasNull: Bool
     var rowID: Int64
+    var offset32: UInt32
+    var length16: UInt16
+    /// The prefix length, with the top bit set when a key value is null.
+    var prefixAndNull: UInt16
+
+    var offset: Int { Int(offset32) }
+    var length: Int { Int(length16) }
+    var prefix: Int { Int(prefixAndNull & 0x7FFF) }
+    var hasNull: Bool { prefixAndNull & 0x8000 != 0 }
 }
 
 /// Sorts `SortEntry`s within a memory budget, spilling sorted runs to a
 /// temporary file. Used by one thread (the writer); not Sendable.
 ///
 /// Entries held in memory keep their keys back to back in one arena (no array
-/// per key), and are sorted as 40-byte `HeldEntry`s by head, then by the arena
+/// per key), and are sorted as 24-byte `HeldEntry`s by head, then by the arena
 /// bytes. When they all fit the budget, `forEachInMemory` hands them out in
 /// order as borrowed bytes, with no run file and no merge.
 final class KeySorter {
     static let entryHeader = 17
-    /// Bytes counted per entry besides its key (array and entry overhead).
-    static let entryOverhead = 64
+    /// Bytes counted per entry besides its key.
+    static let entryOverhead = MemoryLayout<HeldEntry>.stride
 
     private let fs: any FileSystem
     private let template: StorageFile?
@@ -134,14 +145,20 @@ final class KeySorter {
     /// Adds an entry given by its parts (see `SortEntry`).
     func add(key: [UInt8], prefix: Int, hasNull: Bool, rowID: Int64) throws(KuraError) {
         precondition(!finished, "KeySorter.add after finish")
-        precondition(prefix <= key.count && key.count <= Int(Int32.max))
+        precondition(prefix <= key.count)
+        guard key.count <= min(maxKey, 0x7FFF) else {
+            throw KuraError(.tooBig, "an index key of \(key.count) bytes is longer than the \(min(maxKey, 0x7FFF)) bytes a sort holds")
+        }
+        if arena.count + key.count > Int(UInt32.max) { try spill() }
         pendingBytes += key.count + Self.entryOverhead
         var h: UInt64 = 0
         key.withUnsafeBufferPointer { k in
             let n = min(k.count, 8)
             for j in 0..<n { h |= UInt64(k[j]) << (56 - 8 * UInt64(j)) }
         }
-        pending.append(HeldEntry(head: h, offset: arena.count, length: Int32(key.count), prefix: Int32(prefix), hasNull: hasNull, rowID: rowID))
+        // Both fit: key.count <= 0x7FFF (checked above), arena.count <= UInt32.max (a spill empties it first).
+        pending.append(HeldEntry(head: h, rowID: rowID, offset32: UInt32(arena.count), length16: UInt16(key.count),
+                                 prefixAndNull: UInt16(prefix) | (hasNull ? 0x8000 : 0)))
         arena.append(contentsOf: key)
         count += 1
         if pendingBytes > budget { try spill() }
@@ -173,9 +190,17 @@ final class KeySorter {
         precondition(isInMemory, "KeySorter.forEachInMemory with runs on disk")
         try arena.withBytes { a throws(KuraError) in
             for e in pending {
-                try body(UnsafeRawBufferPointer(rebasing: a[e.offset..<(e.offset + Int(e.length))]), e)
+                try body(UnsafeRawBufferPointer(rebasing: a[e.offset..<(e.offset + e.length)]), e)
             }
         }
+    }
+
+    /// Reserves room for `entries` more entries, as far as the budget holds
+    /// them (a build knows its table's row count): the entry array then does
+    /// not grow past what the budget counts.
+    func reserve(entries: Int) {
+        let fit = max(0, budget - pendingBytes) / (Self.entryOverhead + 8)
+        pending.reserveCapacity(pending.count + min(max(entries, 0), fit + 1))
     }
 
     /// Ends adding: the last run is written too if earlier ones were.
@@ -190,7 +215,7 @@ final class KeySorter {
         precondition(finished, "KeySorter.merged before finish")
         guard let file else {
             return KeyMerge(memory: pending.map { e in
-                SortEntry(key: Array(arena[e.offset..<(e.offset + Int(e.length))]), prefix: Int(e.prefix), hasNull: e.hasNull, rowID: e.rowID)
+                SortEntry(key: Array(arena[e.offset..<(e.offset + e.length)]), prefix: e.prefix, hasNull: e.hasNull, rowID: e.rowID)
             })
         }
         let bufferSize = min(max(budget / max(runs.count, 1), 4096), 1 << 16)
@@ -254,7 +279,7 @@ final class KeySorter {
     @inline(__always)
     private static func precedes(_ x: HeldEntry, _ y: HeldEntry, _ base: UnsafeRawPointer?) -> Bool {
         if x.head != y.head { return x.head < y.head }
-        let n = Int(min(x.length, y.length))
+        let n = min(x.length, y.length)
         // A key within eight bytes is all head: equal heads then differ by length only.
         if n > 8, let base {
             let c = memcmpBytes(base + x.offset + 8, base + y.offset + 8, n - 8)
@@ -327,7 +352,7 @@ final class KeySorter {
             appendLE(UInt32(e.prefix), to: &buffer)
             buffer.append(e.hasNull ? 1 : 0)
             appendLE(UInt64(bitPattern: e.rowID), to: &buffer)
-            buffer.append(contentsOf: arena[e.offset..<(e.offset + Int(e.length))])
+            buffer.append(contentsOf: arena[e.offset..<(e.offset + e.length)])
             if buffer.count >= 1 << 16 { try flush(&buffer, file) }
         }
         try flush(&buffer, file)
