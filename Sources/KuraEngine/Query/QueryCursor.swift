@@ -175,13 +175,53 @@ public final class QueryCursor {
     }
 }
 
-/// An index plan's index, by reference (CandidateSource reads it per row).
+/// An index plan's index, by reference (CandidateSource reads it per row),
+/// with what parsing its keys needs taken out once: passing the definition
+/// itself to the key parser per entry copied it (a retain and release of each
+/// of its strings and arrays).
 final class SearchIndex: Sendable {
     let definition: IndexDefinition
     let tree: BTree
+    /// Per index column, whether its segments are stored complemented.
+    let descending: [Bool]
     init(_ definition: IndexDefinition) {
         self.definition = definition
         tree = definition.tree
+        descending = definition.columns.map(\.descending)
+    }
+
+    /// The length of the first `columns` segments of `key`.
+    ///
+    /// - Throws: `.corrupt` naming the index if a segment is malformed.
+    @inline(__always)
+    func prefixLength(_ key: UnsafeRawBufferPointer, columns: Int) throws(KuraError) -> Int {
+        var pos = 0
+        var i = 0
+        let n = min(columns, descending.count)
+        while i < n {
+            guard let len = IndexKeyParser.segmentLength(key, pos, descending: descending[i]) else {
+                throw malformed()
+            }
+            pos += len
+            i += 1
+        }
+        return pos
+    }
+
+    /// The row ID at the end of index key `key`.
+    ///
+    /// - Throws: `.corrupt` naming the index if the key is malformed.
+    @inline(__always)
+    func rowID(_ key: UnsafeRawBufferPointer) throws(KuraError) -> Int64 {
+        let p = try prefixLength(key, columns: descending.count)
+        guard let base = key.baseAddress, let (v, n) = RowIDKey.decode(base, p, key.count), p + n == key.count else {
+            throw KuraError(.corrupt, "index \"\(definition.name)\" has a key that does not end in a row ID", page: definition.info.rootPage)
+        }
+        return v
+    }
+
+    private func malformed() -> KuraError {
+        KuraError(.corrupt, "index \"\(definition.name)\" has a malformed key", page: definition.info.rootPage)
     }
 }
 
@@ -198,6 +238,8 @@ struct CandidateSource {
     /// Row IDs of the current run of equal order values, in row-ID order.
     private var run: [Int64] = []
     private var runPosition = 0
+    /// The order values (key prefix) of the current run.
+    private var runKey: [UInt8] = []
     /// An index plan's index, key ranges and direction, taken out of `plan.access`
     /// once (matching the enum per row would copy them per row); the index is
     /// held by reference, as a copy of its definition retains each of its
@@ -259,7 +301,8 @@ struct CandidateSource {
                 }
                 run.removeAll(keepingCapacity: true)
                 runPosition = 0
-                var runKey: [UInt8]?
+                // The run's order values (`runKey`, reused across runs).
+                var haveRunKey = false
                 while let rowID = try nextIndexEntry(s) {
                     if !needsRun {
                         run.append(rowID)
@@ -267,15 +310,17 @@ struct CandidateSource {
                     }
                     // The entry's key, borrowed from the page the cursor holds.
                     let key = cursor!.key
-                    let orderKey = UnsafeRawBufferPointer(rebasing: key[0..<(try IndexKeyParser.prefixLength(key, columns: plan.orderColumns, of: search.definition))])
-                    if let rk = runKey {
-                        if !orderKey.elementsEqual(rk) {
+                    let orderKey = UnsafeRawBufferPointer(rebasing: key[0..<(try search.prefixLength(key, columns: plan.orderColumns))])
+                    if haveRunKey {
+                        if !Self.sameBytes(orderKey, runKey) {
                             // One past the run: step back so it is read again next time.
                             try stepBack(s, reverse)
                             break
                         }
                     } else {
-                        runKey = Array(orderKey)
+                        runKey.removeAll(keepingCapacity: true)
+                        runKey.append(contentsOf: orderKey)
+                        haveRunKey = true
                     }
                     run.append(rowID)
                 }
@@ -357,29 +402,30 @@ struct CandidateSource {
         let search = searchIndex.unsafelyUnwrapped
         let reverse = searchReverse
         while rangeIndex < searchRanges.count {
-            let ranges = searchRanges
-            let r = ranges[reverse ? ranges.count - 1 - rangeIndex : rangeIndex]
+            // The range is read in place (a copy of it per entry retained and
+            // released both its arrays).
+            let ri = reverse ? searchRanges.count - 1 - rangeIndex : rangeIndex
             if !started {
                 started = true
-                cursor = TreeCursor(tree: search.tree)
+                if cursor == nil { cursor = TreeCursor(tree: search.tree) }
                 if reverse {
                     // Position on the last key within the upper prefix bound.
-                    var past = r.upper
+                    var past = searchRanges[ri].upper
                     if !incrementPrefix(&past) { try cursor!.last(s) } else {
                         try past.withBytes { b throws(KuraError) in try cursor!.seek(b, s) }
                         if cursor!.isValid { try cursor!.previous(s) } else { try cursor!.last(s) }
                     }
                 } else {
-                    try r.lower.withBytes { b throws(KuraError) in try cursor!.seek(b, s) }
+                    try searchRanges[ri].lower.withBytes { b throws(KuraError) in try cursor!.seek(b, s) }
                 }
             } else {
                 if reverse { try cursor!.previous(s) } else { try cursor!.next(s) }
             }
             if cursor!.isValid {
                 let key = cursor!.key
-                let inRange = reverse ? !Self.precedes(key, r.lower) : withinUpper(key, r.upper)
+                let inRange = reverse ? !Self.precedes(key, searchRanges[ri].lower) : withinUpper(key, searchRanges[ri].upper)
                 if inRange {
-                    return try IndexKeyParser.rowID(key, of: search.definition)
+                    return try search.rowID(key)
                 }
             }
             rangeIndex += 1
@@ -419,6 +465,15 @@ struct CandidateSource {
     @inline(__always)
     private static func precedes(_ a: UnsafeRawBufferPointer, _ b: [UInt8]) -> Bool {
         b.withUnsafeBytes { y in precedes(a, y) }
+    }
+
+    /// Whether `a` holds the bytes of `b`.
+    @inline(__always)
+    private static func sameBytes(_ a: UnsafeRawBufferPointer, _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        if a.isEmpty { return true }
+        // Both are non-empty here, so both have a base address.
+        return b.withUnsafeBytes { y in memcmpBytes(a.baseAddress!, y.baseAddress!, a.count) == 0 }
     }
 
     @inline(__always)
