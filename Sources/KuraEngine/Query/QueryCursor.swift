@@ -74,19 +74,17 @@ public final class QueryCursor {
                 sortedPosition += 1
                 // A row deleted since the IDs were gathered (in this write
                 // transaction) is skipped, as a scan past it would.
-                guard let record = try source.rowRecord(id, s) else { continue }
+                guard let record = try source.rowLocated(id, s) else { continue }
+                let row: Row
                 if testOnRead {
-                    let matched: Bool
-                    do throws(KuraError) {
-                        matched = try record.withBytes { b throws(KuraError) in try matches(b, rowID: id, s) }
-                    } catch {
-                        throw CandidateSource.locating(error, rowID: id, page: nil)
-                    }
-                    if !matched { continue }
+                    guard let r = try CandidateSource.row(id, record, { b, id throws(KuraError) in try self.matches(b, rowID: id, s) }) else { continue }
+                    row = r
+                } else {
+                    row = CandidateSource.row(id, record)
                 }
                 if skipped < query.offset { skipped += 1; continue }
                 returned += 1
-                return Row(rowID: id, record: record)
+                return row
             }
             return nil
         }
@@ -232,6 +230,9 @@ struct CandidateSource {
     let tableTree: BTree
     /// Row reads reuse the previous descent's pages (read transactions only).
     private var rowPath: TreePath?
+    /// Rows hold the snapshot page their record lies in instead of a copy
+    /// (read transactions only: a write transaction's pages change).
+    private let borrowsPages: Bool
     private var cursor: TreeCursor?
     private var rangeIndex = 0
     private var started = false
@@ -249,12 +250,14 @@ struct CandidateSource {
     private let searchReverse: Bool
 
     /// `snapshot`: the pages are a read transaction's (immutable), so row
-    /// reads may keep their path (`TreePath`).
+    /// reads may keep their path (`TreePath`) and rows may borrow the page
+    /// their record lies in (Row.swift).
     init(plan: QueryPlan, table: TableInfo, snapshot: Bool = false) {
         self.plan = plan
         self.table = table
         tableTree = BTree(root: table.rootPage, kind: .table)
         if snapshot { rowPath = TreePath(tree: tableTree) }
+        borrowsPages = snapshot
         if case .index(let index, let ranges, let reverse) = plan.access {
             (searchIndex, searchRanges, searchReverse) = (SearchIndex(index), ranges, reverse)
         } else {
@@ -277,7 +280,7 @@ struct CandidateSource {
                 rangeIndex += 1
                 // A row deleted since the IDs were gathered (in this write
                 // transaction) is skipped, as a scan past it would.
-                guard let record = try rowRecord(rowID, s) else { continue }
+                guard let record = try rowLocated(rowID, s) else { continue }
                 if let row = try Self.row(rowID, record, matching) { return row }
             }
             return nil
@@ -294,7 +297,7 @@ struct CandidateSource {
                 while runPosition < run.count {
                     let rowID = run[runPosition]
                     runPosition += 1
-                    guard let record = try rowRecord(rowID, s) else {
+                    guard let record = try rowLocated(rowID, s) else {
                         throw KuraError(.corrupt, "index \"\(search.definition.name)\" names row \(rowID), which table \"\(table.name)\" does not have", page: search.definition.info.rootPage)
                     }
                     if let row = try Self.row(rowID, record, matching) { return row }
@@ -336,14 +339,19 @@ struct CandidateSource {
         return try nextIndexEntry(s)
     }
 
-    /// The record of row `rowID` (copied out of its page), or nil.
+    /// The record of row `rowID`, or nil: in place in its snapshot page in a
+    /// read transaction (rows then borrow the page: Row.swift), else copied
+    /// out of its page.
     @inline(__always)
-    mutating func rowRecord<S: PageSource>(_ rowID: Int64, _ s: S) throws(KuraError) -> [UInt8]? {
+    mutating func rowLocated<S: PageSource>(_ rowID: Int64, _ s: S) throws(KuraError) -> LocatedValue? {
         if rowPath != nil {
-            return try RowIDKey.withEncoded(rowID) { k throws(KuraError) in try rowPath!.get(k, s) }
+            if borrowsPages {
+                return try RowIDKey.withEncoded(rowID) { k throws(KuraError) in try rowPath!.locate(k, s) }
+            }
+            return try RowIDKey.withEncoded(rowID) { k throws(KuraError) in try rowPath!.get(k, s) }.map { .copied($0) }
         }
         let tree = tableTree
-        return try RowIDKey.withEncoded(rowID) { k throws(KuraError) in try tree.get(k, s) }
+        return try RowIDKey.withEncoded(rowID) { k throws(KuraError) in try tree.get(k, s) }.map { .copied($0) }
     }
 
     private mutating func stepBack<S: PageSource>(_ s: S, _ reverse: Bool) throws(KuraError) {
@@ -384,7 +392,9 @@ struct CandidateSource {
                 }
                 if matched {
                     cursor!.moveInLeaf(to: i)
-                    return Row(rowID: rowID, record: full ?? Array(UnsafeRawBufferPointer(start: leaf.bytes + v.offset, count: v.length)))
+                    if let full { return Row(rowID: rowID, record: full) }
+                    if borrowsPages { return Row(rowID: rowID, page: leaf, offset: v.offset, count: v.length) }
+                    return Row(rowID: rowID, record: Array(UnsafeRawBufferPointer(start: leaf.bytes + v.offset, count: v.length)))
                 }
                 i += 1
             }
@@ -438,15 +448,30 @@ struct CandidateSource {
     /// Row `rowID` if its record passes `matching`, else nil; a corruption
     /// error from the test names the row.
     @inline(__always)
-    static func row(_ rowID: Int64, _ record: [UInt8],
+    static func row(_ rowID: Int64, _ record: LocatedValue,
                     _ matching: (UnsafeRawBufferPointer, Int64) throws(KuraError) -> Bool) throws(KuraError) -> Row? {
         let matched: Bool
         do throws(KuraError) {
-            matched = try record.withBytes { b throws(KuraError) in try matching(b, rowID) }
+            switch record {
+            case .inPage(let page, let offset, let count):
+                defer { withExtendedLifetime(page) {} }
+                matched = try matching(UnsafeRawBufferPointer(start: page.bytes + offset, count: count), rowID)
+            case .copied(let bytes):
+                matched = try bytes.withBytes { b throws(KuraError) in try matching(b, rowID) }
+            }
         } catch {
             throw locating(error, rowID: rowID, page: nil)
         }
-        return matched ? Row(rowID: rowID, record: record) : nil
+        return matched ? row(rowID, record) : nil
+    }
+
+    /// Row `rowID` with `record`.
+    @inline(__always)
+    static func row(_ rowID: Int64, _ record: LocatedValue) -> Row {
+        switch record {
+        case .inPage(let page, let offset, let count): return Row(rowID: rowID, page: page, offset: offset, count: count)
+        case .copied(let bytes): return Row(rowID: rowID, record: bytes)
+        }
     }
 
     static func locating(_ error: KuraError, rowID: Int64?, page: UInt32?) -> KuraError {
