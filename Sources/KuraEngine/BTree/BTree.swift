@@ -356,11 +356,13 @@ struct TreeCursor {
     /// Key bytes at the cursor.
     var key: UnsafeRawBufferPointer {
         let t = stack.count - 1
-        // Safe: `stack[t]` holds the leaf (the bytes stay valid as long as it
-        // does, as before); no retain and release per key read.
-        unowned(unsafe) let p = stack[t].page
-        let (o, l) = p.cellKey(stack[t].index)
-        return UnsafeRawBufferPointer(start: p.bytes + o, count: l)
+        let i = stack[t].index
+        // `stack[t]` holds the leaf (the bytes stay valid as long as it does,
+        // as before): read it without a retain and release per key.
+        return Unmanaged.passUnretained(stack[t].page)._withUnsafeGuaranteedRef { p in
+            let (o, l) = p.cellKey(i)
+            return UnsafeRawBufferPointer(start: p.bytes + o, count: l)
+        }
     }
 
     /// Positions at the first key >= `key`.
@@ -409,9 +411,9 @@ struct TreeCursor {
         guard isValid else { return }
         let t = stack.count - 1
         stack[t].index += 1
-        // Safe: `stack[t]` holds the leaf while its cell count is read.
-        unowned(unsafe) let l = stack[t].page
-        if stack[t].index >= l.cellCount { try advanceLeaf(s) }
+        // `stack[t]` holds the leaf while its cell count is read.
+        let n = Unmanaged.passUnretained(stack[t].page)._withUnsafeGuaranteedRef { $0.cellCount }
+        if stack[t].index >= n { try advanceLeaf(s) }
     }
 
     /// Moves to cell `i` of the current leaf (a scan that stepped through the

@@ -271,10 +271,9 @@ struct CandidateSource {
     }
 
     mutating func next<S: PageSource>(_ s: S, matching: (UnsafeRawBufferPointer, Int64) throws(KuraError) -> Bool) throws(KuraError) -> Row? {
-        switch plan.access {
-        case .tableScan:
-            return try nextFromTable(s, matching)
-        case .rowIDs(let ids):
+        // Index plans test `searchIndex` (set once in init) instead of matching
+        // `plan.access`, whose payload made the match an outlined call per row.
+        if searchIndex == nil, case .rowIDs(let ids) = plan.access {
             while rangeIndex < ids.count {
                 let rowID = ids[rangeIndex]
                 rangeIndex += 1
@@ -284,52 +283,53 @@ struct CandidateSource {
                 if let row = try Self.row(rowID, record, matching) { return row }
             }
             return nil
-        case .index:
-            let search = searchIndex.unsafelyUnwrapped
-            let reverse = searchReverse
-            // Ties in the order columns must come out in row-ID order; the index
-            // gives that by itself only when walked forward over all its columns.
-            // A run of tied entries is collected as row IDs only (they end each
-            // key), sorted, and its rows are read one by one as they are asked
-            // for, so `limit` rows cost about `limit` row reads.
-            let needsRun = plan.orderColumns > 0 && (reverse || plan.orderColumns < search.definition.columns.count)
-            while true {
-                while runPosition < run.count {
-                    let rowID = run[runPosition]
-                    runPosition += 1
-                    guard let record = try rowLocated(rowID, s) else {
-                        throw KuraError(.corrupt, "index \"\(search.definition.name)\" names row \(rowID), which table \"\(table.name)\" does not have", page: search.definition.info.rootPage)
-                    }
-                    if let row = try Self.row(rowID, record, matching) { return row }
+        }
+        guard let search = searchIndex else {
+            return try nextFromTable(s, matching)
+        }
+        let reverse = searchReverse
+        // Ties in the order columns must come out in row-ID order; the index
+        // gives that by itself only when walked forward over all its columns.
+        // A run of tied entries is collected as row IDs only (they end each
+        // key), sorted, and its rows are read one by one as they are asked
+        // for, so `limit` rows cost about `limit` row reads.
+        let needsRun = plan.orderColumns > 0 && (reverse || plan.orderColumns < search.definition.columns.count)
+        while true {
+            while runPosition < run.count {
+                let rowID = run[runPosition]
+                runPosition += 1
+                guard let record = try rowLocated(rowID, s) else {
+                    throw KuraError(.corrupt, "index \"\(search.definition.name)\" names row \(rowID), which table \"\(table.name)\" does not have", page: search.definition.info.rootPage)
                 }
-                run.removeAll(keepingCapacity: true)
-                runPosition = 0
-                // The run's order values (`runKey`, reused across runs).
-                var haveRunKey = false
-                while let rowID = try nextIndexEntry(s) {
-                    if !needsRun {
-                        run.append(rowID)
+                if let row = try Self.row(rowID, record, matching) { return row }
+            }
+            run.removeAll(keepingCapacity: true)
+            runPosition = 0
+            // The run's order values (`runKey`, reused across runs).
+            var haveRunKey = false
+            while let rowID = try nextIndexEntry(s) {
+                if !needsRun {
+                    run.append(rowID)
+                    break
+                }
+                // The entry's key, borrowed from the page the cursor holds.
+                let key = cursor!.key
+                let orderKey = UnsafeRawBufferPointer(rebasing: key[0..<(try search.prefixLength(key, columns: plan.orderColumns))])
+                if haveRunKey {
+                    if !Self.sameBytes(orderKey, runKey) {
+                        // One past the run: step back so it is read again next time.
+                        try stepBack(s, reverse)
                         break
                     }
-                    // The entry's key, borrowed from the page the cursor holds.
-                    let key = cursor!.key
-                    let orderKey = UnsafeRawBufferPointer(rebasing: key[0..<(try search.prefixLength(key, columns: plan.orderColumns))])
-                    if haveRunKey {
-                        if !Self.sameBytes(orderKey, runKey) {
-                            // One past the run: step back so it is read again next time.
-                            try stepBack(s, reverse)
-                            break
-                        }
-                    } else {
-                        runKey.removeAll(keepingCapacity: true)
-                        runKey.append(contentsOf: orderKey)
-                        haveRunKey = true
-                    }
-                    run.append(rowID)
+                } else {
+                    runKey.removeAll(keepingCapacity: true)
+                    runKey.append(contentsOf: orderKey)
+                    haveRunKey = true
                 }
-                if run.isEmpty { return nil }
-                if run.count > 1 { run.sort() }
+                run.append(rowID)
             }
+            if run.isEmpty { return nil }
+            if run.count > 1 { run.sort() }
         }
     }
 
