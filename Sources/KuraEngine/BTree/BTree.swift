@@ -306,34 +306,35 @@ enum LocatedValue {
     case copied([UInt8])
 }
 
-/// The pages of a `TreePath`'s last descent, root first: one reference held
-/// (retained) per level, in a fixed buffer of `BTree.maxDepth + 1` slots.
+/// The pages of a `TreePath`'s last descent, root first: one strong reference
+/// per level, in a fixed buffer of `BTree.maxDepth + 1` slots. A page handed
+/// to `set` is moved in (no retain of its own), and `page` reads one without
+/// retaining it.
 final class PathPages {
-    private let slots: UnsafeMutablePointer<Unmanaged<Page>>
+    private let slots: UnsafeMutablePointer<Page>
     private(set) var count = 0
 
     init() { slots = .allocate(capacity: BTree.maxDepth + 1) }
 
     deinit {
-        for i in 0..<count { slots[i].release() }
+        slots.deinitialize(count: count)
         slots.deallocate()
     }
 
     /// The page at `depth` (< count), not retained: valid while it is held here.
     @inline(__always)
-    func page(_ depth: Int) -> Unmanaged<Page> { slots[depth] }
+    func page(_ depth: Int) -> Unmanaged<Page> { Unmanaged.passUnretained(slots[depth]) }
 
     /// Holds `page` at `depth` (at most `count`), releasing what was there.
     @inline(__always)
-    func set(_ depth: Int, _ page: Page) {
+    func set(_ depth: Int, _ page: __owned Page) {
         precondition(depth <= count && depth <= BTree.maxDepth)
-        let held = Unmanaged.passRetained(page)
         if depth < count {
-            slots[depth].release()
+            slots[depth] = page
         } else {
+            (slots + depth).initialize(to: page)
             count += 1
         }
-        slots[depth] = held
     }
 }
 

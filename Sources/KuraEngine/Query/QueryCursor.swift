@@ -307,7 +307,7 @@ struct CandidateSource {
             runPosition = 0
             // The run's order values (`runKey`, reused across runs).
             var haveRunKey = false
-            while let rowID = try nextIndexEntry(s) {
+            while let rowID = try nextIndexEntry(s, search) {
                 if !needsRun {
                     run.append(rowID)
                     break
@@ -335,8 +335,8 @@ struct CandidateSource {
 
     /// The row ID of the next index entry inside the plan's ranges (index plans only).
     mutating func nextIndexRowID<S: PageSource>(_ s: S) throws(KuraError) -> Int64? {
-        precondition(searchIndex != nil, "nextIndexRowID on a table scan")
-        return try nextIndexEntry(s)
+        guard let search = searchIndex else { preconditionFailure("nextIndexRowID on a table scan") }
+        return try nextIndexEntry(s, search)
     }
 
     /// The record of row `rowID`, or nil: in place in its snapshot page in a
@@ -407,9 +407,9 @@ struct CandidateSource {
 
     /// Moves to the next index entry inside the ranges and returns its row ID;
     /// its key is then `cursor!.key`.
-    private mutating func nextIndexEntry<S: PageSource>(_ s: S) throws(KuraError) -> Int64? {
-        // An index plan always has its index (set in init).
-        let search = searchIndex.unsafelyUnwrapped
+    /// `search` is `searchIndex`, passed by the caller that holds it (taking
+    /// it again here retained and released it once more per entry).
+    private mutating func nextIndexEntry<S: PageSource>(_ s: S, _ search: SearchIndex) throws(KuraError) -> Int64? {
         let reverse = searchReverse
         while rangeIndex < searchRanges.count {
             // The range is read in place (a copy of it per entry retained and
