@@ -129,6 +129,15 @@ struct BTree {
     /// Whole value of leaf cell i, following its overflow chain.
     func value<S: PageSource>(_ leaf: Page, _ i: Int, _ s: S) throws(KuraError) -> [UInt8] {
         let v = leaf.leafValue(i)
+        if v.overflow == 0 {
+            // One allocation of the exact size and one copy (the common case).
+            return [UInt8](unsafeUninitializedCapacity: v.local) { buf, count in
+                if v.local > 0, let base = buf.baseAddress {
+                    UnsafeMutableRawPointer(base).copyMemory(from: leaf.bytes + v.offset, byteCount: v.local)
+                }
+                count = v.local
+            }
+        }
         var out = [UInt8]()
         out.reserveCapacity(v.length)
         out.append(contentsOf: UnsafeRawBufferPointer(start: leaf.bytes + v.offset, count: v.local))
@@ -211,13 +220,14 @@ struct BTree {
 struct TreePath {
     let tree: BTree
     /// The pages of the last descent, root first.
-    private var pages: [Page] = []
+    private let pages = PathPages()
 
     init(tree: BTree) { self.tree = tree }
 
     /// The leaf that holds (or would hold) `key`.
     mutating func leaf<S: PageSource>(for key: UnsafeRawBufferPointer, _ s: S) throws(KuraError) -> Page {
-        try leaf(for: key, rowID: rowID(of: key), s)
+        let depth = try descend(key, rowID(of: key), s)
+        return pages.page(depth).takeUnretainedValue()
     }
 
     /// The row ID `key` encodes when the tree is a table tree, for
@@ -229,44 +239,102 @@ struct TreePath {
     }
 
     @inline(__always)
-    private func lowerBound(_ p: Page, _ key: UnsafeRawBufferPointer, _ rowID: Int64?) -> Int {
+    private static func lowerBound(_ p: Page, _ key: UnsafeRawBufferPointer, _ rowID: Int64?) -> Int {
         if let rowID { return p.rowIDLowerBound(key, rowID: rowID) }
         return p.lowerBound(key)
     }
 
-    private mutating func leaf<S: PageSource>(for key: UnsafeRawBufferPointer, rowID: Int64?, _ s: S) throws(KuraError) -> Page {
-        var p: Page
-        if let root = pages.first { p = root } else {
-            p = try tree.node(tree.root, s)
-            pages.append(p)
-        }
+    /// Descends to the leaf for `key`, reusing the pages of the last descent
+    /// that are still on the path; returns the leaf's depth.
+    ///
+    /// The walk reads the kept pages through `_withUnsafeGuaranteedRef` (they
+    /// are held by `pages`), so a level that the previous descent also took
+    /// costs no retain and release (a point read's descent paid a few of each
+    /// per level).
+    @inline(__always)
+    private func descend<S: PageSource>(_ key: UnsafeRawBufferPointer, _ rowID: Int64?, _ s: S) throws(KuraError) -> Int {
+        if pages.count == 0 { pages.set(0, try tree.node(tree.root, s)) }
         var depth = 0
-        while !p.isLeafNode {
-            guard depth < BTree.maxDepth else { throw tree.depthError(p.number) }
+        while true {
+            let (leaf, number, child) = pages.page(depth)._withUnsafeGuaranteedRef { p in
+                p.isLeafNode ? (true, p.number, UInt32(0)) : (false, p.number, p.child(Self.lowerBound(p, key, rowID)))
+            }
+            if leaf { return depth }
+            guard depth < BTree.maxDepth else { throw tree.depthError(number) }
             depth += 1
-            let child = p.child(lowerBound(p, key, rowID))
-            if depth < pages.count {
-                if pages[depth].number == child {
-                    p = pages[depth]
-                } else {
-                    p = try tree.node(child, s)
-                    pages[depth] = p
-                }
-            } else {
-                p = try tree.node(child, s)
-                pages.append(p)
+            if depth >= pages.count || pages.page(depth)._withUnsafeGuaranteedRef({ $0.number }) != child {
+                pages.set(depth, try tree.node(child, s))
             }
         }
-        return p
     }
 
     /// The value stored under `key` (copied), or nil.
     mutating func get<S: PageSource>(_ key: UnsafeRawBufferPointer, _ s: S) throws(KuraError) -> [UInt8]? {
+        switch try locate(key, s) {
+        case nil: return nil
+        case .inPage(let page, let offset, let count)?:
+            return [UInt8](UnsafeRawBufferPointer(start: page.bytes + offset, count: count))
+        case .copied(let bytes)?:
+            return bytes
+        }
+    }
+
+    /// Where the value stored under `key` is: in place in its leaf (which the
+    /// caller may keep: snapshot pages never change), or assembled from its
+    /// overflow chain; nil if there is none.
+    mutating func locate<S: PageSource>(_ key: UnsafeRawBufferPointer, _ s: S) throws(KuraError) -> LocatedValue? {
         let id = rowID(of: key)
-        let leaf = try leaf(for: key, rowID: id, s)
-        let i = lowerBound(leaf, key, id)
-        guard i < leaf.cellCount, leaf.compareKey(i, key) == 0 else { return nil }
-        return try tree.value(leaf, i, s)
+        let depth = try descend(key, id, s)
+        let found: (index: Int, offset: Int, length: Int, overflow: UInt32)? = pages.page(depth)._withUnsafeGuaranteedRef { leaf in
+            let i = Self.lowerBound(leaf, key, id)
+            guard i < leaf.cellCount, leaf.compareKey(i, key) == 0 else { return nil }
+            let v = leaf.leafValue(i)
+            return (i, v.offset, v.length, v.overflow)
+        }
+        guard let found else { return nil }
+        let leaf = pages.page(depth).takeUnretainedValue()
+        if found.overflow == 0 { return .inPage(leaf, offset: found.offset, count: found.length) }
+        return .copied(try tree.value(leaf, found.index, s))
+    }
+}
+
+/// A value found by `TreePath.locate`.
+enum LocatedValue {
+    /// `count` bytes at `offset` in `page`.
+    case inPage(Page, offset: Int, count: Int)
+    /// The value assembled from its overflow chain.
+    case copied([UInt8])
+}
+
+/// The pages of a `TreePath`'s last descent, root first: one strong reference
+/// per level, in a fixed buffer of `BTree.maxDepth + 1` slots. A page handed
+/// to `set` is moved in (no retain of its own), and `page` reads one without
+/// retaining it.
+final class PathPages {
+    private let slots: UnsafeMutablePointer<Page>
+    private(set) var count = 0
+
+    init() { slots = .allocate(capacity: BTree.maxDepth + 1) }
+
+    deinit {
+        slots.deinitialize(count: count)
+        slots.deallocate()
+    }
+
+    /// The page at `depth` (< count), not retained: valid while it is held here.
+    @inline(__always)
+    func page(_ depth: Int) -> Unmanaged<Page> { Unmanaged.passUnretained(slots[depth]) }
+
+    /// Holds `page` at `depth` (at most `count`), releasing what was there.
+    @inline(__always)
+    func set(_ depth: Int, _ page: __owned Page) {
+        precondition(depth <= count && depth <= BTree.maxDepth)
+        if depth < count {
+            slots[depth] = page
+        } else {
+            (slots + depth).initialize(to: page)
+            count += 1
+        }
     }
 }
 
@@ -288,8 +356,14 @@ struct TreeCursor {
 
     /// Key bytes at the cursor.
     var key: UnsafeRawBufferPointer {
-        let (o, l) = leaf.cellKey(index)
-        return UnsafeRawBufferPointer(start: leaf.bytes + o, count: l)
+        let t = stack.count - 1
+        let i = stack[t].index
+        // `stack[t]` holds the leaf (the bytes stay valid as long as it does,
+        // as before): read it without a retain and release per key.
+        return Unmanaged.passUnretained(stack[t].page)._withUnsafeGuaranteedRef { p in
+            let (o, l) = p.cellKey(i)
+            return UnsafeRawBufferPointer(start: p.bytes + o, count: l)
+        }
     }
 
     /// Positions at the first key >= `key`.
@@ -336,8 +410,11 @@ struct TreeCursor {
 
     mutating func next<S: PageSource>(_ s: S) throws(KuraError) {
         guard isValid else { return }
-        stack[stack.count - 1].index += 1
-        if index >= leaf.cellCount { try advanceLeaf(s) }
+        let t = stack.count - 1
+        stack[t].index += 1
+        // `stack[t]` holds the leaf while its cell count is read.
+        let n = Unmanaged.passUnretained(stack[t].page)._withUnsafeGuaranteedRef { $0.cellCount }
+        if stack[t].index >= n { try advanceLeaf(s) }
     }
 
     /// Moves to cell `i` of the current leaf (a scan that stepped through the

@@ -24,56 +24,134 @@ protocol PageSource {
 /// Pages of a read transaction.
 ///
 /// A snapshot's pages never change, so the transaction keeps the last pages it
-/// used in a small direct-mapped memo (64 slots by page number) and serves
-/// repeated pages — the root and interior pages of every descent — without the
-/// pager's lock. The slots are initialized on first use (`used` has a bit per
-/// initialized slot), so a transaction that reads a few pages pays for a few
-/// slots, not 64, when it starts and ends. Thread rules: the transaction's
-/// thread only.
+/// used in a direct-mapped memo (slots by page number) and serves repeated
+/// pages — the root and interior pages of every descent, and the leaves a
+/// transaction keeps coming back to — without the pager's lock and hash
+/// lookups. The memo starts with 64 slots; a transaction that keeps missing
+/// (more misses than twice its slots) grows it fourfold, up to a quarter of
+/// the cache's pages (at most 4096 slots), so a transaction that reads rows
+/// all over a table that fits the cache (index searches, random lookups)
+/// mostly stops going to the pager. Slots are initialized on first use (`used`
+/// has a bit per initialized slot), so a transaction that reads a few pages
+/// pays for a few slots when it starts and ends.
+///
+/// Memory: a memo slot keeps its page alive until the slot is reused or the
+/// transaction ends, even if the cache has evicted the page meanwhile: at most
+/// the memo's slots (a quarter of the cache) beyond the cache's bound, per
+/// read transaction. Thread rules: the transaction's thread only.
 final class SnapshotPages: PageSource {
     let pager: Pager
     let snapshot: Snapshot
     let pageSize: Int
-    private static let slots = 64
-    private let memoNumbers: UnsafeMutablePointer<UInt32>
-    private let memoPages: UnsafeMutablePointer<Page>
-    /// Bit i set: slot i holds a page (`memoNumbers[i]`, `memoPages[i]` initialized).
-    private var used: UInt64 = 0
+    private static let initialSlots = 64
+    private static let maxSlots = 4096
+    /// Slots minus one (slots are a power of two).
+    private var mask: Int
+    /// Bit i of word i / 64 set: slot i holds a page (`memoNumbers[i]`,
+    /// `memoPages[i]` initialized).
+    private var used: UnsafeMutablePointer<UInt64>
+    private var memoNumbers: UnsafeMutablePointer<UInt32>
+    private var memoPages: UnsafeMutablePointer<Page>
+    /// Pages asked of the pager since the memo last grew.
+    private var misses = 0
+    /// The most slots this transaction's memo may grow to.
+    private let slotLimit: Int
 
     init(pager: Pager, snapshot: Snapshot) {
         self.pager = pager
         self.snapshot = snapshot
         pageSize = pager.pageSize
-        memoNumbers = .allocate(capacity: Self.slots)
-        memoPages = .allocate(capacity: Self.slots)
+        let slots = Self.initialSlots
+        mask = slots - 1
+        used = .allocate(capacity: slots / 64)
+        used.initialize(repeating: 0, count: slots / 64)
+        memoNumbers = .allocate(capacity: slots)
+        memoPages = .allocate(capacity: slots)
+        // A quarter of the cache's pages, as a power of two in 64...4096.
+        let quarter = max(pager.spillThreshold / 4, Self.initialSlots)
+        slotLimit = min(1 << (Int.bitWidth - 1 - quarter.leadingZeroBitCount), Self.maxSlots)
     }
 
     deinit {
-        var u = used
-        while u != 0 {
-            (memoPages + u.trailingZeroBitCount).deinitialize(count: 1)
-            u &= u &- 1
+        Self.release(used, memoNumbers, memoPages, slots: mask + 1)
+    }
+
+    /// The memo's current number of slots (for tests).
+    var memoSlots: Int { mask + 1 }
+
+    private static func release(_ used: UnsafeMutablePointer<UInt64>, _ numbers: UnsafeMutablePointer<UInt32>,
+                                _ pages: UnsafeMutablePointer<Page>, slots: Int) {
+        for w in 0..<(slots / 64) {
+            var u = used[w]
+            while u != 0 {
+                (pages + (w * 64 + u.trailingZeroBitCount)).deinitialize(count: 1)
+                u &= u &- 1
+            }
         }
-        memoNumbers.deallocate()
-        memoPages.deallocate()
+        used.deallocate()
+        numbers.deallocate()
+        pages.deallocate()
     }
 
     @inline(__always)
     func page(_ number: UInt32) throws(KuraError) -> Page {
-        let slot = Int(number & UInt32(Self.slots - 1))
-        let bit = UInt64(1) << UInt64(slot)
-        if used & bit != 0 {
+        let slot = Int(number) & mask
+        let word = slot >> 6
+        let bit = UInt64(1) << UInt64(slot & 63)
+        if used[word] & bit != 0 {
             if memoNumbers[slot] == number { return memoPages[slot] }
             let p = try pager.page(number, snapshot)
-            memoNumbers[slot] = number
-            memoPages[slot] = p
+            noteMiss()
+            // The memo may have grown: store through the current mask.
+            store(p, number)
             return p
         }
         let p = try pager.page(number, snapshot)
-        memoNumbers[slot] = number
-        (memoPages + slot).initialize(to: p)
-        used |= bit
+        noteMiss()
+        store(p, number)
         return p
+    }
+
+    @inline(__always)
+    private func noteMiss() {
+        misses += 1
+        if misses > 2 * (mask + 1) && mask + 1 < slotLimit { grow() }
+    }
+
+    @inline(__always)
+    private func store(_ p: Page, _ number: UInt32) {
+        let slot = Int(number) & mask
+        let word = slot >> 6
+        let bit = UInt64(1) << UInt64(slot & 63)
+        memoNumbers[slot] = number
+        if used[word] & bit != 0 {
+            memoPages[slot] = p
+        } else {
+            (memoPages + slot).initialize(to: p)
+            used[word] |= bit
+        }
+    }
+
+    /// Four times the slots (within `slotLimit`), keeping the pages held.
+    private func grow() {
+        let oldSlots = mask + 1
+        let slots = min(oldSlots * 4, slotLimit)
+        let (oldUsed, oldNumbers, oldPages) = (used, memoNumbers, memoPages)
+        used = .allocate(capacity: slots / 64)
+        used.initialize(repeating: 0, count: slots / 64)
+        memoNumbers = .allocate(capacity: slots)
+        memoPages = .allocate(capacity: slots)
+        mask = slots - 1
+        misses = 0
+        for w in 0..<(oldSlots / 64) {
+            var u = oldUsed[w]
+            while u != 0 {
+                let i = w * 64 + u.trailingZeroBitCount
+                store(oldPages[i], oldNumbers[i])
+                u &= u &- 1
+            }
+        }
+        Self.release(oldUsed, oldNumbers, oldPages, slots: oldSlots)
     }
 }
 

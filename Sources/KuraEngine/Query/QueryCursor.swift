@@ -74,19 +74,17 @@ public final class QueryCursor {
                 sortedPosition += 1
                 // A row deleted since the IDs were gathered (in this write
                 // transaction) is skipped, as a scan past it would.
-                guard let record = try source.rowRecord(id, s) else { continue }
+                guard let record = try source.rowLocated(id, s) else { continue }
+                let row: Row
                 if testOnRead {
-                    let matched: Bool
-                    do throws(KuraError) {
-                        matched = try record.withBytes { b throws(KuraError) in try matches(b, rowID: id, s) }
-                    } catch {
-                        throw CandidateSource.locating(error, rowID: id, page: nil)
-                    }
-                    if !matched { continue }
+                    guard let r = try CandidateSource.row(id, record, { b, id throws(KuraError) in try self.matches(b, rowID: id, s) }) else { continue }
+                    row = r
+                } else {
+                    row = CandidateSource.row(id, record)
                 }
                 if skipped < query.offset { skipped += 1; continue }
                 returned += 1
-                return Row(rowID: id, record: record)
+                return row
             }
             return nil
         }
@@ -175,13 +173,53 @@ public final class QueryCursor {
     }
 }
 
-/// An index plan's index, by reference (CandidateSource reads it per row).
+/// An index plan's index, by reference (CandidateSource reads it per row),
+/// with what parsing its keys needs taken out once: passing the definition
+/// itself to the key parser per entry copied it (a retain and release of each
+/// of its strings and arrays).
 final class SearchIndex: Sendable {
     let definition: IndexDefinition
     let tree: BTree
+    /// Per index column, whether its segments are stored complemented.
+    let descending: [Bool]
     init(_ definition: IndexDefinition) {
         self.definition = definition
         tree = definition.tree
+        descending = definition.columns.map(\.descending)
+    }
+
+    /// The length of the first `columns` segments of `key`.
+    ///
+    /// - Throws: `.corrupt` naming the index if a segment is malformed.
+    @inline(__always)
+    func prefixLength(_ key: UnsafeRawBufferPointer, columns: Int) throws(KuraError) -> Int {
+        var pos = 0
+        var i = 0
+        let n = min(columns, descending.count)
+        while i < n {
+            guard let len = IndexKeyParser.segmentLength(key, pos, descending: descending[i]) else {
+                throw malformed()
+            }
+            pos += len
+            i += 1
+        }
+        return pos
+    }
+
+    /// The row ID at the end of index key `key`.
+    ///
+    /// - Throws: `.corrupt` naming the index if the key is malformed.
+    @inline(__always)
+    func rowID(_ key: UnsafeRawBufferPointer) throws(KuraError) -> Int64 {
+        let p = try prefixLength(key, columns: descending.count)
+        guard let base = key.baseAddress, let (v, n) = RowIDKey.decode(base, p, key.count), p + n == key.count else {
+            throw KuraError(.corrupt, "index \"\(definition.name)\" has a key that does not end in a row ID", page: definition.info.rootPage)
+        }
+        return v
+    }
+
+    private func malformed() -> KuraError {
+        KuraError(.corrupt, "index \"\(definition.name)\" has a malformed key", page: definition.info.rootPage)
     }
 }
 
@@ -192,12 +230,17 @@ struct CandidateSource {
     let tableTree: BTree
     /// Row reads reuse the previous descent's pages (read transactions only).
     private var rowPath: TreePath?
+    /// Rows hold the snapshot page their record lies in instead of a copy
+    /// (read transactions only: a write transaction's pages change).
+    private let borrowsPages: Bool
     private var cursor: TreeCursor?
     private var rangeIndex = 0
     private var started = false
     /// Row IDs of the current run of equal order values, in row-ID order.
     private var run: [Int64] = []
     private var runPosition = 0
+    /// The order values (key prefix) of the current run.
+    private var runKey: [UInt8] = []
     /// An index plan's index, key ranges and direction, taken out of `plan.access`
     /// once (matching the enum per row would copy them per row); the index is
     /// held by reference, as a copy of its definition retains each of its
@@ -207,12 +250,14 @@ struct CandidateSource {
     private let searchReverse: Bool
 
     /// `snapshot`: the pages are a read transaction's (immutable), so row
-    /// reads may keep their path (`TreePath`).
+    /// reads may keep their path (`TreePath`) and rows may borrow the page
+    /// their record lies in (Row.swift).
     init(plan: QueryPlan, table: TableInfo, snapshot: Bool = false) {
         self.plan = plan
         self.table = table
         tableTree = BTree(root: table.rootPage, kind: .table)
         if snapshot { rowPath = TreePath(tree: tableTree) }
+        borrowsPages = snapshot
         if case .index(let index, let ranges, let reverse) = plan.access {
             (searchIndex, searchRanges, searchReverse) = (SearchIndex(index), ranges, reverse)
         } else {
@@ -226,79 +271,87 @@ struct CandidateSource {
     }
 
     mutating func next<S: PageSource>(_ s: S, matching: (UnsafeRawBufferPointer, Int64) throws(KuraError) -> Bool) throws(KuraError) -> Row? {
-        switch plan.access {
-        case .tableScan:
-            return try nextFromTable(s, matching)
-        case .rowIDs(let ids):
+        // Index plans test `searchIndex` (set once in init) instead of matching
+        // `plan.access`, whose payload made the match an outlined call per row.
+        if searchIndex == nil, case .rowIDs(let ids) = plan.access {
             while rangeIndex < ids.count {
                 let rowID = ids[rangeIndex]
                 rangeIndex += 1
                 // A row deleted since the IDs were gathered (in this write
                 // transaction) is skipped, as a scan past it would.
-                guard let record = try rowRecord(rowID, s) else { continue }
+                guard let record = try rowLocated(rowID, s) else { continue }
                 if let row = try Self.row(rowID, record, matching) { return row }
             }
             return nil
-        case .index:
-            let search = searchIndex.unsafelyUnwrapped
-            let reverse = searchReverse
-            // Ties in the order columns must come out in row-ID order; the index
-            // gives that by itself only when walked forward over all its columns.
-            // A run of tied entries is collected as row IDs only (they end each
-            // key), sorted, and its rows are read one by one as they are asked
-            // for, so `limit` rows cost about `limit` row reads.
-            let needsRun = plan.orderColumns > 0 && (reverse || plan.orderColumns < search.definition.columns.count)
-            while true {
-                while runPosition < run.count {
-                    let rowID = run[runPosition]
-                    runPosition += 1
-                    guard let record = try rowRecord(rowID, s) else {
-                        throw KuraError(.corrupt, "index \"\(search.definition.name)\" names row \(rowID), which table \"\(table.name)\" does not have", page: search.definition.info.rootPage)
-                    }
-                    if let row = try Self.row(rowID, record, matching) { return row }
+        }
+        guard let search = searchIndex else {
+            return try nextFromTable(s, matching)
+        }
+        let reverse = searchReverse
+        // Ties in the order columns must come out in row-ID order; the index
+        // gives that by itself only when walked forward over all its columns.
+        // A run of tied entries is collected as row IDs only (they end each
+        // key), sorted, and its rows are read one by one as they are asked
+        // for, so `limit` rows cost about `limit` row reads.
+        let needsRun = plan.orderColumns > 0 && (reverse || plan.orderColumns < search.definition.columns.count)
+        while true {
+            while runPosition < run.count {
+                let rowID = run[runPosition]
+                runPosition += 1
+                guard let record = try rowLocated(rowID, s) else {
+                    throw KuraError(.corrupt, "index \"\(search.definition.name)\" names row \(rowID), which table \"\(table.name)\" does not have", page: search.definition.info.rootPage)
                 }
-                run.removeAll(keepingCapacity: true)
-                runPosition = 0
-                var runKey: [UInt8]?
-                while let rowID = try nextIndexEntry(s) {
-                    if !needsRun {
-                        run.append(rowID)
+                if let row = try Self.row(rowID, record, matching) { return row }
+            }
+            run.removeAll(keepingCapacity: true)
+            runPosition = 0
+            // The run's order values (`runKey`, reused across runs).
+            var haveRunKey = false
+            while let rowID = try nextIndexEntry(s, search) {
+                if !needsRun {
+                    run.append(rowID)
+                    break
+                }
+                // The entry's key, borrowed from the page the cursor holds.
+                let key = cursor!.key
+                let orderKey = UnsafeRawBufferPointer(rebasing: key[0..<(try search.prefixLength(key, columns: plan.orderColumns))])
+                if haveRunKey {
+                    if !Self.sameBytes(orderKey, runKey) {
+                        // One past the run: step back so it is read again next time.
+                        try stepBack(s, reverse)
                         break
                     }
-                    // The entry's key, borrowed from the page the cursor holds.
-                    let key = cursor!.key
-                    let orderKey = UnsafeRawBufferPointer(rebasing: key[0..<(try IndexKeyParser.prefixLength(key, columns: plan.orderColumns, of: search.definition))])
-                    if let rk = runKey {
-                        if !orderKey.elementsEqual(rk) {
-                            // One past the run: step back so it is read again next time.
-                            try stepBack(s, reverse)
-                            break
-                        }
-                    } else {
-                        runKey = Array(orderKey)
-                    }
-                    run.append(rowID)
+                } else {
+                    runKey.removeAll(keepingCapacity: true)
+                    runKey.append(contentsOf: orderKey)
+                    haveRunKey = true
                 }
-                if run.isEmpty { return nil }
-                if run.count > 1 { run.sort() }
+                run.append(rowID)
             }
+            if run.isEmpty { return nil }
+            if run.count > 1 { run.sort() }
         }
     }
 
     /// The row ID of the next index entry inside the plan's ranges (index plans only).
     mutating func nextIndexRowID<S: PageSource>(_ s: S) throws(KuraError) -> Int64? {
-        precondition(searchIndex != nil, "nextIndexRowID on a table scan")
-        return try nextIndexEntry(s)
+        guard let search = searchIndex else { preconditionFailure("nextIndexRowID on a table scan") }
+        return try nextIndexEntry(s, search)
     }
 
-    /// The record of row `rowID` (copied out of its page), or nil.
+    /// The record of row `rowID`, or nil: in place in its snapshot page in a
+    /// read transaction (rows then borrow the page: Row.swift), else copied
+    /// out of its page.
     @inline(__always)
-    mutating func rowRecord<S: PageSource>(_ rowID: Int64, _ s: S) throws(KuraError) -> [UInt8]? {
+    mutating func rowLocated<S: PageSource>(_ rowID: Int64, _ s: S) throws(KuraError) -> LocatedValue? {
         if rowPath != nil {
-            return try RowIDKey.withEncoded(rowID) { k throws(KuraError) in try rowPath!.get(k, s) }
+            if borrowsPages {
+                return try RowIDKey.withEncoded(rowID) { k throws(KuraError) in try rowPath!.locate(k, s) }
+            }
+            return try RowIDKey.withEncoded(rowID) { k throws(KuraError) in try rowPath!.get(k, s) }.map { .copied($0) }
         }
         let tree = tableTree
-        return try RowIDKey.withEncoded(rowID) { k throws(KuraError) in try tree.get(k, s) }
+        return try RowIDKey.withEncoded(rowID) { k throws(KuraError) in try tree.get(k, s) }.map { .copied($0) }
     }
 
     private mutating func stepBack<S: PageSource>(_ s: S, _ reverse: Bool) throws(KuraError) {
@@ -339,7 +392,9 @@ struct CandidateSource {
                 }
                 if matched {
                     cursor!.moveInLeaf(to: i)
-                    return Row(rowID: rowID, record: full ?? Array(UnsafeRawBufferPointer(start: leaf.bytes + v.offset, count: v.length)))
+                    if let full { return Row(rowID: rowID, record: full) }
+                    if borrowsPages { return Row(rowID: rowID, page: leaf, offset: v.offset, count: v.length) }
+                    return Row(rowID: rowID, record: Array(UnsafeRawBufferPointer(start: leaf.bytes + v.offset, count: v.length)))
                 }
                 i += 1
             }
@@ -352,34 +407,35 @@ struct CandidateSource {
 
     /// Moves to the next index entry inside the ranges and returns its row ID;
     /// its key is then `cursor!.key`.
-    private mutating func nextIndexEntry<S: PageSource>(_ s: S) throws(KuraError) -> Int64? {
-        // An index plan always has its index (set in init).
-        let search = searchIndex.unsafelyUnwrapped
+    /// `search` is `searchIndex`, passed by the caller that holds it (taking
+    /// it again here retained and released it once more per entry).
+    private mutating func nextIndexEntry<S: PageSource>(_ s: S, _ search: SearchIndex) throws(KuraError) -> Int64? {
         let reverse = searchReverse
         while rangeIndex < searchRanges.count {
-            let ranges = searchRanges
-            let r = ranges[reverse ? ranges.count - 1 - rangeIndex : rangeIndex]
+            // The range is read in place (a copy of it per entry retained and
+            // released both its arrays).
+            let ri = reverse ? searchRanges.count - 1 - rangeIndex : rangeIndex
             if !started {
                 started = true
-                cursor = TreeCursor(tree: search.tree)
+                if cursor == nil { cursor = TreeCursor(tree: search.tree) }
                 if reverse {
                     // Position on the last key within the upper prefix bound.
-                    var past = r.upper
+                    var past = searchRanges[ri].upper
                     if !incrementPrefix(&past) { try cursor!.last(s) } else {
                         try past.withBytes { b throws(KuraError) in try cursor!.seek(b, s) }
                         if cursor!.isValid { try cursor!.previous(s) } else { try cursor!.last(s) }
                     }
                 } else {
-                    try r.lower.withBytes { b throws(KuraError) in try cursor!.seek(b, s) }
+                    try searchRanges[ri].lower.withBytes { b throws(KuraError) in try cursor!.seek(b, s) }
                 }
             } else {
                 if reverse { try cursor!.previous(s) } else { try cursor!.next(s) }
             }
             if cursor!.isValid {
                 let key = cursor!.key
-                let inRange = reverse ? !Self.precedes(key, r.lower) : withinUpper(key, r.upper)
+                let inRange = reverse ? !Self.precedes(key, searchRanges[ri].lower) : withinUpper(key, searchRanges[ri].upper)
                 if inRange {
-                    return try IndexKeyParser.rowID(key, of: search.definition)
+                    return try search.rowID(key)
                 }
             }
             rangeIndex += 1
@@ -392,15 +448,30 @@ struct CandidateSource {
     /// Row `rowID` if its record passes `matching`, else nil; a corruption
     /// error from the test names the row.
     @inline(__always)
-    static func row(_ rowID: Int64, _ record: [UInt8],
+    static func row(_ rowID: Int64, _ record: LocatedValue,
                     _ matching: (UnsafeRawBufferPointer, Int64) throws(KuraError) -> Bool) throws(KuraError) -> Row? {
         let matched: Bool
         do throws(KuraError) {
-            matched = try record.withBytes { b throws(KuraError) in try matching(b, rowID) }
+            switch record {
+            case .inPage(let page, let offset, let count):
+                defer { withExtendedLifetime(page) {} }
+                matched = try matching(UnsafeRawBufferPointer(start: page.bytes + offset, count: count), rowID)
+            case .copied(let bytes):
+                matched = try bytes.withBytes { b throws(KuraError) in try matching(b, rowID) }
+            }
         } catch {
             throw locating(error, rowID: rowID, page: nil)
         }
-        return matched ? Row(rowID: rowID, record: record) : nil
+        return matched ? row(rowID, record) : nil
+    }
+
+    /// Row `rowID` with `record`.
+    @inline(__always)
+    static func row(_ rowID: Int64, _ record: LocatedValue) -> Row {
+        switch record {
+        case .inPage(let page, let offset, let count): return Row(rowID: rowID, page: page, offset: offset, count: count)
+        case .copied(let bytes): return Row(rowID: rowID, record: bytes)
+        }
     }
 
     static func locating(_ error: KuraError, rowID: Int64?, page: UInt32?) -> KuraError {
@@ -419,6 +490,15 @@ struct CandidateSource {
     @inline(__always)
     private static func precedes(_ a: UnsafeRawBufferPointer, _ b: [UInt8]) -> Bool {
         b.withUnsafeBytes { y in precedes(a, y) }
+    }
+
+    /// Whether `a` holds the bytes of `b`.
+    @inline(__always)
+    private static func sameBytes(_ a: UnsafeRawBufferPointer, _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        if a.isEmpty { return true }
+        // Both are non-empty here, so both have a base address.
+        return b.withUnsafeBytes { y in memcmpBytes(a.baseAddress!, y.baseAddress!, a.count) == 0 }
     }
 
     @inline(__always)

@@ -153,7 +153,9 @@ enum QueryPlanner {
         let scanCost = n + (q.sort.isEmpty ? 0 : sortCost(matches))
         var scan = QueryPlan(access: .tableScan, ordered: q.sort.isEmpty)
         if explaining { scan.notes = ["scan table \"\(q.table)\" in row-ID order"] }
-        candidates.append((scanCost, scan, "table scan: \(fmt(n)) rows, about \(fmt(matches)) matching"))
+        // Notes are text for `explain` only: building them cost every query a
+        // few string interpolations.
+        candidates.append((scanCost, scan, explaining ? "table scan: \(fmt(n)) rows, about \(fmt(matches)) matching" : ""))
 
         for index in indexes {
             guard let schema, var (_, plan) = indexPlan(index, constraints, schema: schema, sort: q.sort, explaining: explaining),
@@ -175,7 +177,7 @@ enum QueryPlanner {
             } else {
                 cost = entries * (QueryCost.indexEntry + QueryCost.rowLookup) + sortCost(found)
             }
-            candidates.append((cost, plan, "index \"\(index.name)\": about \(fmt(entries)) entries in \(ranges.count) key range\(ranges.count == 1 ? "" : "s")"))
+            candidates.append((cost, plan, explaining ? "index \"\(index.name)\": about \(fmt(entries)) entries in \(ranges.count) key range\(ranges.count == 1 ? "" : "s")" : ""))
         }
         // An index that gives the sort, walked until the limit is reached.
         if let keep, !q.sort.isEmpty {
@@ -184,7 +186,7 @@ enum QueryPlanner {
                 let visited = min(n, keep / max(selectivity, 1 / n))
                 var plan = QueryPlan(access: .index(index, ranges: [KeyRange(lower: [], upper: [])], reverse: reverse), ordered: true, orderColumns: k)
                 if explaining { plan.notes = ["walk index \"\(index.name)\" \(reverse ? "backward" : "forward") in sort order, stopping at the limit"] }
-                candidates.append((visited * (QueryCost.indexEntry + QueryCost.rowLookup), plan, "walk of index \"\(index.name)\" in sort order: about \(fmt(visited)) entries until the limit"))
+                candidates.append((visited * (QueryCost.indexEntry + QueryCost.rowLookup), plan, explaining ? "walk of index \"\(index.name)\" in sort order: about \(fmt(visited)) entries until the limit" : ""))
             }
         }
         var best = 0
