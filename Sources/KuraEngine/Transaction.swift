@@ -244,7 +244,19 @@ public class ReadTransaction {
         try checkActive()
         let tree = BTree(root: table.rootPage, kind: .table)
         let key = RowIDKey.encode(rowID)
-        if let w = writer { return try tree.get(key, w) }
+        if let w = writer {
+            // The leaf the writer last used in this tree first (rows read and
+            // then written in row-ID order, as a save does, mostly share it);
+            // a descent's leaf is remembered for the next read or write.
+            if let (_, leaf, i) = try tree.findInLastLeaf(key, w) { return try tree.value(leaf, i, w) }
+            return try key.withBytes { k throws(KuraError) -> [UInt8]? in
+                let leaf = try tree.leaf(for: k, w)
+                w.rememberLeaf(leaf.number, of: tree.root)
+                let i = leaf.lowerBound(k)
+                guard i < leaf.cellCount, leaf.compareKey(i, k) == 0 else { return nil }
+                return try tree.value(leaf, i, w)
+            }
+        }
         return try tree.get(key, snapshotPages!)
     }
 

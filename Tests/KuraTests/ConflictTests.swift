@@ -85,6 +85,45 @@ final class ConflictTests: XCTestCase {
         XCTAssertEqual(try stored(container).balance, 130, "both increments are in")
     }
 
+    /// A save checks and writes its updated rows in row-ID order (the engine
+    /// then reads and writes them mostly in the leaf it used last), yet lists
+    /// conflicts in the order the context reports its updated objects, and
+    /// writes every row right. Seeded: the seed is printed; KURA_SEED replays it.
+    func testManyUpdatesInShuffledOrderSaveRightAndListConflictsInContextOrder() throws {
+        let seed = testSeed("ConflictTests.shuffled")
+        var rng = SplitMix64(state: seed)
+        let container = try PersistentContainer.inMemory(model: Self.accountModel())
+        let n = 600
+        try container.save { c in
+            for i in 0..<n {
+                let a = try c.insert("Account")
+                try a.setValue(Int64(i), forKey: "balance")
+            }
+        }
+        let request = FetchRequest<ManagedObject>(entityName: "Account")
+        let first = container.newContext(), second = container.newContext()
+        let all1 = try first.fetch(request), all2 = try second.fetch(request)
+        XCTAssertEqual(all1.count, n)
+        // `second` changes a shuffled subset; `first` changes every row and saves first.
+        var order = Array(0..<n)
+        for k in stride(from: n - 1, to: 0, by: -1) { order.swapAt(k, Int(rng.next() % UInt64(k + 1))) }
+        let picked = Array(order.prefix(40))
+        for i in picked { try all2[i].setValue(Int64(-1), forKey: "balance") }
+        for (i, o) in all1.enumerated() { try o.setValue(Int64(1000 + i), forKey: "balance") }
+        try first.save()
+        XCTAssertThrowsError(try second.save(), "seed \(seed)")
+        XCTAssertEqual(second.lastMergeConflicts.map(\.objectID), second.updatedObjects.map(\.objectID), "seed \(seed)")
+        XCTAssertEqual(second.lastMergeConflicts.map(\.objectID), picked.map { all2[$0].objectID }, "seed \(seed)")
+        // A context updating rows in shuffled order writes each one right.
+        let third = container.newContext()
+        let all3 = try third.fetch(request)
+        for i in order { try all3[i].setValue(Int64(5000 + i), forKey: "balance") }
+        try third.save()
+        let check = container.newContext()
+        let stored = try check.fetch(request).map { try $0.value(forKey: "balance") as? Int64 ?? -1 }
+        XCTAssertEqual(stored, (0..<n).map { Int64(5000 + $0) }, "seed \(seed)")
+    }
+
     func testRefreshMergingChangesSettlesAConflictByHand() throws {
         let (container, context, a2, error) = try lostUpdatePair(.error)
         XCTAssertEqual(error?.code, .mergeConflict)

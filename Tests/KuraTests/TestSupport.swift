@@ -15,6 +15,14 @@ struct SplitMix64: RandomNumberGenerator {
     }
 }
 
+/// The seed of a randomized test: `KURA_SEED` if set, else a random one;
+/// printed so that a failure can be replayed.
+func testSeed(_ name: String) -> UInt64 {
+    let seed = ProcessInfo.processInfo.environment["KURA_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(UInt32.max))
+    print("\(name) seed \(seed) (replay with KURA_SEED=\(seed))")
+    return seed
+}
+
 /// A value shared with another thread in a test, behind a lock.
 final class Locked<T>: @unchecked Sendable {
     // @unchecked Sendable: `stored` is read and written only with `lock` held.

@@ -118,7 +118,12 @@ extension ManagedObjectContext {
                 }
                 // Check every saved object against its stored row first, so a
                 // refusal writes nothing.
-                for o in upd + del {
+                // In table and row-ID order (consecutive rows mostly share a
+                // leaf, which the engine then reads without descending);
+                // conflicts are reported in the context's order all the same.
+                let checked = Self.storageOrder(upd + del)
+                var numbered: [(Int, MergeConflict)] = []
+                for (position, o) in checked {
                     let t = try table(o.entity)
                     let row = o.isDeleted ? nil : try self.row(o, rowID)
                     // The common case: the stored row is at the version this
@@ -138,9 +143,10 @@ extension ManagedObjectContext {
                     }
                     let stored = try tx.values(in: t, rowID: o.objectID.rowID)
                     let (conflict, resolution) = self.resolve(o, stored: stored, row: row, original: self.originalRow(o))
-                    if let conflict { conflicts.append(conflict) }
+                    if let conflict { numbered.append((position, conflict)) }
                     if let resolution { resolutions[ObjectIdentifier(o)] = resolution } else { refused = true }
                 }
+                conflicts.append(contentsOf: numbered.sorted { $0.0 < $1.0 }.map(\.1))
                 if refused { throw Self.conflictError(conflicts, policy: policy) }
                 // By runs of one entity: its layout and table are taken once a run.
                 var start = 0
@@ -157,7 +163,7 @@ extension ManagedObjectContext {
                     }
                     start = end
                 }
-                for o in upd {
+                for (_, o) in Self.storageOrder(upd) {
                     if case .write(let row)? = resolutions[ObjectIdentifier(o)] {
                         if let current = currentRecords[ObjectIdentifier(o)] {
                             try tx.update(row, in: try table(o.entity), rowID: o.objectID.rowID, current: current)
@@ -340,6 +346,21 @@ extension ManagedObjectContext {
             return PersistentHistoryChange(kind: .delete, objectID: o.objectID, tombstone: tombstone)
         }
         return changes
+    }
+
+    /// `objects` with their positions, in the order their rows lie in the
+    /// store: by table, then row ID (the order in which the engine reads and
+    /// writes them with the fewest descents). Already in order: unchanged.
+    static func storageOrder(_ objects: [ManagedObject]) -> [(Int, ManagedObject)] {
+        var out = Array(objects.enumerated())
+        func precedes(_ a: ManagedObject, _ b: ManagedObject) -> Bool {
+            let ta = a.entity.hierarchy.table, tb = b.entity.hierarchy.table
+            return ta != tb ? ta < tb : a.objectID.rowID < b.objectID.rowID
+        }
+        var sorted = true
+        for k in out.indices.dropFirst() where precedes(out[k].element, out[k - 1].element) { sorted = false; break }
+        if !sorted { out.sort { precedes($0.element, $1.element) } }
+        return out.map { ($0.offset, $0.element) }
     }
 
     /// The stored row of an object: attributes, then each to-one key (and
