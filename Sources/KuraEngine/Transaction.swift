@@ -839,6 +839,24 @@ public final class WriteTransaction: ReadTransaction {
         return rows.count
     }
 
+    /// `keys` in `bytesPrecede` order, compared first by their first eight
+    /// bytes as one big-endian integer (zero-padded: a key ending inside them
+    /// is a prefix of any longer key with the same bytes, first in both
+    /// orders), so that most comparisons are one integer comparison.
+    static func inKeyOrder(_ keys: [[UInt8]]) -> [[UInt8]] {
+        var headed: [(head: UInt64, key: [UInt8])] = []
+        headed.reserveCapacity(keys.count)
+        for key in keys {
+            var h: UInt64 = 0
+            key.withUnsafeBufferPointer { k in
+                for j in 0..<8 { h = h << 8 | UInt64(j < k.count ? k[j] : 0) }
+            }
+            headed.append((h, key))
+        }
+        headed.sort { $0.head != $1.head ? $0.head < $1.head : bytesPrecede($0.key, $1.key) }
+        return headed.map(\.key)
+    }
+
     /// Deletes `rows` of `table`, each given with its record as this
     /// transaction has it now (a scan of it just read them; no row twice), and
     /// returns how many were deleted. Order makes the work cheap: each index's
@@ -864,8 +882,7 @@ public final class WriteTransaction: ReadTransaction {
                 }
             }
             for (k, index) in h.indexes.enumerated() {
-                keys[k].sort(by: bytesPrecede)
-                for key in keys[k] { try index.tree.delete(key, writer!) }
+                for key in Self.inKeyOrder(keys[k]) { try index.tree.delete(key, writer!) }
             }
         }
         var deleted = 0

@@ -183,4 +183,16 @@ final class KeySorterTests: XCTestCase {
         XCTAssertEqual(e.rowID, 5)
         XCTAssertNil(try reader.next())
     }
+
+    /// The head-first key order of bulk deletes (`WriteTransaction.inKeyOrder`)
+    /// is `bytesPrecede`'s: random keys of 0-12 bytes over a 3-byte alphabet
+    /// (many shared prefixes, keys ending inside the 8-byte head). Seeded.
+    func testHeadFirstKeyOrderIsByteOrder() {
+        let seed = testSeed("KeySorterTests.headFirst")
+        var rng = SplitMix64(seed: seed)
+        for _ in 0..<20 {
+            let keys: [[UInt8]] = (0..<300).map { _ in (0..<Int(rng.next() % 13)).map { _ in UInt8(rng.next() % 3) } }
+            XCTAssertEqual(WriteTransaction.inKeyOrder(keys), keys.sorted(by: bytesPrecede), "seed \(seed)")
+        }
+    }
 }
