@@ -1,0 +1,34 @@
+// Index range queries whose bounds are the extreme 64-bit integers: the
+// planner's ranges, estimates and exact plans must neither trap nor drop rows
+// (a bound at Int64.min or Int64.max is where an off-by-one becomes an overflow).
+
+import XCTest
+@testable import KuraEngine
+
+final class ExtremeBoundTests: XCTestCase {
+    func testExtremeIntegerBoundsAnswerLikeAScan() throws {
+        let db = try Database.inMemory()
+        try db.write { tx in
+            let t = try tx.createTable("t", schema: try TableSchema([ColumnDefinition("a", .integer)]))
+            for i in 0..<50 { _ = try tx.insert([.integer(Int64(i) - 25)], into: t) }
+            _ = try tx.insert([.null], into: t)
+            _ = try tx.insert([.integer(Int64.min)], into: t)
+            _ = try tx.insert([.integer(Int64.max)], into: t)
+            _ = try tx.createIndex("by_a", on: t, columns: [IndexColumn("a")])
+        }
+        let cases: [(String, Int)] = [
+            ("a BETWEEN {-9223372036854775808, 9223372036854775807}", 52),
+            ("a >= -9223372036854775808", 52), ("a <= 9223372036854775807", 52),
+            ("a > -9223372036854775808", 51), ("a < 9223372036854775807", 51),
+            ("a < -9223372036854775808", 0), ("a > 9223372036854775807", 0),
+            ("a BETWEEN {-9223372036854775808, 3}", 30), ("a BETWEEN {3, 9223372036854775807}", 23),
+        ]
+        for (format, expected) in cases {
+            let q = try TableQuery("t", where: format)
+            XCTAssertEqual(try db.read { try $0.fetch(q).count }, expected, format)
+            XCTAssertEqual(try db.read { try $0.count(q) }, expected, format)
+            let sorted = try TableQuery("t", where: format, sort: [SortKey("a", ascending: false)], limit: 3)
+            XCTAssertEqual(try db.read { try $0.fetch(sorted).count }, min(3, expected), format)
+        }
+    }
+}
