@@ -24,6 +24,30 @@ final class ExtremeBoundTests: XCTestCase {
             ("a BETWEEN {-9223372036854775808, 3}", 30), ("a BETWEEN {3, 9223372036854775807}", 23),
         ]
         for (format, expected) in cases {
+            try check(db, format, expected)
+        }
+        // A double column compared with the extreme integers: the planner turns
+        // the integer into a double bound (`abs(Int64.min)` trapped there).
+        let dbl = try Database.inMemory()
+        try dbl.write { tx in
+            let t = try tx.createTable("t", schema: try TableSchema([ColumnDefinition("a", .double)]))
+            for i in 0..<50 { _ = try tx.insert([.double(Double(i) - 25.5)], into: t) }
+            _ = try tx.insert([.null], into: t)
+            _ = try tx.createIndex("by_a", on: t, columns: [IndexColumn("a")])
+        }
+        let doubleCases: [(String, Int)] = [
+            ("a > -9223372036854775808", 50), ("a >= -9223372036854775808", 50), ("a < -9223372036854775808", 0),
+            ("a < 9223372036854775807", 50), ("a > 9223372036854775807", 0),
+            ("a BETWEEN {-9223372036854775808, 9223372036854775807}", 50), ("a BETWEEN {-9223372036854775808, 0}", 26),
+            ("a == -9223372036854775808", 0), ("a IN {-9223372036854775808, 9223372036854775807}", 0),
+        ]
+        for (format, expected) in doubleCases {
+            try check(dbl, format, expected)
+        }
+    }
+
+    func check(_ db: Database, _ format: String, _ expected: Int) throws {
+        do {
             let q = try TableQuery("t", where: format)
             XCTAssertEqual(try db.read { try $0.fetch(q).count }, expected, format)
             XCTAssertEqual(try db.read { try $0.count(q) }, expected, format)

@@ -288,7 +288,8 @@ enum QueryPlanner {
         case (.double, .double), (.date, .double): return v
         case (.double, .integer(let i)), (.date, .integer(let i)):
             let d = Double(i)
-            return abs(i) < (1 << 53) ? .double(d) : .double(roundDown ? d.nextDown : d.nextUp)
+            // `magnitude`, not `abs`: abs(Int64.min) overflows (a user's constant).
+            return i.magnitude < (1 << 53) ? .double(d) : .double(roundDown ? d.nextDown : d.nextUp)
         case (.text, .text), (.blob, .blob), (.bool, .bool): return v
         default: return nil
         }
