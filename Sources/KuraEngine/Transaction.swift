@@ -244,19 +244,7 @@ public class ReadTransaction {
         try checkActive()
         let tree = BTree(root: table.rootPage, kind: .table)
         let key = RowIDKey.encode(rowID)
-        if let w = writer {
-            // The leaf the writer last used in this tree first (rows read and
-            // then written in row-ID order, as a save does, mostly share it);
-            // a descent's leaf is remembered for the next read or write.
-            if let (_, leaf, i) = try tree.findInLastLeaf(key, w) { return try tree.value(leaf, i, w) }
-            return try key.withBytes { k throws(KuraError) -> [UInt8]? in
-                let leaf = try tree.leaf(for: k, w)
-                w.rememberLeaf(leaf.number, of: tree.root)
-                let i = leaf.lowerBound(k)
-                guard i < leaf.cellCount, leaf.compareKey(i, k) == 0 else { return nil }
-                return try tree.value(leaf, i, w)
-            }
-        }
+        if let w = writer { return try tree.getThroughLastLeaf(key, w) }
         return try tree.get(key, snapshotPages!)
     }
 
@@ -839,20 +827,11 @@ public final class WriteTransaction: ReadTransaction {
         return rows.count
     }
 
-    /// `keys` in `bytesPrecede` order, compared first by their first eight
-    /// bytes as one big-endian integer (zero-padded: a key ending inside them
-    /// is a prefix of any longer key with the same bytes, first in both
-    /// orders), so that most comparisons are one integer comparison.
+    /// `keys` in `bytesPrecede` order, compared first by their heads
+    /// (`SortEntry.head(of:)`, the index sorter's order), so that most
+    /// comparisons are one integer comparison.
     static func inKeyOrder(_ keys: [[UInt8]]) -> [[UInt8]] {
-        var headed: [(head: UInt64, key: [UInt8])] = []
-        headed.reserveCapacity(keys.count)
-        for key in keys {
-            var h: UInt64 = 0
-            key.withUnsafeBufferPointer { k in
-                for j in 0..<8 { h = h << 8 | UInt64(j < k.count ? k[j] : 0) }
-            }
-            headed.append((h, key))
-        }
+        var headed = keys.map { (head: SortEntry.head(of: $0), key: $0) }
         headed.sort { $0.head != $1.head ? $0.head < $1.head : bytesPrecede($0.key, $1.key) }
         return headed.map(\.key)
     }

@@ -163,7 +163,9 @@ extension ManagedObjectContext {
                     }
                     start = end
                 }
-                for (_, o) in Self.storageOrder(upd) {
+                // The updated objects in the check's order (`checked` is upd + del;
+                // a deleted object is never one of `upd`).
+                for (_, o) in checked where !o.isDeleted {
                     if case .write(let row)? = resolutions[ObjectIdentifier(o)] {
                         if let current = currentRecords[ObjectIdentifier(o)] {
                             try tx.update(row, in: try table(o.entity), rowID: o.objectID.rowID, current: current)

@@ -119,6 +119,18 @@ extension BTree {
         return i >= 0 ? (leafNo, leaf, i) : nil
     }
 
+    /// `get` for a writer, through the leaf it remembers for this tree first
+    /// (rows read and then written in row-ID order, as a save does, mostly
+    /// share it); a descent's leaf is remembered for the next read or write.
+    func getThroughLastLeaf(_ key: [UInt8], _ w: PageWriter) throws(KuraError) -> [UInt8]? {
+        if let (_, leaf, i) = try findInLastLeaf(key, w) { return try value(leaf, i, w) }
+        return try key.withBytes { k throws(KuraError) -> [UInt8]? in
+            let leaf = try leaf(for: k, w)
+            w.rememberLeaf(leaf.number, of: root)
+            return try value(of: k, in: leaf, w)
+        }
+    }
+
     /// When `key` is in the leaf the writer remembers for this tree
     /// (`PageWriter.lastLeaf`: a leaf of this tree, since no page was allocated
     /// or freed after it was remembered): with `.insertNew` returns false; else

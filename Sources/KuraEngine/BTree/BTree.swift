@@ -97,7 +97,11 @@ struct BTree {
 
     /// The value stored under `key`, or nil.
     func get<S: PageSource>(_ k: UnsafeRawBufferPointer, _ s: S) throws(KuraError) -> [UInt8]? {
-        let leaf = try leaf(for: k, s)
+        try value(of: k, in: try leaf(for: k, s), s)
+    }
+
+    /// The value stored under `k` in `leaf` (the leaf that would hold it), or nil.
+    func value<S: PageSource>(of k: UnsafeRawBufferPointer, in leaf: Page, _ s: S) throws(KuraError) -> [UInt8]? {
         let i = leaf.lowerBound(k)
         guard i < leaf.cellCount, leaf.compareKey(i, k) == 0 else { return nil }
         return try value(leaf, i, s)

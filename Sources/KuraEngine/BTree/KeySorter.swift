@@ -61,11 +61,18 @@ struct SortEntry {
         self.prefix = prefix
         self.hasNull = hasNull
         self.rowID = rowID
-        var h: UInt64 = 0
+        head = Self.head(of: key)
+    }
+
+    /// The first eight bytes of `key` as a big-endian integer, zero-padded
+    /// (see the order note at the top of this file).
+    @inline(__always)
+    static func head(of key: [UInt8]) -> UInt64 {
         key.withUnsafeBufferPointer { k in
+            var h: UInt64 = 0
             for j in 0..<8 { h = h << 8 | UInt64(j < k.count ? k[j] : 0) }
+            return h
         }
-        head = h
     }
 
     @inline(__always)
@@ -151,11 +158,7 @@ final class KeySorter {
         }
         if arena.count + key.count > Int(UInt32.max) { try spill() }
         pendingBytes += key.count + Self.entryOverhead
-        var h: UInt64 = 0
-        key.withUnsafeBufferPointer { k in
-            let n = min(k.count, 8)
-            for j in 0..<n { h |= UInt64(k[j]) << (56 - 8 * UInt64(j)) }
-        }
+        let h = SortEntry.head(of: key)
         // Both fit: key.count <= 0x7FFF (checked above), arena.count <= UInt32.max (a spill empties it first).
         pending.append(HeldEntry(head: h, rowID: rowID, offset32: UInt32(arena.count), length16: UInt16(key.count),
                                  prefixAndNull: UInt16(prefix) | (hasNull ? 0x8000 : 0)))

@@ -457,10 +457,7 @@ final class Pager: @unchecked Sendable {
             openTransactions -= 1
             // During a checkpoint the byte is the checkpoint's (exclusive): it
             // is given back when the checkpoint ends.
-            if openTransactions == 0 && !readerExclusiveHeld {
-                file.unlock(.reader)
-                state.withLock { readerLockLost = false }
-            }
+            if openTransactions == 0 && !readerExclusiveHeld { releaseReaderByte() }
         }
     }
 
@@ -772,15 +769,17 @@ final class Pager: @unchecked Sendable {
         defer {
             txnLock.withLock {
                 readerExclusiveHeld = false
-                if openTransactions > 0 {
-                    retakeSharedReaderLock()
-                } else {
-                    file.unlock(.reader)
-                    state.withLock { readerLockLost = false }
-                }
+                if openTransactions > 0 { retakeSharedReaderLock() } else { releaseReaderByte() }
             }
         }
         return try body()
+    }
+
+    /// Gives the reader byte back when no transaction of this connection is
+    /// open any more. Caller holds `txnLock`.
+    private func releaseReaderByte() {
+        file.unlock(.reader)
+        state.withLock { readerLockLost = false }
     }
 
     /// Turns the exclusive reader lock back into a shared one for this
