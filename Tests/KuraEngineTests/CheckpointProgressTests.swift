@@ -7,7 +7,8 @@
 // for the checkpoint's lock they blocked until it ended, and this test timed
 // out. A second connection must still be kept out until the checkpoint ends,
 // even after the first connection's reads have all ended (the byte stays
-// exclusive), and everything reads back after it.
+// exclusive), the store cannot be destroyed meanwhile, and everything reads
+// back after it.
 
 import Dispatch
 import Foundation
@@ -93,6 +94,12 @@ final class CheckpointProgressTests: XCTestCase {
         // still kept out (the reader byte stays the checkpoint's).
         XCTAssertThrowsError(try other.read { tx in _ = try tx.table("t") }) { error in
             XCTAssertEqual((error as? KuraError)?.code, .busy, "\(error)")
+        }
+
+        // Nor may this connection's store be destroyed under the checkpoint.
+        XCTAssertThrowsError(try db.destroy()) { error in
+            XCTAssertEqual((error as? KuraError)?.code, .busy, "\(error)")
+            XCTAssertTrue("\(error)".contains("while it checkpoints"), "\(error)")
         }
 
         latch.release.signal()
