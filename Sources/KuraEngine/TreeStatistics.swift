@@ -33,11 +33,15 @@ extension ReadTransaction {
     }
 
     /// The store's change counter in this transaction's snapshot: it increases
-    /// with every commit (FORMAT.md, "The header page").
+    /// by one with every commit that changes something (FORMAT.md, "The header
+    /// page"), never goes back, and is the same for every connection that
+    /// reads the same snapshot. In a write transaction it is the counter
+    /// before the transaction; its commit makes it one more.
     public var changeCounter: UInt64 {
         get throws(KuraError) {
             try checkActive()
-            return try headerPage().headerChangeCounter
+            if let w = writer { return w.snapshot.changeCounter }
+            return snapshotPages!.snapshot.changeCounter
         }
     }
 

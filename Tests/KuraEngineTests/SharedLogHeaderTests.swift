@@ -196,23 +196,24 @@ final class SharedLogHeaderTests: XCTestCase {
         }
     }
 
-    /// Rewrites page 1 with format version 2, as a format-2 build left it,
-    /// and closes (checkpointing it into the store file).
-    func downgradeToFormat2(_ path: String) throws {
+    /// Rewrites page 1 with format `version` (2 or 3), as a build of that
+    /// format left it, and closes (checkpointing it into the store file).
+    func downgrade(_ path: String, to version: UInt32) throws {
         let db = try Database(path: path)
         let s = try db.pager.beginWrite()
         let h = Page(copying: try db.pager.page(1, s))
-        h.headerVersion = 2
-        try db.pager.commit([h], pageCount: s.pageCount)
+        h.headerVersion = version
+        h.headerChangeCounter = s.changeCounter + 1
+        try db.pager.commit([h], pageCount: s.pageCount, changeCounter: s.changeCounter + 1)
         db.pager.endWrite(s)
         db.close()
-        XCTAssertEqual(try fileVersion(path), 2)
+        XCTAssertEqual(try fileVersion(path), version)
     }
 
     func testFormat2StoreIsUpgradedOnlyWhenOpenedAlone() throws {
         let dir = try TemporaryDirectory()
         let path = try makeStore(dir)
-        try downgradeToFormat2(path)
+        try downgrade(path, to: 2)
 
         // Beside another connection (here a stand-in for a format-2 build,
         // holding the open byte as every connection does): stays 2, and no
@@ -232,14 +233,51 @@ final class SharedLogHeaderTests: XCTestCase {
         // Alone: upgraded before anyone else can open it, and readers skip the log.
         let db = try Database(path: path)
         defer { db.close() }
-        XCTAssertEqual(try fileVersion(path), 3)
+        XCTAssertEqual(try fileVersion(path), FileHeader.formatVersion)
         XCTAssertEqual(try rows(db), 4)
         XCTAssertEqual(try rows(db), 4)
         XCTAssertEqual(counts(db).skipped, 2)
         try db.read { tx in
-            XCTAssertEqual(try tx.headerPage().headerVersion, 3)
+            XCTAssertEqual(try tx.headerPage().headerVersion, FileHeader.formatVersion)
             XCTAssertEqual(try tx.checkIntegrity(), [])
         }
+    }
+
+    /// A format-3 store beside another connection (a format-3 build reads the
+    /// change counter from page 1 alone) keeps writing page 1 in every commit;
+    /// opened alone it becomes format 4, and its counter goes on from where
+    /// it was (the upgrade's commit counts as one).
+    func testFormat3StoreWritesPageOneUntilUpgradedAlone() throws {
+        let dir = try TemporaryDirectory()
+        let path = try makeStore(dir)
+        try downgrade(path, to: 3)
+        var counter: UInt64 = 0
+        do {
+            let other = try PosixFileSystem().open(path, create: false)
+            defer { other.close() }
+            XCTAssertTrue(try other.lock(.open, .shared))
+            let db = try Database(path: path)
+            counter = try db.changeCounter()
+            for i in 4...6 {
+                try db.write { tx in try tx.insert([.integer(Int64(i))], into: try tx.table("t")) }
+                counter += 1
+                XCTAssertEqual(try db.changeCounter(), counter)
+            }
+            let raw = try RawStore(path: path)
+            let committed = raw.wal.frames.filter(\.committed)
+            let commitFrames = committed.filter { $0.commit != 0 }.count
+            XCTAssertEqual(commitFrames, 3)
+            XCTAssertEqual(committed.filter { $0.page == 1 }.count, 3, "a format-3 commit left page 1 out")
+            XCTAssertEqual(raw.header.changeCounter, counter)
+            raw.close()
+            db.close()
+            XCTAssertEqual(try fileVersion(path), 3)
+        }
+        let db = try Database(path: path)
+        defer { db.close() }
+        XCTAssertEqual(try fileVersion(path), FileHeader.formatVersion)
+        XCTAssertEqual(try db.changeCounter(), counter + 1)
+        XCTAssertEqual(try rows(db), 6)
     }
 
     func testDestroyRemovesTheSharedHeaderFile() throws {

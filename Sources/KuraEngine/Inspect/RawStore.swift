@@ -236,9 +236,28 @@ package final class RawStore {
         walFile = nil
     }
 
-    /// Header fields of page 1 as the snapshot sees it (the log's copy wins).
+    /// Header fields of page 1 as the snapshot sees it (the log's copy wins),
+    /// with the snapshot's change counter (`changeCounter(field:)`).
     package var header: HeaderFields {
-        HeaderFields(rawPage(1).page)
+        var h = HeaderFields(rawPage(1).page)
+        h.changeCounter = changeCounter(field: h.changeCounter)
+        return h
+    }
+
+    /// The snapshot's change counter, from the counter field of the page 1
+    /// it sees: the field plus the commits of the log after the one that
+    /// wrote that version of page 1 (all of them when page 1 comes from the
+    /// file). FORMAT.md, "The header page": in format 4 most commits leave
+    /// page 1 out; before, every commit wrote it and this is the field.
+    package func changeCounter(field: UInt64) -> UInt64 {
+        let commitFrames = wal.frames.filter { $0.committed && $0.commit != 0 }.map(\.number)
+        let after: Int
+        if let p = frameIndex[1] {
+            after = max(commitFrames.filter { $0 >= p }.count - 1, 0)
+        } else {
+            after = commitFrames.count
+        }
+        return field &+ UInt64(after)
     }
 
     /// Which frame or file copy page `number` comes from.

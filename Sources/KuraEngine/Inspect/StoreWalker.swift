@@ -31,7 +31,8 @@ package final class StoreWalker {
 extension RawStore: IntegritySource {
     func checkHeader(report: (UInt32, String) -> Void) -> HeaderFields? {
         let r = rawPage(1)
-        let h = HeaderFields(r.page)
+        var h = HeaderFields(r.page)
+        h.changeCounter = changeCounter(field: h.changeCounter)
         guard r.complete else {
             report(1, "header page is incomplete: \(r.incompleteReason)")
             return h

@@ -10,7 +10,10 @@
 //     20      4     first freelist trunk page, 0 if none
 //     24      4     number of free pages (trunks and leaves)
 //     28      4     catalog tree root page, 0 until the first write transaction
-//     32      8     change counter (incremented by every commit)
+//     32      8     change counter: the counter after the commit that wrote
+//                   this version of page 1 (format 4: commits that leave the
+//                   other fields alone do not write page 1; the counter is
+//                   derived, Pager `changeCounterLocked`)
 //     40      8     database ID: random, fixed at creation; the log carries it
 //                   too, so a log left over from another store is never applied
 //     48      8     next catalog ID: the ID the next table or index gets (IDs
@@ -25,7 +28,11 @@
 // in the catalog records; the first write transaction that loads the catalog
 // migrates them to format 2 (Transaction.swift, `migrateCounters`). Format 3
 // differs from 2 only in the `-shm` protocol (FORMAT.md, "The shared log
-// header"); a connection that opens a format-2 store alone moves it to 3.
+// header"). Format 4 differs from 3 only in when page 1 is written: a commit
+// writes it only if a field other than the change counter changed, and the
+// change counter of a snapshot is derived from the log (FORMAT.md, "The
+// header page"). A connection that opens a format-2 or format-3 store alone
+// moves it to 4.
 //     size-8  8     page checksum
 //
 // All integers little-endian. Page 1 is written through the log like any other
@@ -35,15 +42,20 @@ enum FileHeader {
     static let magic: [UInt8] = Array("KuraDB\n\0".utf8)
     /// Bumped by every change to the on-disk format (FORMAT.md, "Version history").
     /// New stores are created at this version.
-    static let formatVersion: UInt32 = 3
+    static let formatVersion: UInt32 = 4
     /// The version the counters migration writes (format 1 to 2, the first
-    /// write transaction that loads the catalog). Format 2 becomes 3 only when
-    /// a connection opens the store alone (Pager, `setUpSharedHeader`).
+    /// write transaction that loads the catalog). Formats 2 and 3 become 4
+    /// only when a connection opens the store alone (Pager, `setUpSharedHeader`).
     static let countersFormatVersion: UInt32 = 2
+    /// From this version on, a commit that changes no field of page 1 but the
+    /// change counter leaves page 1 out (FORMAT.md, "The header page"). Builds
+    /// before it read the counter from page 1 alone, so they must refuse such
+    /// a store, which the version does.
+    static let derivedCounterVersion: UInt32 = 4
     /// Versions this build opens: format 1 is migrated by the first write
-    /// transaction that loads the catalog, format 2 by a connection that
-    /// opens the store alone.
-    static let readableVersions: ClosedRange<UInt32> = 1...3
+    /// transaction that loads the catalog, formats 2 and 3 by a connection
+    /// that opens the store alone.
+    static let readableVersions: ClosedRange<UInt32> = 1...4
 
     static let magicOffset = 0
     static let magicLength = 8

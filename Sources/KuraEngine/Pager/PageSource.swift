@@ -15,6 +15,12 @@
 // Reusing a page freed by an earlier transaction is safe while older readers
 // exist: they read their own version of that page from their snapshot.
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Read access to pages in one snapshot.
 protocol PageSource {
     var pageSize: Int { get }
@@ -267,9 +273,15 @@ final class PageWriter: PageSource {
         self.snapshot = snapshot
         spillThreshold = pager.spillThreshold
         spillAt = spillThreshold
-        header = Page(copying: try pager.page(1, snapshot))
+        let first = try pager.page(1, snapshot)
+        originalHeader = first
+        header = Page(copying: first)
         dirty[1] = header
     }
+
+    /// Page 1 as the snapshot has it (immutable): a format-4 commit leaves
+    /// page 1 out when `header` still equals it but for the change counter.
+    private let originalHeader: Page
 
     var pageCount: UInt32 { header.headerPageCount }
 
@@ -480,26 +492,55 @@ final class PageWriter: PageSource {
     ///
     /// - Throws: `failure`'s code, saying the transaction was rolled back, if
     ///   a page operation failed after a change (see the header).
+    ///
+    /// The change counter moves on by one (FORMAT.md, "The header page"). In
+    /// format 4 page 1 is written only when another of its fields changed (or
+    /// it is the only page left to write: a commit has at least one frame);
+    /// in formats 1 to 3 every commit writes it, as builds of those formats
+    /// read the counter from page 1 alone.
     func commit() throws(KuraError) {
         try checkNotFailed()
-        header.headerChangeCounter &+= 1
+        let counter = snapshot.changeCounter &+ 1
         var pages = Array(dirty.values)
         if !inLog.isEmpty { pages.removeAll { inLog[$0.number] != nil } }
-        try pager.commit(pages, pageCount: header.headerPageCount)
+        if header.headerVersion >= FileHeader.derivedCounterVersion && pages.count > 1 && headerUnchanged {
+            pages.removeAll { $0.number == 1 }
+        } else {
+            header.headerChangeCounter = counter
+        }
+        try pager.commit(pages, pageCount: header.headerPageCount, changeCounter: counter)
+    }
+
+    /// Whether `header` equals the snapshot's page 1 in every byte before the
+    /// checksum trailer, the change counter aside.
+    private var headerUnchanged: Bool {
+        let counterRange = FileHeader.changeCounterOffset..<(FileHeader.changeCounterOffset + 8)
+        let end = pageSize - pageTrailerSize
+        // Page buffers are never empty (at least 512 bytes), so their base
+        // addresses exist.
+        let a = UnsafeRawBufferPointer(header.buffer), b = UnsafeRawBufferPointer(originalHeader.buffer)
+        return memcmp(a.baseAddress!, b.baseAddress!, counterRange.lowerBound) == 0
+            && memcmp(a.baseAddress! + counterRange.upperBound, b.baseAddress! + counterRange.upperBound, end - counterRange.upperBound) == 0
     }
 
     /// Makes `pages` (numbered 1...N in order, page 1 first) the whole store, as
     /// compaction does: page 1 takes the fields of `pages[0]` except the database
-    /// ID (it names this store's log) and the change counter (it goes on from
-    /// this store's, so caches keyed by it see a change). The page count becomes
-    /// N. Pages past N are no longer part of the store.
+    /// ID (it names this store's log), the format version (a store shared with
+    /// connections of an older build keeps the format they read; the page
+    /// layouts of formats 2 to 4 are the same) and the change counter (it goes
+    /// on from this store's, set at commit). The page count becomes N. Pages
+    /// past N are no longer part of the store.
     func replaceAllPages(with pages: [Page]) {
         precondition(!pages.isEmpty && pages.indices.allSatisfy { pages[$0].number == UInt32($0 + 1) } && pages[0].size == pageSize)
         let databaseID = header.headerDatabaseID
         let counter = header.headerChangeCounter
         let cookie = header.headerSchemaCookie
+        // A format-1 store's copy is laid out as format 2 (counters tree),
+        // which any writer may move it to.
+        let version = max(header.headerVersion, FileHeader.countersFormatVersion)
         header.buffer.copyMemory(from: UnsafeRawBufferPointer(pages[0].buffer))
         header.headerDatabaseID = databaseID
+        header.headerVersion = version
         header.headerChangeCounter = counter
         // Every root page may have moved: the schema cookie moves on, never back,
         // so no connection keeps a catalog decoded before the replacement.

@@ -70,6 +70,12 @@ final class Snapshot: @unchecked Sendable {
     let generation: UInt32
     let maxFrame: Int
     let pageCount: UInt32
+    /// The store's change counter in this snapshot (FORMAT.md, "The header
+    /// page"): page 1's field plus the commits after the one that wrote that
+    /// version of page 1 (`Pager.changeCounterLocked`). Fixed when the snapshot
+    /// is made, so a later checkpoint (which rewrites page 1 in the file)
+    /// cannot change it. 0 in a probe snapshot, which never reaches a reader.
+    let changeCounter: UInt64
     var detached = false
     var preserved: [UInt32: Page] = [:]
     var users = 0
@@ -78,10 +84,11 @@ final class Snapshot: @unchecked Sendable {
     /// `state` exclusively to empty `preserved`.
     var mayHavePreserved = false
 
-    init(generation: UInt32, maxFrame: Int, pageCount: UInt32) {
+    init(generation: UInt32, maxFrame: Int, pageCount: UInt32, changeCounter: UInt64) {
         self.generation = generation
         self.maxFrame = maxFrame
         self.pageCount = pageCount
+        self.changeCounter = changeCounter
     }
 }
 
@@ -214,7 +221,7 @@ final class Pager: @unchecked Sendable {
                                             durability: durability, busyTimeout: busyTimeout)
         cache = PageCache(capacity: max(cacheBytes / ps, 8))
         spillThreshold = max(cacheBytes / ps, 8)
-        latest = Snapshot(generation: 0, maxFrame: 0, pageCount: 1)
+        latest = Snapshot(generation: 0, maxFrame: 0, pageCount: 1, changeCounter: 0)
         sharedHeader = Pager.openSharedHeader(path, fs, file, databaseID: databaseID, busyTimeout: busyTimeout)
         success = true
         // Recovery: index the committed frames of the log. The snapshot is
@@ -255,17 +262,18 @@ final class Pager: @unchecked Sendable {
     /// (FORMAT.md, "The shared log header"). A connection that finds no other
     /// connection (of any build) has the store open (the open byte can be
     /// taken exclusively) writes the header afresh: untrusted, then moves a
-    /// format-2 store to format 3, then, at format 3, trusted with the log's
-    /// state. Beside other connections, a format-3 store's header is used as
-    /// it is (the connection that set it trusted was alone with a format-3
-    /// store, and builds before format 3 refuse such a store); a format-1 or
-    /// format-2 store is left as it is and every read takes the slow path.
+    /// format-2 or format-3 store to format 4, then, at format 3 or later,
+    /// trusted with the log's state. Beside other connections, a format-3 or
+    /// format-4 store's header is used as it is (the connection that set it
+    /// trusted was alone with such a store, and builds before format 3 refuse
+    /// it); a format-1 or format-2 store is left as it is and every read takes
+    /// the slow path.
     private func setUpSharedHeader(fileVersion: UInt32) throws(KuraError) {
         guard let shm = sharedHeader else { return }
         var version = fileVersion
         if try file.lock(.open, .exclusive) {
             shm.initialize(trusted: false, state: LogState())
-            if version == 2 { version = upgradeToFormat3() }
+            if version == 2 || version == 3 { version = upgradeToFormat4(from: version) }
             if version >= 3 {
                 let s = try beginTransaction(fromFile: true)
                 state.withLock { shm.initialize(trusted: true, state: wal.state) }
@@ -283,25 +291,26 @@ final class Pager: @unchecked Sendable {
         sharedHeaderUsable = version >= 3
     }
 
-    /// Moves a format-2 store to format 3 (FORMAT.md, "Version history"): a
-    /// commit of page 1 with version 3, then a checkpoint, so that the store
-    /// file says 3 before any other connection can open it. The caller holds
-    /// the open byte exclusively (no other connection has the store open).
-    /// Returns the version the store file has afterwards; a failure (a full
-    /// disk, an I/O error) leaves format 2, which works as before, and the next
-    /// connection that opens the store alone tries again.
-    private func upgradeToFormat3() -> UInt32 {
+    /// Moves a format-2 or format-3 store to format 4 (FORMAT.md, "Version
+    /// history"): a commit of page 1 with version 4, then a checkpoint, so that
+    /// the store file says 4 before any other connection can open it. The
+    /// caller holds the open byte exclusively (no other connection has the
+    /// store open). Returns the version the store file has afterwards; a
+    /// failure (a full disk, an I/O error) leaves the old format, which works
+    /// as before, and the next connection that opens the store alone tries
+    /// again.
+    private func upgradeToFormat4(from fileVersion: UInt32) -> UInt32 {
         do {
             let s = try beginWrite()
             do {
                 let h = try page(1, s)
-                // Version 3 already in the log: an upgrade stopped before its
+                // Version 4 already in the log: an upgrade stopped before its
                 // checkpoint, which the one below completes.
-                if h.headerVersion == 2 {
+                if h.headerVersion < FileHeader.derivedCounterVersion {
                     let p = Page(copying: h)
-                    p.headerVersion = 3
-                    p.headerChangeCounter &+= 1
-                    try commit([p], pageCount: s.pageCount)
+                    p.headerVersion = FileHeader.derivedCounterVersion
+                    p.headerChangeCounter = s.changeCounter &+ 1
+                    try commit([p], pageCount: s.pageCount, changeCounter: s.changeCounter &+ 1)
                 }
             } catch {
                 endWrite(s)
@@ -310,11 +319,11 @@ final class Pager: @unchecked Sendable {
             endWrite(s)
             _ = try checkpointAsWriter()
             var bytes = [UInt8](repeating: 0, count: FileHeader.versionOffset + 4)
-            guard try bytes.withMutableBytes({ b throws(KuraError) in try file.readFully(into: b, at: 0) }) else { return 2 }
+            guard try bytes.withMutableBytes({ b throws(KuraError) in try file.readFully(into: b, at: 0) }) else { return fileVersion }
             return bytes.withUnsafeBytes { UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: FileHeader.versionOffset, as: UInt32.self)) }
         } catch {
-            // Not an error of the open: format 2 stays fully usable.
-            return 2
+            // Not an error of the open: the old format stays fully usable.
+            return fileVersion
         }
     }
 
@@ -489,13 +498,33 @@ final class Pager: @unchecked Sendable {
         var pageCount = wal.committedPageCount
         if wal.maxFrame == 0 {
             // Everything is in the database file: read its header page.
-            let probe = Snapshot(generation: wal.generation, maxFrame: 0, pageCount: 1)
+            let probe = Snapshot(generation: wal.generation, maxFrame: 0, pageCount: 1, changeCounter: 0)
             probe.detached = true
             let h = try pageLocked(1, probe)
             pageCount = h.headerPageCount
         }
-        latest = Snapshot(generation: wal.generation, maxFrame: wal.maxFrame, pageCount: pageCount)
+        let probe = Snapshot(generation: wal.generation, maxFrame: wal.maxFrame, pageCount: max(pageCount, 1), changeCounter: 0)
+        latest = Snapshot(generation: wal.generation, maxFrame: wal.maxFrame, pageCount: pageCount,
+                          changeCounter: try changeCounterLocked(probe))
         latestIsCurrent = true
+    }
+
+    /// The change counter of `snapshot`, which is attached to the current log
+    /// (FORMAT.md, "The header page"): the counter field of the version of
+    /// page 1 it sees, plus the commits after the commit that wrote that
+    /// version. That commit is the first commit frame at or after page 1's
+    /// frame; a page 1 from the database file was written by a checkpoint
+    /// and counts every commit of the log. In formats 1 to 3 every commit
+    /// writes page 1, so this is page 1's field. Caller holds `state`.
+    private func changeCounterLocked(_ snapshot: Snapshot) throws(KuraError) -> UInt64 {
+        let h = try pageLocked(1, snapshot)
+        let field = h.headerChangeCounter
+        guard snapshot.maxFrame > 0 else { return field }
+        if let p = wal.index.lookup(1, limit: snapshot.maxFrame) {
+            let commits = wal.commits(from: p, through: snapshot.maxFrame)
+            return field &+ UInt64(max(commits - 1, 0))
+        }
+        return field &+ UInt64(wal.commits(from: 1, through: snapshot.maxFrame))
     }
 
     /// Whether a transaction may start on `latest` without reading the log:
@@ -664,9 +693,13 @@ final class Pager: @unchecked Sendable {
     }
 
     /// Commits `pages` (already final, any order) as one transaction with the
-    /// database now `pageCount` pages long. Returns once the commit is durable per
-    /// the durability mode. On a thrown error nothing is committed.
-    func commit(_ pages: [Page], pageCount: UInt32) throws(KuraError) {
+    /// database now `pageCount` pages long and the change counter at
+    /// `changeCounter` (FORMAT.md, "The header page": one more than the
+    /// writer's snapshot's, unless it is a checkpoint's page-1 commit).
+    /// Returns once the commit is durable per the durability mode (a commit
+    /// with `sync: false` is not synced: the checkpoint that makes one syncs
+    /// the log next). On a thrown error nothing is committed.
+    func commit(_ pages: [Page], pageCount: UInt32, changeCounter: UInt64, sync: Bool = true) throws(KuraError) {
         precondition(!pages.isEmpty)
         try prepareLogForAppend()
         let sorted = pages.sorted { $0.number < $1.number }
@@ -677,7 +710,7 @@ final class Pager: @unchecked Sendable {
         sharedHeader?.beginChange()
         let pending: WriteAheadLog.PendingCommit
         do {
-            pending = try wal.writeFrames(sorted, pageCount: pageCount, sync: durability == .full, fullSync: true)
+            pending = try wal.writeFrames(sorted, pageCount: pageCount, sync: sync && durability == .full, fullSync: true)
         } catch {
             // The frames may be complete on disk even though the write or sync
             // failed: cut them off so that no one ever reads them as committed.
@@ -693,7 +726,7 @@ final class Pager: @unchecked Sendable {
                 p.referenced = true
                 cache.put(PageCache.frameKey(generation: wal.generation, frame: firstFrame + k), p)
             }
-            latest = Snapshot(generation: wal.generation, maxFrame: wal.maxFrame, pageCount: pageCount)
+            latest = Snapshot(generation: wal.generation, maxFrame: wal.maxFrame, pageCount: pageCount, changeCounter: changeCounter)
             if !skipsSharedPublishForTesting { sharedHeader?.publish(wal.state) }
         }
     }
@@ -827,6 +860,7 @@ final class Pager: @unchecked Sendable {
                 if truncatingLog { try wal.truncateStaleFrames() }
                 return true
             }
+            try logPageOneForCheckpoint()
             // From here until the publish after the reset, the store file may
             // hold pages newer than a reader's index: the shared header says
             // "changing", and keeps saying it if this checkpoint fails or the
@@ -860,7 +894,8 @@ final class Pager: @unchecked Sendable {
                         }
                     }
                 }
-                let current = Snapshot(generation: wal.generation, maxFrame: newest, pageCount: wal.committedPageCount)
+                let current = Snapshot(generation: wal.generation, maxFrame: newest, pageCount: wal.committedPageCount,
+                                       changeCounter: latest.changeCounter)
                 let numbers = wal.index.frames.keys.filter { $0 <= current.pageCount }.sorted()
                 return (current, numbers, min(numbers.count, cache.capacity))
             }
@@ -908,7 +943,8 @@ final class Pager: @unchecked Sendable {
                 try wal.reset(sync: false, truncate: truncatingLog)
                 cache.removeFrames()
                 for p in written { cache.put(UInt64(p.number), p) }
-                latest = Snapshot(generation: wal.generation, maxFrame: 0, pageCount: current.pageCount)
+                latest = Snapshot(generation: wal.generation, maxFrame: 0, pageCount: current.pageCount,
+                                  changeCounter: current.changeCounter)
                 sharedHeader?.publish(wal.state)
             }
             // The new log header is synced outside `state` (readers' page
@@ -927,6 +963,30 @@ final class Pager: @unchecked Sendable {
             return true
         }
         return done ?? false
+    }
+
+    /// Before a checkpoint copies the log: makes the log's newest page 1 one
+    /// written by its last commit, holding the change counter after it, so
+    /// that the store file's page 1 says the counter once the log is reset
+    /// (FORMAT.md, "Checkpoint"). In format 4 most commits leave page 1 out;
+    /// then this commits page 1 alone with the counter unchanged (a commit
+    /// that does not count). The page goes through the log, never straight
+    /// into the file, where a torn write could not be repaired. Not synced
+    /// here: the checkpoint syncs the log next. Caller is the writer, inside
+    /// the checkpoint's exclusive reader lock.
+    private func logPageOneForCheckpoint() throws(KuraError) {
+        let (snapshot, header, needed) = try state.withLock { () throws(KuraError) -> (Snapshot, Page, Bool) in
+            let s = latest
+            precondition(s.generation == wal.generation && s.maxFrame == wal.maxFrame && !s.detached,
+                         "a checkpoint runs as the writer, on the newest snapshot")
+            let h = try pageLocked(1, s)
+            guard let p = wal.index.lookup(1, limit: s.maxFrame) else { return (s, h, true) }
+            return (s, h, wal.commits(from: p, through: s.maxFrame) != 1 || h.headerChangeCounter != s.changeCounter)
+        }
+        guard needed else { return }
+        let p = Page(copying: header)
+        p.headerChangeCounter = snapshot.changeCounter
+        try commit([p], pageCount: snapshot.pageCount, changeCounter: snapshot.changeCounter, sync: false)
     }
 
     /// Removes the store file and its log if no other connection has the store

@@ -80,6 +80,27 @@ final class WriteAheadLog {
     /// Database page count after the last committed transaction (0 if none).
     private(set) var committedPageCount: UInt32 = 0
     private(set) var index = WALFrameIndex()
+    /// Frame numbers of the committed log's commit frames, ascending (one per
+    /// transaction): the change counter is derived from them (Pager,
+    /// `changeCounterLocked`).
+    private(set) var commitFrames: [Int] = []
+
+    /// Number of commit frames numbered `from ... through`.
+    func commits(from first: Int, through last: Int) -> Int {
+        guard first <= last else { return 0 }
+        return Self.position(after: last, in: commitFrames) - Self.position(after: first - 1, in: commitFrames)
+    }
+
+    /// How many elements of the ascending `list` are <= `value`.
+    private static func position(after value: Int, in list: [Int]) -> Int {
+        var lo = 0
+        var hi = list.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if list[mid] <= value { lo = mid + 1 } else { hi = mid }
+        }
+        return lo
+    }
 
     /// The committed state indexed, as the shared header holds it
     /// (SharedLogHeader.swift); all zero without a valid header.
@@ -158,6 +179,7 @@ final class WriteAheadLog {
         lastChecksum = headerChecksum
         committedPageCount = 0
         index = WALFrameIndex()
+        commitFrames = []
     }
 
     private func parseHeader(_ h: [UInt8]) -> (generation: UInt32, salt1: UInt32, salt2: UInt32, checksum: UInt64)? {
@@ -182,6 +204,7 @@ final class WriteAheadLog {
         let start = maxFrame
         var scanner = LogScanner(pageSize: pageSize, salt1: salt1, salt2: salt2, chain: lastChecksum, framesBefore: start)
         var pages: [UInt32] = []
+        var commitsSeen: [Int] = []
         let lastFrame = start + available
         var frame = start + 1
         scan: while frame <= lastFrame {
@@ -196,6 +219,7 @@ final class WriteAheadLog {
                 let check = buffer.withUnsafeBytes { b in scanner.next(b.baseAddress! + k * frameSize) }
                 guard check.problem == nil else { break scan }
                 pages.append(check.page)
+                if check.commit != 0 { commitsSeen.append(frame) }
                 frame += 1
             }
         }
@@ -203,6 +227,9 @@ final class WriteAheadLog {
         guard committed > 0 else { return 0 }
         for k in 0..<committed { index.frames[pages[k], default: []].append(start + 1 + k) }
         maxFrame = start + committed
+        // The scan's committed prefix ends at a commit frame: every commit
+        // frame seen up to it is one.
+        for f in commitsSeen where f <= maxFrame { commitFrames.append(f) }
         lastChecksum = scanner.committedChain
         committedPageCount = scanner.committedPageCount
         return committed
@@ -350,6 +377,7 @@ final class WriteAheadLog {
     func publish(_ c: PendingCommit) {
         for (k, page) in c.pages.enumerated() { index.frames[page, default: []].append(maxFrame + 1 + k) }
         maxFrame += c.pages.count
+        commitFrames.append(maxFrame)
         lastChecksum = c.chain
         committedPageCount = c.pageCount
         uncommittedPages.removeAll()
