@@ -117,18 +117,20 @@ final class ResolvedTable: Sendable {
 ///   table's catalog ID is checked too.
 /// - table counters as of one snapshot (the last one a reader stored them
 ///   for). A snapshot's pages never change, so its counters do not either. The
-///   snapshot is held weakly (it may hold preserved pages): once it is gone the
-///   reference reads nil and matches no other snapshot.
+///   snapshot is named by its serial, never reused, rather than held (it may
+///   hold preserved pages) or referenced weakly (which would slow every
+///   retain of it, see `Snapshot.serial`).
 ///
 /// Thread rules: any thread; lookups take `lock` shared (readers of one
 /// connection look up side by side), stores exclusively.
 final class TableHandleCache: @unchecked Sendable {
     // @unchecked Sendable: every field is guarded by `lock` (a readers-writer
-    // lock: only loads happen under it shared, including of the weak reference).
+    // lock: only loads happen under it shared).
     private let lock = ReadWriteLock()
     private var key: CatalogCache.Key?
     private var tables: [String: ResolvedTable] = [:]
-    private weak var countersSnapshot: Snapshot?
+    /// `Snapshot.serial` of the snapshot `counters` hold; 0 for none.
+    private var countersSnapshot: UInt64 = 0
     private var counters: [Int64: TableCounters] = [:]
 
     /// The table resolved as `name` at catalog `key`, and its counters if they
@@ -136,13 +138,13 @@ final class TableHandleCache: @unchecked Sendable {
     func lookup(_ name: String, key: CatalogCache.Key, snapshot: Snapshot) -> (ResolvedTable, TableCounters?)? {
         lock.withShared {
             guard self.key == key, let r = tables[name] else { return nil }
-            return (r, countersSnapshot === snapshot ? counters[r.entry.id] : nil)
+            return (r, countersSnapshot == snapshot.serial ? counters[r.entry.id] : nil)
         }
     }
 
     /// Counters of table `id` in `snapshot`, if stored.
     func counters(_ id: Int64, snapshot: Snapshot) -> TableCounters? {
-        lock.withShared { countersSnapshot === snapshot ? counters[id] : nil }
+        lock.withShared { countersSnapshot == snapshot.serial ? counters[id] : nil }
     }
 
     func store(_ r: ResolvedTable, key: CatalogCache.Key) {
@@ -157,8 +159,8 @@ final class TableHandleCache: @unchecked Sendable {
 
     func store(_ c: TableCounters, id: Int64, snapshot: Snapshot) {
         lock.withLock {
-            if countersSnapshot !== snapshot {
-                countersSnapshot = snapshot
+            if countersSnapshot != snapshot.serial {
+                countersSnapshot = snapshot.serial
                 counters.removeAll(keepingCapacity: true)
             }
             counters[id] = c

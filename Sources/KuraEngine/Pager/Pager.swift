@@ -84,11 +84,36 @@ final class Snapshot: @unchecked Sendable {
     /// `state` exclusively to empty `preserved`.
     var mayHavePreserved = false
 
+    /// Unique among the snapshots of this process, never reused: caches keyed
+    /// by a snapshot hold this instead of a weak reference (a weak reference
+    /// gives the object a side table, and every retain and release of it, one
+    /// per transaction of every reader, then takes the runtime's slow path).
+    let serial: UInt64
+
     init(generation: UInt32, maxFrame: Int, pageCount: UInt32, changeCounter: UInt64) {
         self.generation = generation
         self.maxFrame = maxFrame
         self.pageCount = pageCount
         self.changeCounter = changeCounter
+        serial = Snapshot.serials.next()
+    }
+
+    /// Hands out serials; snapshots are made per commit or log refresh, not
+    /// per transaction, so a mutex costs nothing that matters.
+    private static let serials = SerialCounter()
+}
+
+/// A process-wide counter (`Snapshot.serial`).
+final class SerialCounter: @unchecked Sendable {
+    // @unchecked Sendable: `last` is guarded by `lock`.
+    private let lock = ThreadLock()
+    private var last: UInt64 = 0
+
+    func next() -> UInt64 {
+        lock.withLock {
+            last += 1
+            return last
+        }
     }
 }
 
