@@ -9,7 +9,9 @@
 //     acknowledged transaction, or after the one in flight, never anything else
 //     (so the in-flight transaction is all there or not at all);
 //   - `checkIntegrity()` is clean; at every fourth point, also after a
-//     checkpoint and one more commit.
+//     checkpoint and one more commit;
+//   - the change counter is the one the matching state had when it was
+//     acknowledged (the transaction in flight: one more).
 //
 // A dry run first counts the crash points of a workload; the default run samples
 // 1,500 (point, image seed) pairs per workload; KURA_LONG=1 checks every point
@@ -86,7 +88,8 @@ final class ReliabilityCrashMatrixTests: XCTestCase {
                 let deep = rec.result.checked % 4 == 0
                 rec.result.checked += 1
                 if deep { rec.result.deep += 1 }
-                if let failure = verifyRecovered(image, path: path, w, allowed: allowed, deep: deep) {
+                if let failure = verifyRecovered(image, path: path, w, allowed: allowed, deep: deep,
+                                                 expectedCounter: { runner.expectedCounter($0) }) {
                     rec.result.failures.append("point \(point) (before \(op.map { "\($0)" } ?? "end")) seed \(seed), \(runner.acknowledged) acknowledged\(runner.inFlight ? " + 1 in flight" : ""): \(failure)")
                 }
             }

@@ -430,12 +430,25 @@ final class WorkloadRunner: @unchecked Sendable {
     private(set) var database: Database?
     /// Pages the transactions had spilled to the log when they ended.
     private(set) var spilledPages = 0
+    /// The store's change counter in each acknowledged state (index 0: the
+    /// new store), read from the connection after the step.
+    private(set) var counters: [UInt64] = []
+
+    /// The change counter state `i` must have: as recorded, or, for the
+    /// transaction in flight, one more than the last acknowledged state's
+    /// (every transaction step changes something).
+    func expectedCounter(_ i: Int) -> UInt64? {
+        if i < counters.count { return counters[i] }
+        if i == counters.count, let last = counters.last { return last + 1 }
+        return nil
+    }
 
     func run(_ w: Workload, path: String, fs: FileSystem) throws {
         var o = w.options
         o.fileSystem = fs
         var db = try Database(path: path, options: o)
         database = db
+        counters = [try db.changeCounter()]
         for step in w.steps {
             switch step {
             case .transaction(let ops):
@@ -445,6 +458,7 @@ final class WorkloadRunner: @unchecked Sendable {
                     spilledPages += tx.writer?.spilledPageCount ?? 0
                 }
                 acknowledged += 1
+                counters.append(try db.changeCounter())
                 inFlight = false
                 if db.logFrameCount == 0 { durableFloor = acknowledged }
             case .checkpoint:
@@ -453,6 +467,7 @@ final class WorkloadRunner: @unchecked Sendable {
                 inFlight = true
                 try db.compact()
                 acknowledged += 1
+                counters.append(try db.changeCounter())
                 inFlight = false
                 if db.logFrameCount == 0 { durableFloor = acknowledged }
             case .rollback(let ops):
@@ -486,9 +501,13 @@ final class WorkloadRunner: @unchecked Sendable {
 }
 
 /// Opens the store at `path` in `image`, and checks that it holds one of
-/// `w.states[allowed]` and passes the integrity check; with `deep`, also that a
-/// checkpoint and a further commit keep it so. Returns a failure description.
-func verifyRecovered(_ image: FileSystem, path: String, _ w: Workload, allowed: ClosedRange<Int>, deep: Bool) -> String? {
+/// `w.states[allowed]` and passes the integrity check, and, given
+/// `expectedCounter`, that its change counter is the one of a state it
+/// matches (FORMAT.md, "The change counter": a crash neither moves it back
+/// nor counts a commit twice); with `deep`, also that a checkpoint and a
+/// further commit keep it so. Returns a failure description.
+func verifyRecovered(_ image: FileSystem, path: String, _ w: Workload, allowed: ClosedRange<Int>, deep: Bool,
+                     expectedCounter: ((Int) -> UInt64?)? = nil) -> String? {
     var o = w.options
     o.fileSystem = image
     do {
@@ -501,6 +520,13 @@ func verifyRecovered(_ image: FileSystem, path: String, _ w: Workload, allowed: 
         }
         let problems = try db.read { tx in try tx.checkIntegrity() }
         if !problems.isEmpty { return "integrity: \(problems.prefix(3))" }
+        if let expectedCounter {
+            let counter = try db.changeCounter()
+            let expected = allowed.filter { w.states[$0] == state }.compactMap(expectedCounter)
+            if !expected.isEmpty && !expected.contains(counter) {
+                return "change counter \(counter) after recovery; the matching states had \(expected)"
+            }
+        }
         if deep {
             try db.checkpoint()
             try db.write { tx in

@@ -1002,8 +1002,11 @@ final class Pager: @unchecked Sendable {
     private func logPageOneForCheckpoint() throws(KuraError) {
         let (snapshot, header, needed) = try state.withLock { () throws(KuraError) -> (Snapshot, Page, Bool) in
             let s = latest
-            precondition(s.generation == wal.generation && s.maxFrame == wal.maxFrame && !s.detached,
-                         "a checkpoint runs as the writer, on the newest snapshot")
+            // The writer's commits keep `latest` at the log's end; should that
+            // ever not hold, copying now could lose the counter: postpone.
+            guard s.generation == wal.generation && s.maxFrame == wal.maxFrame && !s.detached else {
+                throw KuraError(.busy, "checkpoint postponed: this connection's newest snapshot is not the end of the log; the next checkpoint retries", path: path)
+            }
             let h = try pageLocked(1, s)
             guard let p = wal.index.lookup(1, limit: s.maxFrame) else { return (s, h, true) }
             return (s, h, wal.commits(from: p, through: s.maxFrame) != 1 || h.headerChangeCounter != s.changeCounter)
