@@ -116,7 +116,8 @@ final class ResolvedTable: Sendable {
 ///   header page has another key finds nothing here and resolves again; the
 ///   table's catalog ID is checked too.
 /// - table counters as of one snapshot (the last one a reader stored them
-///   for). A snapshot's pages never change, so its counters do not either. The
+///   for), and the read handles made for that snapshot, which its later
+///   transactions share instead of each making its own (`sharedHandle`). A snapshot's pages never change, so its counters do not either. The
 ///   snapshot is named by its serial, never reused, rather than held (it may
 ///   hold preserved pages) or referenced weakly (which would slow every
 ///   retain of it, see `Snapshot.serial`).
@@ -129,9 +130,40 @@ final class TableHandleCache: @unchecked Sendable {
     private let lock = ReadWriteLock()
     private var key: CatalogCache.Key?
     private var tables: [String: ResolvedTable] = [:]
-    /// `Snapshot.serial` of the snapshot `counters` hold; 0 for none.
+    /// `Snapshot.serial` of the snapshot `counters` and `snapshotHandles`
+    /// hold; 0 for none.
     private var countersSnapshot: UInt64 = 0
     private var counters: [Int64: TableCounters] = [:]
+    /// Read handles of that snapshot by table name. Shared by read
+    /// transactions on any thread, so never changed once stored: a read
+    /// handle's column map is made before it is stored (`share`), and read
+    /// transactions never change a handle's `info`, `dirty` or field buffers
+    /// (only a write transaction's `HotTable`, which is never stored here).
+    private var snapshotHandles: [String: TableHandle] = [:]
+
+    /// The read handle of table `name` stored for `snapshot`, if any.
+    func sharedHandle(_ name: String, snapshot: Snapshot) -> TableHandle? {
+        lock.withShared { countersSnapshot == snapshot.serial ? snapshotHandles[name] : nil }
+    }
+
+    /// Stores read handle `h`, made in a read transaction of `snapshot`, for
+    /// that snapshot's later transactions.
+    func share(_ h: TableHandle, snapshot: Snapshot) {
+        _ = h.columns
+        lock.withLock {
+            moveTo(snapshot)
+            snapshotHandles[h.info.name] = h
+        }
+    }
+
+    /// Makes `snapshot` the one counters and handles are kept for. Caller
+    /// holds `lock` exclusively.
+    private func moveTo(_ snapshot: Snapshot) {
+        guard countersSnapshot != snapshot.serial else { return }
+        countersSnapshot = snapshot.serial
+        counters.removeAll(keepingCapacity: true)
+        snapshotHandles.removeAll(keepingCapacity: true)
+    }
 
     /// The table resolved as `name` at catalog `key`, and its counters if they
     /// are known for `snapshot`.
@@ -159,10 +191,7 @@ final class TableHandleCache: @unchecked Sendable {
 
     func store(_ c: TableCounters, id: Int64, snapshot: Snapshot) {
         lock.withLock {
-            if countersSnapshot != snapshot.serial {
-                countersSnapshot = snapshot.serial
-                counters.removeAll(keepingCapacity: true)
-            }
+            moveTo(snapshot)
             counters[id] = c
         }
     }

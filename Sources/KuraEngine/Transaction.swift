@@ -207,10 +207,15 @@ public class ReadTransaction {
     /// an earlier read transaction at the same schema (`TableHandleCache`),
     /// with this snapshot's counters; nil if it has not resolved it (or this
     /// is a write transaction).
+    ///
+    /// A handle made here is shared with the snapshot's later transactions
+    /// (`TableHandleCache.share`): a snapshot has one catalog and one set of
+    /// counters, so its handle of a table never changes.
     private func cachedAcrossTransactions(_ name: String) throws(KuraError) -> TableHandle? {
         guard let s = snapshotPages else { return nil }
-        let header = try s.page(1)
         let cache = database.tableHandleCache
+        if let h = cache.sharedHandle(name, snapshot: s.snapshot) { return remember(h) }
+        let header = try s.page(1)
         guard let (resolved, known) = cache.lookup(name, key: CatalogCache.Key(header), snapshot: s.snapshot) else { return nil }
         let info: TableInfo
         if let known {
@@ -218,7 +223,9 @@ public class ReadTransaction {
         } else {
             info = try withCounters(resolved.entry)
         }
-        return remember(TableHandle(info: info, resolved: resolved))
+        let h = TableHandle(info: info, resolved: resolved)
+        cache.share(h, snapshot: s.snapshot)
+        return remember(h)
     }
 
     /// Makes `h` this transaction's handle of its table (the last one used).
