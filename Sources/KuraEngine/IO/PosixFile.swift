@@ -103,12 +103,16 @@ func posixError(_ e: Int32, _ call: String, _ path: String) -> KuraError {
 /// A file opened with `open(2)`.
 final class PosixFile: StorageFile, @unchecked Sendable {
     // @unchecked Sendable: `fd` is immutable after init except in `close`, which the
-    // owner calls once when no other thread uses the handle; `lockState` is guarded
+    // owner calls once when no other thread uses the handle; `held` is guarded
     // by `stateLock`. pread/pwrite are thread-safe on one descriptor.
     private var fd: Int32
     let path: String
     private let stateLock = ThreadLock()
-    private var held: [LockByte: LockMode] = [:]
+    /// The mode this handle holds each lock byte in (nil: not held). Four
+    /// fixed slots, not a dictionary: a read transaction takes and gives back
+    /// the reader byte, and hashing the key cost as much as a third of the
+    /// system call.
+    private var held = HeldLocks()
 
     init(fd: Int32, path: String) {
         self.fd = fd
@@ -224,7 +228,7 @@ final class PosixFile: StorageFile, @unchecked Sendable {
         stateLock.withLock {
             if fd >= 0 { _ = systemClose(fd) }
             fd = -1
-            held.removeAll()
+            held = HeldLocks()
         }
     }
 
@@ -249,3 +253,30 @@ final class PosixFile: StorageFile, @unchecked Sendable {
 
 @inline(__always)
 private func systemClose(_ fd: Int32) -> Int32 { close(fd) }
+
+/// One optional `LockMode` per `LockByte` (PosixFile's bookkeeping).
+struct HeldLocks {
+    private var writer: LockMode?
+    private var reader: LockMode?
+    private var create: LockMode?
+    private var open: LockMode?
+
+    subscript(byte: LockByte) -> LockMode? {
+        get {
+            switch byte {
+            case .writer: return writer
+            case .reader: return reader
+            case .create: return create
+            case .open: return open
+            }
+        }
+        set {
+            switch byte {
+            case .writer: writer = newValue
+            case .reader: reader = newValue
+            case .create: create = newValue
+            case .open: open = newValue
+            }
+        }
+    }
+}
