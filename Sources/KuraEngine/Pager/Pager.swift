@@ -837,7 +837,10 @@ final class Pager: @unchecked Sendable {
     /// open any more. Caller holds `txnLock`.
     private func releaseReaderByte() {
         file.unlock(.reader)
-        state.withLock { readerLockLost = false }
+        // Every write of `readerLockLost` holds `txnLock` too, so it can be
+        // read here without `state`; taking `state` exclusively at the end of
+        // every read transaction would stall the other readers' page lookups.
+        if readerLockLost { state.withLock { readerLockLost = false } }
     }
 
     /// Turns the exclusive reader lock back into a shared one for this
@@ -868,7 +871,8 @@ final class Pager: @unchecked Sendable {
     }
 
     /// Set when this connection could not keep the reader lock while transactions
-    /// were open; cleared when the last of them ends. Guarded by `state`.
+    /// were open; cleared when the last of them ends. Written under both
+    /// `txnLock` and `state` (exclusive), so either lock suffices to read it.
     private var readerLockLost = false
 
     /// Copies the log into the database file and resets the log. The caller holds
