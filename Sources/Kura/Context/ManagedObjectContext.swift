@@ -22,6 +22,23 @@
 
 import Foundation
 
+/// The link from a context's objects to the context (`ManagedObject.managedObjectContext`),
+/// in place of a weak reference to the context.
+///
+/// Invariant: `context` is the context that made the link while that context
+/// lives, and nil from the first statement of its deinit on (the context
+/// clears it; nothing else sets it). A context and its objects are used on
+/// one thread or actor (neither is `Sendable`), so the context's deallocation
+/// never runs beside a read of its link: a read sees the live context or nil,
+/// never a deallocated one. `unowned(unsafe)` holds the context without a
+/// side table (a weak reference would make one, slowing every retain and
+/// release of the context) and without keeping it alive (an object must not
+/// keep its context alive, as in Core Data).
+final class ContextLink {
+    unowned(unsafe) var context: ManagedObjectContext?
+    init(_ context: ManagedObjectContext) { self.context = context }
+}
+
 /// A context: the Kura counterpart of NSManagedObjectContext.
 ///
 /// Thread rules: not `Sendable`. Use a context and its objects on one thread or
@@ -242,7 +259,15 @@ public final class ManagedObjectContext {
         registry = ObjectRegistry(identity: identity)
     }
 
-    deinit { finishStreams() }
+    /// What this context's objects reach it through (ContextLink): cleared
+    /// first thing when the context is deallocated, so that from then on
+    /// its objects read a nil `managedObjectContext`, as a weak reference would.
+    private(set) lazy var link = ContextLink(self)
+
+    deinit {
+        link.context = nil
+        finishStreams()
+    }
 
     /// The container's open store, resolved once it is loaded (then kept:
     /// no lock per access; PersistentContainer+Loading.swift).

@@ -41,8 +41,19 @@ open class ManagedObject: CustomStringConvertible {
     public let entity: EntityDescription
     /// The object's ID (temporary until first saved).
     public internal(set) var objectID: ManagedObjectID
-    /// The context the object belongs to (nil once it was removed from it).
-    public internal(set) weak var managedObjectContext: ManagedObjectContext?
+    /// The context the object belongs to (nil once it was removed from it,
+    /// or once the context was deallocated).
+    public internal(set) var managedObjectContext: ManagedObjectContext? {
+        @inline(__always) get { contextLink?.context }
+        set { contextLink = newValue?.link }
+    }
+    /// The object's way to its context (ContextLink, in ManagedObjectContext.swift):
+    /// a strong reference to the context's link, which the context clears
+    /// when it is deallocated. Not a weak reference to the context: that
+    /// would give the context a side table, which slows down every retain
+    /// and release of it, and make every object pay a weak store, load and
+    /// destroy.
+    var contextLink: ContextLink?
 
     /// Attribute values by ordinal (AttributeValues.swift).
     var values: AttributeValues {
