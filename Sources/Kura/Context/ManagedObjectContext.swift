@@ -294,7 +294,23 @@ public final class ManagedObjectContext {
     }
 
     /// Objects inserted and not yet saved.
-    public var insertedObjects: [ManagedObject] { inserted.filter { !$0.isDeleted } }
+    public var insertedObjects: [ManagedObject] { liveInserted }
+
+    /// `inserted` without the objects deleted since: the array itself
+    /// (shared, not copied) when none was deleted, as in most saves.
+    var liveInserted: [ManagedObject] {
+        inserted.contains(where: \.isDeleted) ? inserted.filter { !$0.isDeleted } : inserted
+    }
+
+    /// The lists joined in order; the only non-empty one itself (shared, not
+    /// copied) when the others are empty, as in a save that only inserts.
+    static func joined(_ lists: [ManagedObject]...) -> [ManagedObject] {
+        var out: [ManagedObject] = []
+        for l in lists where !l.isEmpty {
+            if out.isEmpty { out = l } else { out += l }
+        }
+        return out
+    }
     /// Saved objects with unsaved changes.
     public var updatedObjects: [ManagedObject] { touchedOrder.filter { !$0.isDeleted && $0.hasChangedValues } }
     /// Objects deleted and not yet saved (inserted-then-deleted ones excluded).
