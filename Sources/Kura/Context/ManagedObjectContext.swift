@@ -276,6 +276,8 @@ public final class ManagedObjectContext {
     private var lastLayout: (entity: EntityDescription, layout: RowLayout)?
     /// The last entity `entity(named:)` resolved.
     private var lastEntity: EntityDescription?
+    /// The last class `insertableEntity(ofClass:)` resolved, with its entity.
+    private var lastInsertedClass: (type: ObjectIdentifier, entity: EntityDescription)?
     var store: LoadedStore {
         if let s = cachedStore { return s }
         let s = container.storeSlot.current
@@ -346,6 +348,20 @@ public final class ManagedObjectContext {
         // `insert` makes an `e.objectClass`, which is `type`.
         guard let o = try insert(e.name) as? T else { preconditionFailure("entity \(e.name) made an object that is not a \(type) (a Kura bug)") }
         return o
+    }
+
+    /// The entity `ManagedObject.init(context:)` inserts an object of class
+    /// `c` as, checked insertable (the last class asked for is kept with its
+    /// entity: a run of inserts of one class looks nothing up; the model of
+    /// a context never changes, and classes are never unloaded).
+    ///
+    /// - Throws: as `ManagedObjectModel.entity(forClass:)` and `checkInsertable`.
+    func insertableEntity(ofClass c: ManagedObject.Type) throws(KuraError) -> EntityDescription {
+        if let last = lastInsertedClass, last.type == ObjectIdentifier(c) { return last.entity }
+        let e = try model.entity(forClass: c)
+        try model.checkInsertable(e)
+        lastInsertedClass = (ObjectIdentifier(c), e)
+        return e
     }
 
     func register(inserted o: ManagedObject) {
@@ -586,6 +602,9 @@ public final class ManagedObjectContext {
 
     /// `willChange` for a key known to name an attribute.
     func willChangeAttribute(_ o: ManagedObject, key: String) {
+        // An object inserted in the pending batch, without undo recording,
+        // has nothing to note (what noteUpdated and noteTouched would find).
+        if o.isNew, undo == nil, noted(o) == .inserted { return }
         noteUpdated(o, key, attribute: true)
         noteTouched(o, key: key)
     }

@@ -129,23 +129,20 @@ open class ManagedObject: CustomStringConvertible {
     /// save or fetch throws it. `context.insert(T.self)` throws it at once.
     /// The same goes for the class of an abstract entity (`.invalidArgument`).
     public convenience init(context: ManagedObjectContext) {
-        let found: Result<EntityDescription, KuraError>
-        do {
-            let e = try context.model.entity(forClass: Self.self)
-            try context.model.checkInsertable(e)
-            found = .success(e)
-        } catch { found = .failure(error) }
         let e: EntityDescription
-        switch found {
-        case .success(let x): e = x
-        case .failure: e = EntityDescription(String(describing: Self.self), class: Self.self) {}
+        var failure: KuraError?
+        do {
+            e = try context.insertableEntity(ofClass: Self.self)
+        } catch {
+            failure = error
+            e = EntityDescription(String(describing: Self.self), class: Self.self) {}
         }
         self.init(entity: e, objectID: context.registry.newTemporaryID(e.name))
-        switch found {
-        case .success: context.register(inserted: self)
-        case .failure(let error):
-            readError = error
-            if context.pendingError == nil { context.pendingError = error }
+        if let failure {
+            readError = failure
+            if context.pendingError == nil { context.pendingError = failure }
+        } else {
+            context.register(inserted: self)
         }
     }
 
