@@ -83,4 +83,44 @@ final class InsertOnlySaveTests: XCTestCase {
         let i1 = try fresh.existingObject(with: items[1].objectID)
         XCTAssertEqual(try XCTUnwrap(i1.value(forKey: "tags") as? ObjectList).count, 0)
     }
+
+    func testAFailedInsertOnlySaveLeavesTheObjectsUnsavedAndARetrySavesThem() throws {
+        // The objects of a save that only inserts take their saved state as
+        // their rows are written; a failed commit must give it back.
+        let fs = FaultInjectingFileSystem()
+        var options = Database.Options()
+        options.fileSystem = fs
+        let container = try PersistentContainer(url: URL(fileURLWithPath: "/faulty/items.kura"), model: model(), options: options)
+        let context = container.newContext()
+        var objects: [ManagedObject] = []
+        for i in 0..<40 {
+            let o = try context.insert("Item")
+            try o.setValue("item \(i)", forKey: "name")
+            try o.setValue(Int64(i), forKey: "n")
+            objects.append(o)
+        }
+        fs.failOperation(.write, after: 1, with: .diskFull)
+        XCTAssertThrowsError(try context.save()) { err in XCTAssertEqual((err as? KuraError)?.code, .diskFull) }
+        XCTAssertEqual(context.insertedObjects.count, 40)
+        for (i, o) in objects.enumerated() {
+            XCTAssertTrue(o.isInserted && o.hasChanges && o.objectID.isTemporary, "\(o)")
+            XCTAssertEqual(o.changedValues()["name"] as? String, "item \(i)", "\(o) lost its unsaved values")
+            XCTAssertTrue(try o.committedValues(forKeys: ["name"]).isEmpty, "\(o) has committed values after a failed save")
+        }
+        XCTAssertEqual(try container.newContext().count(for: FetchRequest<ManagedObject>(entityName: "Item")), 0)
+
+        try objects[3].setValue("changed", forKey: "name")
+        try context.save()  // the fault was one-shot: retrying succeeds
+        for o in objects {
+            XCTAssertFalse(o.hasChanges, "\(o)")
+            XCTAssertTrue(o.changedValues().isEmpty, "\(o)")
+        }
+        XCTAssertEqual(try objects[3].committedValues(forKeys: ["name"])["name"] as? String, "changed")
+        try objects[5].setValue("later", forKey: "name")
+        XCTAssertTrue(objects[5].isUpdated)
+        XCTAssertEqual(context.updatedObjects.count, 1)
+        let fresh = container.newContext()
+        XCTAssertEqual(try fresh.existingObject(with: objects[3].objectID).value(forKey: "name") as? String, "changed")
+        XCTAssertEqual(try fresh.count(for: FetchRequest<ManagedObject>(entityName: "Item")), 40)
+    }
 }
