@@ -504,10 +504,10 @@ public final class ManagedObjectContext {
     /// then the version).
     func apply(_ row: [Value], to o: ManagedObject) {
         let layout = self.layout(of: o.entity)
-        var toOne: [String: ManagedObjectID] = [:]
-        var order: [String: Double] = [:]
+        var toOne = [String: ManagedObjectID]()  // init(), not the [:] literal (ManagedObject.swift)
+        var order = [String: Double]()
         // Transient relationships start over when a fault fires (RelationshipDescription.isTransient).
-        if o.isFault { o.transientRelated = [:] }
+        if o.isFault { o.transientRelated = .init() }
         // By ordinal, from the layout (iterating the descriptions would copy
         // each one); every slot gets a value, in order.
         var slots: [Value?] = []

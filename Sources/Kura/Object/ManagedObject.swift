@@ -67,17 +67,19 @@ open class ManagedObject: CustomStringConvertible {
     /// while `notedBatch` is the context's batch number (ContextNotifications.swift).
     var notedList: NoteList?
     var notedBatch: UInt64 = 0
-    var toOne: [String: ManagedObjectID] = [:]
+    // Empty dictionaries made with `init()`, not the `[:]` literal, which
+    // calls the literal initializer for every object made.
+    var toOne = [String: ManagedObjectID]()
     /// Position in an ordered to-many of the target (`<relationship>_order`).
-    var order: [String: Double] = [:]
+    var order = [String: Double]()
     /// Last saved state (nil for an object never saved).
     var savedValues: AttributeValues?
-    var savedToOne: [String: ManagedObjectID] = [:]
-    var savedOrder: [String: Double] = [:]
+    var savedToOne = [String: ManagedObjectID]()
+    var savedOrder = [String: Double]()
     /// The targets of transient relationships, by name, in order (never
     /// stored; Context+TransientRelationships.swift). Cleared when the object's
     /// values load from the store as a fault fires.
-    var transientRelated: [String: [ManagedObject]] = [:]
+    var transientRelated = [String: [ManagedObject]]()
     /// Whether the object's values are not loaded yet (they load on first access).
     public internal(set) var isFault = false
     /// Errors from subscript assignments, reported by the next save.
