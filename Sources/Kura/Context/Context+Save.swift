@@ -40,7 +40,7 @@ extension ManagedObjectContext {
         guard hasChanges else { return }
         prefetched = [:]
         try container.refuseWritesIfReadOnly("save")
-        let ins = inserted.filter { !$0.isDeleted }
+        let ins = liveInserted
         let upd = updatedObjects
         let del = deletedObjects
 
@@ -70,7 +70,7 @@ extension ManagedObjectContext {
                 let outer = self.enclosingTransaction
                 self.enclosingTransaction = tx
                 defer { self.enclosingTransaction = outer }
-                try self.validate(ins + upd, deleted: del)
+                try self.validate(Self.joined(ins, upd), deleted: del)
                 self.enclosingTransaction = outer
                 // Table handles, resolved once per save (the last one kept
                 // by entity: runs of one entity's objects hash no name).
@@ -90,23 +90,33 @@ extension ManagedObjectContext {
                 // IDs); the current run's table is kept aside.
                 var next: [String: Int64] = [:]
                 var run: (table: String, next: Int64)?
-                for o in ins {
+                func assign(_ o: ManagedObject) throws(KuraError) {
                     // An ID made permanent early (obtainPermanentIDs) names its reserved row.
                     if !o.objectID.isTemporary {
                         assigned.append(o.objectID.rowID)
-                        continue
+                        return
                     }
                     let t = o.entity.hierarchy.table
                     var r: (table: String, next: Int64)
                     if let current = run, current.table == t { r = current } else {
                         if let current = run { next[current.table] = current.next }
-                        r = (t, try next[t] ?? table(o.entity).nextRowID)
+                        if let n = next[t] { r = (t, n) } else { r = (t, try table(o.entity).nextRowID) }
                     }
                     assigned.append(r.next)
                     r.next += 1
                     run = r
                 }
-                if let current = run { next[current.table] = current.next }
+                // Row IDs are assigned before any row is written, so that rows
+                // can name inserted objects by to-one keys, and before the
+                // conflict check, so that a refused save writes nothing. A save
+                // that only inserts, in a model without to-one relationships,
+                // needs neither: it assigns each row ID as it writes the row
+                // (one pass over the inserted objects, not two).
+                let assignWhileWriting = upd.isEmpty && del.isEmpty && !self.model.hasToOneRelationships
+                if !assignWhileWriting {
+                    for o in ins { try assign(o) }
+                    if let current = run { next[current.table] = current.next }
+                }
                 func rowID(_ id: ManagedObjectID) -> Int64? {
                     guard id.isTemporary else { return id.rowID }
                     if let m = tempRowIDs { return m[id] }
@@ -157,6 +167,7 @@ extension ManagedObjectContext {
                     let layout = self.layout(of: e)
                     let t = try table(e)
                     for k in start..<end {
+                        if assignWhileWriting { try assign(ins[k]) }
                         var row = layout.row(ins[k], saved: false) { id in self.registered(id)?.isDeleted == true ? nil : rowID(id) }
                         row[layout.version] = .integer(1)
                         try tx.insert(row, into: t, rowID: assigned[k])
@@ -211,22 +222,29 @@ extension ManagedObjectContext {
         }
         lastMergeConflicts = conflicts
 
-        // Committed: make the context match the store.
+        // Committed: make the context match the store. Inserted objects have
+        // no resolution: what they hold is what was written, and becomes
+        // their saved state, after their to-one keys naming inserted objects
+        // took the new IDs. A model without to-one relationships has no such
+        // keys: then each inserted object is settled in one visit (one pass
+        // over what may be many objects, not two).
+        let renames = !ins.isEmpty && model.hasToOneRelationships
         var before: [ManagedObjectID] = []
-        before.reserveCapacity(ins.count)
+        if renames { before.reserveCapacity(ins.count) }
         registry.reserveCapacity(forMore: ins.count)
         for (o, rid) in zip(ins, assigned) {
             o.isNew = false
             let id = ManagedObjectID(entity: o.entity.name, rowID: rid)
-            before.append(o.objectID)
+            if renames { before.append(o.objectID) }
             registry[o.objectID] = nil
             o.objectID = id
             o.version = 1
             track(o, as: id)
+            if !renames { o.takeSavedState() }
         }
-        // To-one keys naming an inserted object take its new ID (the map of
-        // old to new IDs is made only if some object has a to-one key).
-        if !ins.isEmpty {
+        if renames {
+            // To-one keys naming an inserted object take its new ID (the map of
+            // old to new IDs is made only if some object has a to-one key).
             var renamed: [ManagedObjectID: ManagedObjectID]?
             for u in registry.values {
                 let o = u.takeUnretainedValue()
@@ -235,16 +253,10 @@ extension ManagedObjectContext {
                 renamed = map
                 for (k, v) in o.toOne { if let n = map[v] { o.toOne[k] = n } }
             }
+            for o in ins { o.takeSavedState() }
         }
         var gone: [ManagedObject] = []
         var tookStore: [(ManagedObject, Set<String>)] = []
-        // Inserted objects have no resolution: what they hold is what was written.
-        for o in ins {
-            o.savedValues = o.values
-            o.savedToOne = o.toOne
-            o.savedOrder = o.order
-            if !o.deferredErrors.isEmpty { o.deferredErrors = [] }
-        }
         for o in upd + del {
             switch resolutions[ObjectIdentifier(o)] {
             case .write(let row)?:
@@ -417,7 +429,8 @@ extension ManagedObjectContext {
                 if !r.isOptional && n == 0 { problems.append("\(o.objectID): relationship \"\(r.name)\" is required (rule: not optional) but is empty") }
             }
         }
-        for o in deleted + inserted.filter(\.isDeleted) {
+        // Only deny rules refuse a delete (a model without them has nothing to check here).
+        for o in model.hasDenyRules ? deleted + inserted.filter(\.isDeleted) : [] {
             for r in o.entity.relationships where r.deleteRule == .deny {
                 o.isDeleted = false
                 defer { o.isDeleted = true }
@@ -437,6 +450,8 @@ extension ManagedObjectContext {
     ///
     /// - Throws: read errors of the store (never taken as "no clash").
     func uniquenessProblems(_ objects: [ManagedObject]) throws(KuraError) -> [String] {
+        // A model without constraints has nothing to check (no pass over the objects).
+        guard model.hasUniquenessConstraints else { return [] }
         var problems: [String] = []
         var pendingSeen: [String: ManagedObjectID] = [:]
         for o in objects {
@@ -462,5 +477,18 @@ extension ManagedObjectContext {
             }
         }
         return problems
+    }
+}
+
+extension ManagedObject {
+    /// Makes the current values, to-one keys and positions the saved ones
+    /// (an inserted object after its save wrote them) and drops the deferred
+    /// write errors the save's validation reported.
+    @inline(__always)
+    func takeSavedState() {
+        savedValues = values
+        savedToOne = toOne
+        savedOrder = order
+        if !deferredErrors.isEmpty { deferredErrors = [] }
     }
 }

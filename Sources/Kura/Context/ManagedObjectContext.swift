@@ -22,6 +22,23 @@
 
 import Foundation
 
+/// The link from a context's objects to the context (`ManagedObject.managedObjectContext`),
+/// in place of a weak reference to the context.
+///
+/// Invariant: `context` is the context that made the link while that context
+/// lives, and nil from the first statement of its deinit on (the context
+/// clears it; nothing else sets it). A context and its objects are used on
+/// one thread or actor (neither is `Sendable`), so the context's deallocation
+/// never runs beside a read of its link: a read sees the live context or nil,
+/// never a deallocated one. `unowned(unsafe)` holds the context without a
+/// side table (a weak reference would make one, slowing every retain and
+/// release of the context) and without keeping it alive (an object must not
+/// keep its context alive, as in Core Data).
+final class ContextLink {
+    unowned(unsafe) var context: ManagedObjectContext?
+    init(_ context: ManagedObjectContext) { self.context = context }
+}
+
 /// A context: the Kura counterpart of NSManagedObjectContext.
 ///
 /// Thread rules: not `Sendable`. Use a context and its objects on one thread or
@@ -242,7 +259,15 @@ public final class ManagedObjectContext {
         registry = ObjectRegistry(identity: identity)
     }
 
-    deinit { finishStreams() }
+    /// What this context's objects reach it through (ContextLink): cleared
+    /// first thing when the context is deallocated, so that from then on
+    /// its objects read a nil `managedObjectContext`, as a weak reference would.
+    private(set) lazy var link = ContextLink(self)
+
+    deinit {
+        link.context = nil
+        finishStreams()
+    }
 
     /// The container's open store, resolved once it is loaded (then kept:
     /// no lock per access; PersistentContainer+Loading.swift).
@@ -251,6 +276,8 @@ public final class ManagedObjectContext {
     private var lastLayout: (entity: EntityDescription, layout: RowLayout)?
     /// The last entity `entity(named:)` resolved.
     private var lastEntity: EntityDescription?
+    /// The last class `insertableEntity(ofClass:)` resolved, with its entity.
+    private var lastInsertedClass: (type: ObjectIdentifier, entity: EntityDescription)?
     var store: LoadedStore {
         if let s = cachedStore { return s }
         let s = container.storeSlot.current
@@ -269,7 +296,23 @@ public final class ManagedObjectContext {
     }
 
     /// Objects inserted and not yet saved.
-    public var insertedObjects: [ManagedObject] { inserted.filter { !$0.isDeleted } }
+    public var insertedObjects: [ManagedObject] { liveInserted }
+
+    /// `inserted` without the objects deleted since: the array itself
+    /// (shared, not copied) when none was deleted, as in most saves.
+    var liveInserted: [ManagedObject] {
+        inserted.contains(where: \.isDeleted) ? inserted.filter { !$0.isDeleted } : inserted
+    }
+
+    /// The lists joined in order; the only non-empty one itself (shared, not
+    /// copied) when the others are empty, as in a save that only inserts.
+    static func joined(_ lists: [ManagedObject]...) -> [ManagedObject] {
+        var out: [ManagedObject] = []
+        for l in lists where !l.isEmpty {
+            if out.isEmpty { out = l } else { out += l }
+        }
+        return out
+    }
     /// Saved objects with unsaved changes.
     public var updatedObjects: [ManagedObject] { touchedOrder.filter { !$0.isDeleted && $0.hasChangedValues } }
     /// Objects deleted and not yet saved (inserted-then-deleted ones excluded).
@@ -305,6 +348,20 @@ public final class ManagedObjectContext {
         // `insert` makes an `e.objectClass`, which is `type`.
         guard let o = try insert(e.name) as? T else { preconditionFailure("entity \(e.name) made an object that is not a \(type) (a Kura bug)") }
         return o
+    }
+
+    /// The entity `ManagedObject.init(context:)` inserts an object of class
+    /// `c` as, checked insertable (the last class asked for is kept with its
+    /// entity: a run of inserts of one class looks nothing up; the model of
+    /// a context never changes, and classes are never unloaded).
+    ///
+    /// - Throws: as `ManagedObjectModel.entity(forClass:)` and `checkInsertable`.
+    func insertableEntity(ofClass c: ManagedObject.Type) throws(KuraError) -> EntityDescription {
+        if let last = lastInsertedClass, last.type == ObjectIdentifier(c) { return last.entity }
+        let e = try model.entity(forClass: c)
+        try model.checkInsertable(e)
+        lastInsertedClass = (ObjectIdentifier(c), e)
+        return e
     }
 
     func register(inserted o: ManagedObject) {
@@ -447,10 +504,10 @@ public final class ManagedObjectContext {
     /// then the version).
     func apply(_ row: [Value], to o: ManagedObject) {
         let layout = self.layout(of: o.entity)
-        var toOne: [String: ManagedObjectID] = [:]
-        var order: [String: Double] = [:]
+        var toOne = [String: ManagedObjectID]()  // init(), not the [:] literal (ManagedObject.swift)
+        var order = [String: Double]()
         // Transient relationships start over when a fault fires (RelationshipDescription.isTransient).
-        if o.isFault { o.transientRelated = [:] }
+        if o.isFault { o.transientRelated = .init() }
         // By ordinal, from the layout (iterating the descriptions would copy
         // each one); every slot gets a value, in order.
         var slots: [Value?] = []
@@ -545,6 +602,9 @@ public final class ManagedObjectContext {
 
     /// `willChange` for a key known to name an attribute.
     func willChangeAttribute(_ o: ManagedObject, key: String) {
+        // An object inserted in the pending batch, without undo recording,
+        // has nothing to note (what noteUpdated and noteTouched would find).
+        if o.isNew, undo == nil, noted(o) == .inserted { return }
         noteUpdated(o, key, attribute: true)
         noteTouched(o, key: key)
     }

@@ -143,7 +143,7 @@ extension ManagedObjectContext {
     func computeDerivedAttributes() throws(KuraError) {
         // Most models derive nothing: then no object needs looking at.
         guard model.entities.contains(where: { e in e.attributes.contains { $0.derivationExpression != nil } }) else { return }
-        let objects = inserted.filter { !$0.isDeleted } + updatedObjects
+        let objects = Self.joined(liveInserted, updatedObjects)
         guard objects.contains(where: { o in o.entity.attributes.contains { $0.derivationExpression != nil } }) else { return }
         let now = Date()
         for o in objects {

@@ -80,6 +80,15 @@ public final class ManagedObjectModel: Sendable {
     /// The topmost entity of each bound class (`topmostEntity(ofClass:)`,
     /// asked by every `init(context:)`), made once.
     let entitiesByClass: [ObjectIdentifier: EntityDescription]
+    /// Whether some entity has a to-one relationship (else no object holds a
+    /// to-one key: a save need not look for keys naming the objects it inserted).
+    let hasToOneRelationships: Bool
+    /// Whether some entity has a uniqueness constraint (else a save has no
+    /// object's values to check for clashes).
+    let hasUniquenessConstraints: Bool
+    /// Whether some relationship has the delete rule `.deny` (else a save
+    /// has no deleted object's relationships to check).
+    let hasDenyRules: Bool
 
     /// Builds and validates a model.
     ///
@@ -107,6 +116,9 @@ public final class ManagedObjectModel: Sendable {
             }
         }
         entitiesByClass = byClass
+        hasToOneRelationships = resolved.contains { e in e.relationships.contains { !$0.isToMany } }
+        hasUniquenessConstraints = resolved.contains { !$0.uniquenessConstraints.isEmpty }
+        hasDenyRules = resolved.contains { e in e.relationships.contains { $0.deleteRule == .deny } }
         for (name, members) in configurations.sorted(by: { $0.key < $1.key }) {
             for m in members where byName[m] == nil {
                 throw ModelError(message: "configuration \"\(name)\" names entity \"\(m)\", which the model does not have")

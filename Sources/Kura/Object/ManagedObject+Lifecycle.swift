@@ -116,7 +116,7 @@ extension ManagedObjectContext {
             // Objects whose to-many relationships changed are saved too (as
             // in Core Data), though only the other side's rows change.
             let relinked = notices.toManyTouched.values.filter { $0.managedObjectContext === self && !$0.isDeleted && !$0.isNew && !$0.hasChangedValues }
-            return inserted.filter { !$0.isDeleted } + updatedObjects + deletedObjects + relinked
+            return Self.joined(liveInserted, updatedObjects, deletedObjects, relinked)
         }
         // The first pass calls every pending object; its snapshots sit in an
         // array, so the common case (no hook changed anything) is settled by

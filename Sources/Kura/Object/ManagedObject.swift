@@ -41,8 +41,19 @@ open class ManagedObject: CustomStringConvertible {
     public let entity: EntityDescription
     /// The object's ID (temporary until first saved).
     public internal(set) var objectID: ManagedObjectID
-    /// The context the object belongs to (nil once it was removed from it).
-    public internal(set) weak var managedObjectContext: ManagedObjectContext?
+    /// The context the object belongs to (nil once it was removed from it,
+    /// or once the context was deallocated).
+    public internal(set) var managedObjectContext: ManagedObjectContext? {
+        @inline(__always) get { contextLink?.context }
+        set { contextLink = newValue?.link }
+    }
+    /// The object's way to its context (ContextLink, in ManagedObjectContext.swift):
+    /// a strong reference to the context's link, which the context clears
+    /// when it is deallocated. Not a weak reference to the context: that
+    /// would give the context a side table, which slows down every retain
+    /// and release of it, and make every object pay a weak store, load and
+    /// destroy.
+    var contextLink: ContextLink?
 
     /// Attribute values by ordinal (AttributeValues.swift).
     var values: AttributeValues {
@@ -56,17 +67,19 @@ open class ManagedObject: CustomStringConvertible {
     /// while `notedBatch` is the context's batch number (ContextNotifications.swift).
     var notedList: NoteList?
     var notedBatch: UInt64 = 0
-    var toOne: [String: ManagedObjectID] = [:]
+    // Empty dictionaries made with `init()`, not the `[:]` literal, which
+    // calls the literal initializer for every object made.
+    var toOne = [String: ManagedObjectID]()
     /// Position in an ordered to-many of the target (`<relationship>_order`).
-    var order: [String: Double] = [:]
+    var order = [String: Double]()
     /// Last saved state (nil for an object never saved).
     var savedValues: AttributeValues?
-    var savedToOne: [String: ManagedObjectID] = [:]
-    var savedOrder: [String: Double] = [:]
+    var savedToOne = [String: ManagedObjectID]()
+    var savedOrder = [String: Double]()
     /// The targets of transient relationships, by name, in order (never
     /// stored; Context+TransientRelationships.swift). Cleared when the object's
     /// values load from the store as a fault fires.
-    var transientRelated: [String: [ManagedObject]] = [:]
+    var transientRelated = [String: [ManagedObject]]()
     /// Whether the object's values are not loaded yet (they load on first access).
     public internal(set) var isFault = false
     /// Errors from subscript assignments, reported by the next save.
@@ -118,23 +131,20 @@ open class ManagedObject: CustomStringConvertible {
     /// save or fetch throws it. `context.insert(T.self)` throws it at once.
     /// The same goes for the class of an abstract entity (`.invalidArgument`).
     public convenience init(context: ManagedObjectContext) {
-        let found: Result<EntityDescription, KuraError>
-        do {
-            let e = try context.model.entity(forClass: Self.self)
-            try context.model.checkInsertable(e)
-            found = .success(e)
-        } catch { found = .failure(error) }
         let e: EntityDescription
-        switch found {
-        case .success(let x): e = x
-        case .failure: e = EntityDescription(String(describing: Self.self), class: Self.self) {}
+        var failure: KuraError?
+        do {
+            e = try context.insertableEntity(ofClass: Self.self)
+        } catch {
+            failure = error
+            e = EntityDescription(String(describing: Self.self), class: Self.self) {}
         }
         self.init(entity: e, objectID: context.registry.newTemporaryID(e.name))
-        switch found {
-        case .success: context.register(inserted: self)
-        case .failure(let error):
-            readError = error
-            if context.pendingError == nil { context.pendingError = error }
+        if let failure {
+            readError = failure
+            if context.pendingError == nil { context.pendingError = failure }
+        } else {
+            context.register(inserted: self)
         }
     }
 
