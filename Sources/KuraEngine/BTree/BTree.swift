@@ -78,16 +78,30 @@ struct BTree {
     /// recording the path (point reads).
     @inline(__always)
     func leaf<S: PageSource>(for key: UnsafeRawBufferPointer, _ s: S) throws(KuraError) -> Page {
+        try leaf(for: key, rowID: rowID(ofKey: key), s)
+    }
+
+    /// `leaf(for:)` with the row ID `key` encodes (`rowID(ofKey:)`), so that
+    /// each level of a table tree is searched by interpolation.
+    func leaf<S: PageSource>(for key: UnsafeRawBufferPointer, rowID: Int64?, _ s: S) throws(KuraError) -> Page {
         var number = root
         var p = try node(number, s)
         var depth = 0
         while !p.isLeafNode {
             guard depth < Self.maxDepth else { throw depthError(number) }
             depth += 1
-            number = p.child(p.lowerBound(key))
+            number = p.child(p.lowerBound(key, rowID: rowID))
             p = try node(number, s)
         }
         return p
+    }
+
+    /// The row ID `key` encodes when this is a table tree (for
+    /// `Page.lowerBound(_:rowID:)`); else nil.
+    @inline(__always)
+    func rowID(ofKey key: UnsafeRawBufferPointer) -> Int64? {
+        guard kind == .table, let b = key.baseAddress, let (v, n) = RowIDKey.decode(b, 0, key.count), n == key.count else { return nil }
+        return v
     }
 
     /// The value stored under `key`, or nil.
@@ -102,7 +116,7 @@ struct BTree {
 
     /// The value stored under `k` in `leaf` (the leaf that would hold it), or nil.
     func value<S: PageSource>(of k: UnsafeRawBufferPointer, in leaf: Page, _ s: S) throws(KuraError) -> [UInt8]? {
-        let i = leaf.lowerBound(k)
+        let i = leaf.lowerBound(k, rowID: rowID(ofKey: k))
         guard i < leaf.cellCount, leaf.compareKey(i, k) == 0 else { return nil }
         return try value(leaf, i, s)
     }
@@ -112,9 +126,10 @@ struct BTree {
     /// there is none. The bytes are valid only inside `body`.
     func withValue<S: PageSource, T>(_ k: UnsafeRawBufferPointer, _ s: S,
                                      _ body: (UnsafeRawBufferPointer) throws(KuraError) -> T) throws(KuraError) -> T? {
-        let leaf = try leaf(for: k, s)
+        let id = rowID(ofKey: k)
+        let leaf = try leaf(for: k, rowID: id, s)
         defer { withExtendedLifetime(leaf) {} }
-        let i = leaf.lowerBound(k)
+        let i = leaf.lowerBound(k, rowID: id)
         guard i < leaf.cellCount, leaf.compareKey(i, k) == 0 else { return nil }
         let v = leaf.leafValue(i)
         if v.overflow == 0 { return try body(UnsafeRawBufferPointer(start: leaf.bytes + v.offset, count: v.length)) }
@@ -124,8 +139,9 @@ struct BTree {
     /// Whether `key` is present.
     func contains<S: PageSource>(_ key: [UInt8], _ s: S) throws(KuraError) -> Bool {
         try key.withBytes { k throws(KuraError) -> Bool in
-            let leaf = try leaf(for: k, s)
-            let i = leaf.lowerBound(k)
+            let id = rowID(ofKey: k)
+            let leaf = try leaf(for: k, rowID: id, s)
+            let i = leaf.lowerBound(k, rowID: id)
             return i < leaf.cellCount && leaf.compareKey(i, k) == 0
         }
     }
@@ -230,22 +246,8 @@ struct TreePath {
 
     /// The leaf that holds (or would hold) `key`.
     mutating func leaf<S: PageSource>(for key: UnsafeRawBufferPointer, _ s: S) throws(KuraError) -> Page {
-        let depth = try descend(key, rowID(of: key), s)
+        let depth = try descend(key, tree.rowID(ofKey: key), s)
         return pages.page(depth).takeUnretainedValue()
-    }
-
-    /// The row ID `key` encodes when the tree is a table tree, for
-    /// `Page.rowIDLowerBound`; else nil.
-    @inline(__always)
-    private func rowID(of key: UnsafeRawBufferPointer) -> Int64? {
-        guard tree.kind == .table, let b = key.baseAddress, let (v, n) = RowIDKey.decode(b, 0, key.count), n == key.count else { return nil }
-        return v
-    }
-
-    @inline(__always)
-    private static func lowerBound(_ p: Page, _ key: UnsafeRawBufferPointer, _ rowID: Int64?) -> Int {
-        if let rowID { return p.rowIDLowerBound(key, rowID: rowID) }
-        return p.lowerBound(key)
     }
 
     /// Descends to the leaf for `key`, reusing the pages of the last descent
@@ -261,7 +263,7 @@ struct TreePath {
         var depth = 0
         while true {
             let (leaf, number, child) = pages.page(depth)._withUnsafeGuaranteedRef { p in
-                p.isLeafNode ? (true, p.number, UInt32(0)) : (false, p.number, p.child(Self.lowerBound(p, key, rowID)))
+                p.isLeafNode ? (true, p.number, UInt32(0)) : (false, p.number, p.child(p.lowerBound(key, rowID: rowID)))
             }
             if leaf { return depth }
             guard depth < BTree.maxDepth else { throw tree.depthError(number) }
@@ -287,10 +289,10 @@ struct TreePath {
     /// caller may keep: snapshot pages never change), or assembled from its
     /// overflow chain; nil if there is none.
     mutating func locate<S: PageSource>(_ key: UnsafeRawBufferPointer, _ s: S) throws(KuraError) -> LocatedValue? {
-        let id = rowID(of: key)
+        let id = tree.rowID(ofKey: key)
         let depth = try descend(key, id, s)
         let found: (index: Int, offset: Int, length: Int, overflow: UInt32)? = pages.page(depth)._withUnsafeGuaranteedRef { leaf in
-            let i = Self.lowerBound(leaf, key, id)
+            let i = leaf.lowerBound(key, rowID: id)
             guard i < leaf.cellCount, leaf.compareKey(i, key) == 0 else { return nil }
             let v = leaf.leafValue(i)
             return (i, v.offset, v.length, v.overflow)

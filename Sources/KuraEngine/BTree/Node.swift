@@ -227,6 +227,14 @@ extension Page {
         return lo
     }
 
+    /// `lowerBound(key)`, by interpolation (`rowIDLowerBound`) when `rowID`
+    /// is the row ID `key` encodes in a table tree (`BTree.rowID(ofKey:)`).
+    @inline(__always)
+    func lowerBound(_ key: UnsafeRawBufferPointer, rowID: Int64?) -> Int {
+        if let rowID { return rowIDLowerBound(key, rowID: rowID) }
+        return lowerBound(key)
+    }
+
     /// `lowerBound(key)` for a node of a table tree, whose keys are row IDs
     /// (`RowIDKey`) and `key` encodes `rowID`: the first probe is where `rowID`
     /// falls between the node's first and last row IDs (row IDs are allocated
