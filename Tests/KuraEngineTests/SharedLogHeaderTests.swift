@@ -280,6 +280,32 @@ final class SharedLogHeaderTests: XCTestCase {
         XCTAssertEqual(try rows(db), 6)
     }
 
+    /// Compaction copies page 1 from a scratch store of this build's format;
+    /// a store shared with connections of an older format must keep its own
+    /// version (they would otherwise read a format they do not know), and
+    /// its change counter goes on.
+    func testCompactionKeepsTheStoresFormat() throws {
+        let dir = try TemporaryDirectory()
+        let path = try makeStore(dir, rows: 50)
+        try downgrade(path, to: 3)
+        let other = try PosixFileSystem().open(path, create: false)
+        defer { other.close() }
+        XCTAssertTrue(try other.lock(.open, .shared))
+        let db = try Database(path: path)
+        defer { db.close() }
+        try db.write { tx in
+            let t = try tx.table("t")
+            for id in 1...40 { XCTAssertTrue(try tx.delete(from: t, rowID: Int64(id))) }
+        }
+        let before = try db.changeCounter()
+        _ = try db.compact()
+        XCTAssertEqual(try db.read { tx in try tx.headerPage().headerVersion }, 3)
+        XCTAssertEqual(try fileVersion(path), 3)
+        XCTAssertEqual(try db.changeCounter(), before + 1)
+        XCTAssertEqual(try rows(db), 10)
+        try db.read { tx in XCTAssertEqual(try tx.checkIntegrity(), []) }
+    }
+
     func testDestroyRemovesTheSharedHeaderFile() throws {
         let dir = try TemporaryDirectory()
         let path = try makeStore(dir)
