@@ -318,6 +318,7 @@ extension WriteTransaction {
         }
         var positions: [(Int, Value)] = []
         for (name, v) in changes { positions.append((try schema.column(name, table: info.name).position, v)) }
+        if let n = try updateInPlace(TableQuery(table, where: predicate), info, schema, set: positions) { return n }
         // The scan already read each row's record: it is the current one (no row
         // is visited twice, and updating one row leaves the others' records as
         // they are), so each update starts from it instead of descending again.
@@ -332,6 +333,51 @@ extension WriteTransaction {
     public func delete(from table: String, where predicate: KuraPredicate?) throws(KuraError) -> Int {
         let info = try self.table(table)
         return try deleteRows(try matchingRows(TableQuery(table, where: predicate)), from: info)
+    }
+
+    /// `update` of the rows an exact index plan selects (QueryPlanner, "Exact
+    /// plans"), when no index reads a changed column and the table has no
+    /// external columns; nil, changing nothing, in every other case.
+    ///
+    /// The row IDs come from the index alone (all of them before any row
+    /// changes), in row-ID order. Each row's record is read where it lies in
+    /// its leaf; when every changed value keeps its serial type (RecordPatch)
+    /// the new bodies are written over the old ones there
+    /// (`BTree.changeInPlace`): no copy of the record, no second lookup, no
+    /// cell replaced. Any other row (a value's type or size changes, an
+    /// overflowing record, one that does not store a changed column) takes
+    /// `updateRows`, as every row did before. The new values are validated
+    /// before any row changes.
+    private func updateInPlace(_ q: TableQuery, _ info: TableInfo, _ schema: TableSchema, set changes: [(Int, Value)]) throws(KuraError) -> Int? {
+        guard !schema.hasExternal, !changes.isEmpty else { return nil }
+        let cursor = try select(q)
+        let h = try hotTable(info)
+        let changed = Set(changes.map(\.0))
+        guard !h.indexes.contains(where: { $0.columns.contains { changed.contains($0.position) } }),
+              let ids = try cursor.exactMatchRowIDs() else { return nil }
+        // In column order, as `updateRows` validates them.
+        var validated: [(position: Int, value: Value)] = []
+        for (p, v) in changes.sorted(by: { $0.0 < $1.0 }) {
+            validated.append((p, try schema.validatedChange(v, at: p, table: h.info.name)))
+        }
+        var patch = RecordPatch(validated)
+        let tree = h.tree
+        var n = 0
+        for id in ids {
+            let outcome = try tree.changeInPlace(rowID: id, writer!, read: { b throws(KuraError) in try patch.preparesInPlace(b) },
+                                                 write: { patch.writeInPlace($0) })
+            switch outcome {
+            case .written:
+                changeCount += 1
+                n += 1
+            case .absent:
+                continue
+            case .declined:
+                guard let record = try tree.getThroughLastLeaf(RowIDKey.encode(id), writer!) else { continue }
+                n += try updateRows([Row(rowID: id, record: record)], in: info, schema: schema, set: changes)
+            }
+        }
+        return n
     }
 
     /// The matching rows first, so changing rows does not disturb the scan.

@@ -106,6 +106,20 @@ public final class QueryCursor {
         source.keepRowPaths()
     }
 
+    /// The row IDs of every row the query selects, in row-ID order, read from
+    /// the index alone, when the plan is exact (every entry in its key ranges
+    /// is a match: QueryPlanner, "Exact plans") and no join, offset or limit
+    /// applies; nil otherwise. Call before the first `next()`. A row ID whose
+    /// row is gone (deleted in this write transaction) is the caller's to
+    /// skip, as `next()` skips it.
+    func exactMatchRowIDs() throws(KuraError) -> [Int64]? {
+        guard plan.exact, case .index = plan.access, filters.isEmpty, query.offset == 0, query.limit == nil,
+              sorted == nil, returned == 0, skipped == 0 else { return nil }
+        try transaction.checkActive()
+        if let w = transaction.writer { return try candidateRowIDs(w) }
+        return try candidateRowIDs(transaction.snapshotPages!)
+    }
+
     /// Whether the record satisfies the predicate and every join.
     func matches<S: PageSource>(_ record: UnsafeRawBufferPointer, rowID: Int64, _ s: S) throws(KuraError) -> Bool {
         if let compiled, !(try compiled.matches(record)) { return false }
