@@ -351,17 +351,14 @@ extension WriteTransaction {
         let h = try hotTable(info)
         guard h.schema?.hasExternal != true, h.indexes.count == 1,
               let entries = try cursor.exactMatchEntries(), entries.index.info.id == h.indexes[0].info.id else { return nil }
-        let index = h.indexes[0].tree
-        for key in entries.keys { try index.delete(key, writer!) }
-        var deleted = 0
-        for id in entries.rowIDs.sorted() {
-            // An entry naming a row the table does not have is gone with the
-            // others; nothing else is deleted for it (the general path skips it too).
-            guard try h.tree.delete(RowIDKey.encode(id), writer!) else { continue }
-            h.info.rowCount -= 1
+        _ = try h.indexes[0].tree.delete(entries.keys, writer!)
+        // An entry naming a row the table does not have is gone with the
+        // others; nothing else is deleted for it (the general path skips it too).
+        let deleted = try h.tree.delete(entries.rowIDs.sorted().map { RowIDKey.encode($0) }, writer!)
+        if deleted > 0 {
+            h.info.rowCount -= Int64(deleted)
             h.dirty = true
-            changeCount += 1
-            deleted += 1
+            changeCount += deleted
         }
         return deleted
     }

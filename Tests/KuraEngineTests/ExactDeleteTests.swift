@@ -90,4 +90,30 @@ final class ExactDeleteTests: XCTestCase {
         }
         XCTAssertGreaterThan(exactRuns, 30, "seed \(seed)")
     }
+
+    /// A stale index entry (naming a row the table does not have, between rows
+    /// that stay) met by an exact delete: the entry goes, no other row does,
+    /// and the count is of the rows really deleted.
+    func testStaleIndexEntryDeletesNoOtherRow() throws {
+        let db = try Database.inMemory()
+        try db.write { tx in
+            let t = try tx.createTable("t", schema: TableSchema([ColumnDefinition("score", .integer)]))
+            for i in 1...300 { try tx.insert([.integer(Int64(i % 100))], into: t) }
+            let index = try tx.createIndex("by_score", on: t, columns: [IndexColumn("score")])
+            // Row 150 (score 50) goes; an entry (95, row 150) is planted under the engine's feet.
+            XCTAssertTrue(try tx.delete(from: t, rowID: 150))
+            var key = QueryPlanner.segment(.integer(95), index.columns[0])
+            RowIDKey.append(150, to: &key)
+            try index.tree.insert(key, [], mode: .insertNew, tx.writer!)
+        }
+        // Rows 90...99, 190...199 and 290...299 match; row ID 150 comes between
+        // 99 and 190 in the rows to delete, and rows 100...189 (but 150) stay.
+        let n = try db.write { tx in try tx.delete(from: "t", where: try KuraPredicate(format: "score >= 90")) }
+        XCTAssertEqual(n, 30)
+        try db.read { tx in
+            let ids = Set(try tx.fetch(TableQuery("t")).map(\.rowID))
+            XCTAssertEqual(ids, Set((1...300).filter { $0 % 100 < 90 && $0 != 150 }.map(Int64.init)))
+            XCTAssertEqual(try tx.checkIntegrity(), [])
+        }
+    }
 }
