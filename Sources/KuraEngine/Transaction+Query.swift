@@ -318,6 +318,7 @@ extension WriteTransaction {
         }
         var positions: [(Int, Value)] = []
         for (name, v) in changes { positions.append((try schema.column(name, table: info.name).position, v)) }
+        if let n = try updateInPlace(TableQuery(table, where: predicate), info, schema, set: positions) { return n }
         // The scan already read each row's record: it is the current one (no row
         // is visited twice, and updating one row leaves the others' records as
         // they are), so each update starts from it instead of descending again.
@@ -331,7 +332,80 @@ extension WriteTransaction {
     @discardableResult
     public func delete(from table: String, where predicate: KuraPredicate?) throws(KuraError) -> Int {
         let info = try self.table(table)
-        return try deleteRows(try matchingRows(TableQuery(table, where: predicate)), from: info)
+        let q = TableQuery(table, where: predicate)
+        if let n = try deleteExactMatches(q, info) { return n }
+        return try deleteRows(try matchingRows(q), from: info)
+    }
+
+    /// `delete` of the rows an exact index plan selects (QueryPlanner, "Exact
+    /// plans") when that index is the table's only one and the table has no
+    /// external columns; nil, changing nothing, in every other case.
+    ///
+    /// Every entry inside the plan's key ranges is a match, and those entries
+    /// are all the index holds for the matching rows: they are taken from the
+    /// index walk itself (already in key order) and removed, then the rows by
+    /// row ID in order. No record is read, no index key is built from one and
+    /// none is sorted (`deleteRows` does all three for the general case).
+    private func deleteExactMatches(_ q: TableQuery, _ info: TableInfo) throws(KuraError) -> Int? {
+        let cursor = try select(q)
+        let h = try hotTable(info)
+        guard h.schema?.hasExternal != true, h.indexes.count == 1,
+              let entries = try cursor.exactMatchEntries(), entries.index.info.id == h.indexes[0].info.id else { return nil }
+        _ = try h.indexes[0].tree.delete(entries.keys, writer!)
+        // An entry naming a row the table does not have is gone with the
+        // others; nothing else is deleted for it (the general path skips it too).
+        let deleted = try h.tree.delete(entries.rowIDs.sorted().map { RowIDKey.encode($0) }, writer!)
+        if deleted > 0 {
+            h.info.rowCount -= Int64(deleted)
+            h.dirty = true
+            changeCount += deleted
+        }
+        return deleted
+    }
+
+    /// `update` of the rows an exact index plan selects (QueryPlanner, "Exact
+    /// plans"), when no index reads a changed column and the table has no
+    /// external columns; nil, changing nothing, in every other case.
+    ///
+    /// The row IDs come from the index alone (all of them before any row
+    /// changes), in row-ID order. Each row's record is read where it lies in
+    /// its leaf; when every changed value keeps its serial type (RecordPatch)
+    /// the new bodies are written over the old ones there
+    /// (`BTree.changeInPlace`): no copy of the record, no second lookup, no
+    /// cell replaced. Any other row (a value's type or size changes, an
+    /// overflowing record, one that does not store a changed column) takes
+    /// `updateRows`, as every row did before. The new values are validated
+    /// before any row changes.
+    private func updateInPlace(_ q: TableQuery, _ info: TableInfo, _ schema: TableSchema, set changes: [(Int, Value)]) throws(KuraError) -> Int? {
+        guard !schema.hasExternal, !changes.isEmpty else { return nil }
+        let cursor = try select(q)
+        let h = try hotTable(info)
+        let changed = Set(changes.map(\.0))
+        guard !h.indexes.contains(where: { $0.columns.contains { changed.contains($0.position) } }),
+              let ids = try cursor.exactMatchRowIDs() else { return nil }
+        // In column order, as `updateRows` validates them.
+        var validated: [(position: Int, value: Value)] = []
+        for (p, v) in changes.sorted(by: { $0.0 < $1.0 }) {
+            validated.append((p, try schema.validatedChange(v, at: p, table: h.info.name)))
+        }
+        var patch = RecordPatch(validated)
+        let tree = h.tree
+        var n = 0
+        for id in ids {
+            let outcome = try tree.changeInPlace(rowID: id, writer!, read: { b throws(KuraError) in try patch.preparesInPlace(b) },
+                                                 write: { patch.writeInPlace($0) })
+            switch outcome {
+            case .written:
+                changeCount += 1
+                n += 1
+            case .absent:
+                continue
+            case .declined:
+                guard let record = try tree.getThroughLastLeaf(RowIDKey.encode(id), writer!) else { continue }
+                n += try updateRows([Row(rowID: id, record: record)], in: info, schema: schema, set: changes)
+            }
+        }
+        return n
     }
 
     /// The matching rows first, so changing rows does not disturb the scan.

@@ -868,16 +868,14 @@ public final class WriteTransaction: ReadTransaction {
                 }
             }
             for (k, index) in h.indexes.enumerated() {
-                for key in Self.inKeyOrder(keys[k]) { try index.tree.delete(key, writer!) }
+                _ = try index.tree.delete(Self.inKeyOrder(keys[k]), writer!)
             }
         }
-        var deleted = 0
-        for id in rows.map(\.rowID).sorted() {
-            guard try h.tree.delete(RowIDKey.encode(id), writer!) else { continue }
-            h.info.rowCount -= 1
+        let deleted = try h.tree.delete(rows.map(\.rowID).sorted().map { RowIDKey.encode($0) }, writer!)
+        if deleted > 0 {
+            h.info.rowCount -= Int64(deleted)
             h.dirty = true
-            changeCount += 1
-            deleted += 1
+            changeCount += deleted
         }
         return deleted
     }

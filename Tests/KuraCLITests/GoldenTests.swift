@@ -213,8 +213,9 @@ final class GoldenTests: XCTestCase {
         try golden(["explain", "s.kura", "people", "age >= 30", "--sort", "age:desc"], """
             query on table "people" (4 rows)
               search index "people_age" (age) using age >= 30
-              key ranges: 1 [10811e ... start*]
+              key ranges: 1 [10811e ... 10887fffffffffffffff*]
               rows come out in sort order (backward index walk)
+              the key ranges are exactly the predicate: rows are not tested again
               estimated costs (1 = one row scanned):
                   table scan: 4.0 rows, about 4.0 matching: cost 16
                 * index "people_age": about 4.0 entries in 1 key range: cost 13

@@ -34,8 +34,9 @@ final class ExactIndexPlanTests: XCTestCase {
 
     /// Guards exact plans: a plan that skips the row test must give exactly the
     /// rows a scan gives (nulls, negative numbers, fractions, empty and reversed
-    /// ranges, two-column keys), and only integer `==`/`BETWEEN`/`IN` plans on
-    /// integer columns may be exact.
+    /// ranges, strict and one-sided ranges, descending and two-column keys), and
+    /// only integer `==`/`BETWEEN`/`IN`/`<`/`<=`/`>`/`>=` plans on integer
+    /// columns may be exact.
     func testExactIndexPlansAgreeWithAScan() throws {
         var rng = SplitMix64(seed: seed("exact"))
         var rows: [[Value]] = []
@@ -54,7 +55,11 @@ final class ExactIndexPlanTests: XCTestCase {
             cases += [
                 ("a == \(lo)", true), ("a BETWEEN {\(lo), \(hi)}", true), ("a IN {\(lo), \(hi), \(lo)}", true),
                 ("b == \(lo % 3) AND a BETWEEN {\(lo), \(hi)}", true), ("a == \(lo) AND b == \(hi % 3)", true),
-                ("a == \(lo) AND s BEGINSWITH 'r1'", false), ("a < \(lo)", false), ("a >= \(lo)", false),
+                ("a == \(lo) AND s BEGINSWITH 'r1'", false), ("a < \(lo)", true), ("a >= \(lo)", true),
+                ("a > \(lo)", true), ("a <= \(lo)", true), ("\(lo) < a", true), ("\(lo) >= a", true),
+                ("b < \(lo % 3)", true), ("b > \(lo % 3)", true), ("b >= \(lo % 3)", true), ("b <= \(lo % 3)", true),
+                ("b == \(lo % 3) AND a < \(hi)", true), ("b == \(lo % 3) AND a >= \(hi)", true),
+                ("a < \(lo).5", false), ("a > \(lo).5", false), ("a > \(lo) AND a < \(hi)", false),
                 ("a == nil", false), ("a == \(lo).5", false), ("a BETWEEN {\(lo).5, \(hi)}", false),
                 ("a IN {\(lo), nil}", false), ("a == \(lo) AND a == \(hi)", false),
             ]

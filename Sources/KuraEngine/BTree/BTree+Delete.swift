@@ -13,6 +13,60 @@ extension BTree {
     @discardableResult
     func delete(_ key: [UInt8], _ w: PageWriter) throws(KuraError) -> Bool {
         if try deleteInLastLeaf(key, w) { return true }
+        return try deleteByDescent(key, w)
+    }
+
+    /// Removes each of `keys` that is present; returns how many were. Meant
+    /// for keys in ascending order, which mostly lie close together in a leaf:
+    /// after a key leaves slot i of the leaf the writer remembers for this
+    /// tree, the next key is compared with the cell now in slot i first (keys
+    /// side by side: one comparison), then searched for among the cells after
+    /// it, and only then found by a descent. Any order gives the same result:
+    /// a cell is removed only when its key is the one asked for.
+    func delete(_ keys: [[UInt8]], _ w: PageWriter) throws(KuraError) -> Int {
+        var removed = 0
+        var slot = -1
+        for key in keys {
+            if slot >= 0, let leafNo = w.lastLeaf(of: root) {
+                let leaf = try node(leafNo, w)
+                let i = leaf.isLeafNode ? key.withUnsafeBytes { Self.slot(of: $0, in: leaf, from: slot) } : -1
+                if i >= 0 {
+                    try remove(key, at: i, of: leafNo, leaf, w)
+                    slot = i
+                    removed += 1
+                    continue
+                }
+            } else if let (leafNo, leaf, i) = try findInLastLeaf(key, w) {
+                try remove(key, at: i, of: leafNo, leaf, w)
+                slot = i
+                removed += 1
+                continue
+            }
+            slot = -1
+            if try deleteByDescent(key, w) { removed += 1 }
+        }
+        return removed
+    }
+
+    /// The slot of `key` in `leaf` when it is there at `from` or after it
+    /// (a binary search of the cells from `from` on); -1 otherwise.
+    private static func slot(of key: UnsafeRawBufferPointer, in leaf: Page, from: Int) -> Int {
+        let n = leaf.cellCount
+        guard from < n else { return -1 }
+        let c = leaf.compareKey(from, key)
+        if c == 0 { return from }
+        guard c < 0 else { return -1 }
+        var lo = from + 1
+        var hi = n
+        while lo < hi {
+            let mid = (lo + hi) >> 1
+            if leaf.compareKey(mid, key) < 0 { lo = mid + 1 } else { hi = mid }
+        }
+        return lo < n && leaf.compareKey(lo, key) == 0 ? lo : -1
+    }
+
+    /// `delete` through a descent from the root.
+    private func deleteByDescent(_ key: [UInt8], _ w: PageWriter) throws(KuraError) -> Bool {
         let epoch = w.structureEpoch
         var path: [(page: UInt32, index: Int)] = []
         let found = try key.withBytes { k throws(KuraError) -> (UInt32, Int)? in
@@ -37,6 +91,14 @@ extension BTree {
     /// above did not change, so it leads to the same leaf.
     private func deleteInLastLeaf(_ key: [UInt8], _ w: PageWriter) throws(KuraError) -> Bool {
         guard let (leafNo, leaf, i) = try findInLastLeaf(key, w) else { return false }
+        try remove(key, at: i, of: leafNo, leaf, w)
+        return true
+    }
+
+    /// Removes cell `i`, whose key is `key`, from `leaf` (page `leafNo`), the
+    /// leaf the writer remembers for this tree; rebalances it as
+    /// `deleteInLastLeaf` describes.
+    private func remove(_ key: [UInt8], at i: Int, of leafNo: UInt32, _ leaf: Page, _ w: PageWriter) throws(KuraError) {
         for p in try overflowPages(leaf, i, w) { try w.free(p) }
         let page = try w.writable(leafNo)
         page.removeCell(i)
@@ -45,7 +107,7 @@ extension BTree {
             // No rebalance (a leaf root never has one). Overflow pages freed
             // above do not change the tree's shape.
             w.rememberLeaf(leafNo, of: root)
-            return true
+            return
         }
         var path: [(page: UInt32, index: Int)] = []
         let reached = try key.withBytes { k throws(KuraError) -> UInt32 in try descend(k, w, path: &path).number }
@@ -53,7 +115,6 @@ extension BTree {
             throw KuraError(.corrupt, "key deleted from page \(leafNo) leads to page \(reached) from the root of its tree", page: root)
         }
         try rebalance(leafNo, path: path[...], w)
-        return true
     }
 
     /// Restores the fill invariant of node `number` after it lost a cell.

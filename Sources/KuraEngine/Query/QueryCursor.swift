@@ -106,6 +106,38 @@ public final class QueryCursor {
         source.keepRowPaths()
     }
 
+    /// The row IDs of every row the query selects, in row-ID order, read from
+    /// the index alone, when the plan is exact (every entry in its key ranges
+    /// is a match: QueryPlanner, "Exact plans") and no join, offset or limit
+    /// applies; nil otherwise. Call before the first `next()`. A row ID whose
+    /// row is gone (deleted in this write transaction) is the caller's to
+    /// skip, as `next()` skips it.
+    func exactMatchRowIDs() throws(KuraError) -> [Int64]? {
+        guard isExactIndexSearch else { return nil }
+        try transaction.checkActive()
+        if let w = transaction.writer { return try candidateRowIDs(w) }
+        return try candidateRowIDs(transaction.snapshotPages!)
+    }
+
+    /// Like `exactMatchRowIDs`: the index searched and every entry inside the
+    /// plan's key ranges (each one a match), their keys (copied) in the order
+    /// walked and their row IDs; nil when the plan is not an exact index search.
+    func exactMatchEntries() throws(KuraError) -> (index: IndexDefinition, keys: [[UInt8]], rowIDs: [Int64])? {
+        guard isExactIndexSearch, case .index(let index, _, _) = plan.access else { return nil }
+        try transaction.checkActive()
+        var source = CandidateSource(plan: plan, table: info)
+        let (keys, ids) = if let w = transaction.writer { try source.indexEntries(w) } else { try source.indexEntries(transaction.snapshotPages!) }
+        return (index, keys, ids)
+    }
+
+    /// Whether the plan is an exact index search (QueryPlanner, "Exact plans")
+    /// and nothing else filters, skips or limits the rows, before the first `next()`.
+    private var isExactIndexSearch: Bool {
+        guard plan.exact, case .index = plan.access, filters.isEmpty, query.offset == 0, query.limit == nil,
+              sorted == nil, returned == 0, skipped == 0 else { return false }
+        return true
+    }
+
     /// Whether the record satisfies the predicate and every join.
     func matches<S: PageSource>(_ record: UnsafeRawBufferPointer, rowID: Int64, _ s: S) throws(KuraError) -> Bool {
         if let compiled, !(try compiled.matches(record)) { return false }
@@ -337,6 +369,20 @@ struct CandidateSource {
     mutating func nextIndexRowID<S: PageSource>(_ s: S) throws(KuraError) -> Int64? {
         guard let search = searchIndex else { preconditionFailure("nextIndexRowID on a table scan") }
         return try nextIndexEntry(s, search)
+    }
+
+    /// Every index entry inside the plan's ranges, in the order walked: its
+    /// key (copied) and its row ID (index plans only).
+    mutating func indexEntries<S: PageSource>(_ s: S) throws(KuraError) -> (keys: [[UInt8]], rowIDs: [Int64]) {
+        guard let search = searchIndex else { preconditionFailure("indexEntries on a table scan") }
+        var keys: [[UInt8]] = []
+        var ids: [Int64] = []
+        while let id = try nextIndexEntry(s, search) {
+            // `nextIndexEntry` returned an entry: the cursor is on it.
+            keys.append([UInt8](cursor!.key))
+            ids.append(id)
+        }
+        return (keys, ids)
     }
 
     /// The record of row `rowID`, or nil: in place in its snapshot page in a

@@ -29,12 +29,19 @@
 //
 // Exact plans: when every top-level conjunct is an integer comparison the key
 // ranges express exactly — `==` an integer, `BETWEEN` two integers, `IN` a list
-// of integers — on a plain (not folded) integer index column, every entry in the
-// ranges satisfies the whole predicate (integer keys compare as the numbers do,
-// and a null or non-integer value has another key tag), so the plan is marked
-// `exact` and the cursor does not test the rows again. Anything else (text, whose
-// `==` is canonical equivalence, not byte equality; one-sided ranges, whose key
-// ranges also hold nulls; `<`, whose range includes its bound) is re-tested.
+// of integers, `<`, `<=`, `>`, `>=` an integer — on a plain (not folded) integer
+// index column, every entry in the ranges satisfies the whole predicate (integer
+// keys compare as the numbers do, and a null or non-integer value has another
+// key tag), so the plan is marked `exact` and the cursor does not test the rows
+// again. For that, an integer range on an integer column is made a closed range
+// of integers (`integerBounds`): a missing side is Int64.min or Int64.max (so
+// nulls, tag 00, stay out), a strict side moves one step in (`a < n` ends at
+// n - 1), and a range no integer satisfies (`a < Int64.min`, `a > Int64.max`,
+// `BETWEEN {5, 3}`) has no key range at all. Only integer columns: a double or
+// date column compared with an integer keeps the inclusive, unadjusted bound
+// (`a < 5` must keep 4.5) and is re-tested. Anything else (text, whose `==` is
+// canonical equivalence, not byte equality; a fraction on an integer column;
+// two conjuncts on one column, of which one makes the range) is re-tested.
 
 import Foundation
 
@@ -95,8 +102,12 @@ struct ColumnConstraint {
     let text: String
     /// True when the constraint's key range holds exactly the values that satisfy
     /// it, given an integer index column: `==` an integer, `BETWEEN` two integers,
-    /// `IN` integers.
+    /// `IN` integers, `<`, `<=`, `>`, `>=` an integer (through `integerBounds`).
     var exactForIntegers = false
+    /// For `.range`: whether a bound is excluded (`>` for lower, `<` for upper).
+    /// Only exact integer ranges use it; other ranges keep the bound inclusive.
+    var strictLower = false
+    var strictUpper = false
 }
 
 /// The planner's cost units: one unit is reading one row during a table scan.
@@ -251,10 +262,16 @@ enum QueryPlanner {
             return cc
         case .lessThan, .lessThanOrEqualTo:
             guard let v = constant(other), !v.isNull else { return nil }
-            return ColumnConstraint(column: name, kind: .range(lower: nil, upper: v), options: c.options, text: text)
+            var cc = ColumnConstraint(column: name, kind: .range(lower: nil, upper: v), options: c.options, text: text)
+            if case .integer = v { cc.exactForIntegers = true }
+            cc.strictUpper = op == .lessThan
+            return cc
         case .greaterThan, .greaterThanOrEqualTo:
             guard let v = constant(other), !v.isNull else { return nil }
-            return ColumnConstraint(column: name, kind: .range(lower: v, upper: nil), options: c.options, text: text)
+            var cc = ColumnConstraint(column: name, kind: .range(lower: v, upper: nil), options: c.options, text: text)
+            if case .integer = v { cc.exactForIntegers = true }
+            cc.strictLower = op == .greaterThan
+            return cc
         case .between:
             guard case .aggregate(let xs) = other, xs.count == 2, let lo = constant(xs[0]), let hi = constant(xs[1]),
                   !lo.isNull, !hi.isNull else { return nil }
@@ -351,10 +368,25 @@ enum QueryPlanner {
                     if col.folded || (type == .text && !c.options.isEmpty) || (type != .text && !c.options.isEmpty) { continue }
                     var lower: [UInt8]? = nil
                     var upper: [UInt8]? = nil
-                    if let lo { guard let b = bound(lo, type, roundDown: true) else { continue }; lower = segment(b, col) }
-                    if let hi { guard let b = bound(hi, type, roundDown: false) else { continue }; upper = segment(b, col) }
+                    if Self.exact(c, type, col) {
+                        // A closed range of integers, or none (see "Exact plans").
+                        switch Self.integerBounds(c) {
+                        case .closed(let l, let h):
+                            lower = segment(.integer(l), col)
+                            upper = segment(.integer(h), col)
+                        case .empty:
+                            ranges = []
+                        case nil:
+                            continue
+                        }
+                    } else {
+                        if let lo { guard let b = bound(lo, type, roundDown: true) else { continue }; lower = segment(b, col) }
+                        if let hi { guard let b = bound(hi, type, roundDown: false) else { continue }; upper = segment(b, col) }
+                    }
                     if col.descending { swap(&lower, &upper) }
-                    ranges = prefixes.map { p in KeyRange(lower: p + (lower ?? []), upper: p + (upper ?? [])) }
+                    if ranges == nil {
+                        ranges = prefixes.map { p in KeyRange(lower: p + (lower ?? []), upper: p + (upper ?? [])) }
+                    }
                 case .prefix(let s):
                     guard type == .text, textUsable(col, c.options) else { continue }
                     var seg: [UInt8] = [IndexKey.textTag]
@@ -404,6 +436,47 @@ enum QueryPlanner {
     /// entries whose rows satisfy it (see "Exact plans" in the header).
     static func exact(_ c: ColumnConstraint, _ type: ColumnType, _ col: IndexColumn) -> Bool {
         c.exactForIntegers && type == .integer && !col.folded && c.options.isEmpty
+    }
+
+    /// The integers a range of integers keeps.
+    enum IntegerRange: Equatable {
+        /// Every integer from the first to the second, both included.
+        case closed(Int64, Int64)
+        /// No integer.
+        case empty
+    }
+
+    /// The integers an integer range constraint keeps (a missing side is
+    /// Int64.min or Int64.max; a strict side moves one step in, never past the
+    /// extremes: `a < Int64.min`, `a > Int64.max` and `BETWEEN {5, 3}` are
+    /// empty); nil when a bound is not an integer (no exact range).
+    static func integerBounds(_ c: ColumnConstraint) -> IntegerRange? {
+        guard case .range(let lo, let hi) = c.kind else { return nil }
+        var l = Int64.min
+        var h = Int64.max
+        switch lo {
+        case nil: break
+        case .integer(let n)?:
+            if c.strictLower {
+                guard n < Int64.max else { return .empty }
+                l = n + 1
+            } else {
+                l = n
+            }
+        default: return nil
+        }
+        switch hi {
+        case nil: break
+        case .integer(let n)?:
+            if c.strictUpper {
+                guard n > Int64.min else { return .empty }
+                h = n - 1
+            } else {
+                h = n
+            }
+        default: return nil
+        }
+        return l <= h ? .closed(l, h) : .empty
     }
 
     /// Whether `sort` is the order of the index's columns from `from` on (all in

@@ -30,6 +30,8 @@ struct RecordPatch {
     /// Serial types and body offsets of the record being patched (reused).
     private var types: [UInt64] = []
     private var offsets: [Int] = []
+    /// The length of the record read last.
+    private var recordLength = 0
 
     /// `changes` are (column position, validated value) pairs with distinct positions.
     init(_ changes: [(position: Int, value: Value)]) {
@@ -50,29 +52,62 @@ struct RecordPatch {
     /// - Throws: `.corrupt` for a malformed record header or body.
     mutating func apply(to record: [UInt8]) throws(KuraError) -> [UInt8]? {
         try record.withBytes { buf throws(KuraError) -> [UInt8]? in
-            types.removeAll(keepingCapacity: true)
-            offsets.removeAll(keepingCapacity: true)
-            var header = try RecordHeader(buf)
-            var sameTypes = true
-            var c = 0
-            while let (t, at) = try header.next() {
-                if c < changes.count && changes[c].position == types.count {
-                    if changes[c].type != t { sameTypes = false }
-                    c += 1
-                }
-                types.append(t)
-                offsets.append(at)
-            }
-            guard types.count >= width else { return nil }
+            guard let sameTypes = try read(buf) else { return nil }
             if sameTypes {
                 var out = record
-                out.withUnsafeMutableBytes { o in
-                    for ch in changes { Self.writeBody(ch.value, to: o.baseAddress! + offsets[ch.position]) }
-                }
+                out.withUnsafeMutableBytes { o in writeBodies(o) }
                 return out
             }
             return rebuilt(buf)
         }
+    }
+
+    /// Whether the record in `buf` (where it lies, e.g. in its leaf) can take
+    /// the changes in place: every replaced value keeps its serial type, so
+    /// only body bytes at fixed offsets change and the length stays. If so,
+    /// `writeInPlace` then writes them into a buffer holding the same bytes.
+    /// False when `apply` must rebuild it or the row must be encoded whole.
+    ///
+    /// - Throws: `.corrupt` for a malformed record header or body.
+    mutating func preparesInPlace(_ buf: UnsafeRawBufferPointer) throws(KuraError) -> Bool {
+        try read(buf) == true
+    }
+
+    /// Writes the changes into `record`, the bytes of the record
+    /// `preparesInPlace` last returned true for (same length).
+    func writeInPlace(_ record: UnsafeMutableRawBufferPointer) {
+        precondition(record.count == recordLength, "an in-place patch written to a record of another length")
+        writeBodies(record)
+    }
+
+    /// Walks the header of the record in `buf` into `types` and `offsets`:
+    /// nil if it stores fewer values than `width`, else whether every changed
+    /// value keeps its serial type.
+    private mutating func read(_ buf: UnsafeRawBufferPointer) throws(KuraError) -> Bool? {
+        types.removeAll(keepingCapacity: true)
+        offsets.removeAll(keepingCapacity: true)
+        recordLength = buf.count
+        var header = try RecordHeader(buf)
+        var sameTypes = true
+        var c = 0
+        while let (t, at) = try header.next() {
+            if c < changes.count && changes[c].position == types.count {
+                if changes[c].type != t { sameTypes = false }
+                c += 1
+            }
+            types.append(t)
+            offsets.append(at)
+        }
+        guard types.count >= width else { return nil }
+        return sameTypes
+    }
+
+    /// The changed values' bodies, at their offsets in the record read last
+    /// (`read` found every changed type unchanged: each body fits where the
+    /// old one was, inside the record, as `RecordHeader` checked).
+    private func writeBodies(_ o: UnsafeMutableRawBufferPointer) {
+        // A record has at least its header byte, so the buffer has a base address.
+        for ch in changes { Self.writeBody(ch.value, to: o.baseAddress! + offsets[ch.position]) }
     }
 
     /// The record rebuilt from the old bodies and the new values (some serial
