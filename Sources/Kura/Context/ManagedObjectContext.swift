@@ -74,9 +74,14 @@ public final class ManagedObjectContext {
     /// each object inserted or saved enters them (the runtime's dynamic check
     /// of each access was a few percent of a large insert). No access to them
     /// overlaps another: Kura edits them in place without calling other code
-    /// while an edit lasts (an object deallocated by an edit of `inserted` or
-    /// `notices` leaves `registry`, another field), and a context is used on
-    /// one thread or actor only.
+    /// while an edit lasts, and a context is used on one thread or actor
+    /// only. What an edit drops could run app code (an object's or a
+    /// handler's deinit), so in-place edits drop only elements that are
+    /// still referenced elsewhere (`removeAll { $0 === o }` with `o` held by
+    /// the caller), and lists that may hold the last reference are replaced
+    /// whole (`inserted = []`; an observer's removal edits a copy and stores
+    /// it): the old contents are released after the new value is stored, so
+    /// a deinit that reads or changes these fields sees a complete value.
     @exclusivity(unchecked) var registry = ObjectRegistry(identity: -1)
 
     /// The registered object with `id`, if any.

@@ -40,14 +40,17 @@ open class ManagedObject: CustomStringConvertible {
     /// The object's entity.
     public let entity: EntityDescription
 
-    // The stored state below is `@exclusivity(unchecked)`: the runtime's
-    // dynamic exclusivity check (a thread-local access set entered and left
-    // on every write and many reads) cost several percent of an insert-heavy
-    // save. It may be left out because no access to these fields can overlap
-    // another: Kura reads and writes them only with plain loads, stores and
-    // in-place edits that call no other code while they last (none is passed
-    // `inout`; `values`' observer runs after its write), and an object is
-    // used on its context's thread only (not `Sendable`).
+    // The stored state below is `@exclusivity(unchecked)` (except the
+    // fields holding objects or app-visible references: `transientRelated`,
+    // `keyPathProbe`): the runtime's dynamic exclusivity check (a
+    // thread-local access set entered and left on every write and many
+    // reads) cost several percent of an insert-heavy save. It may be left
+    // out because no access to these fields can overlap another: Kura reads
+    // and writes them only with plain loads, stores and in-place edits that
+    // call no other code while they last (none is passed `inout`; `values`'
+    // observer runs after its write; what they hold releases no object, so
+    // no deinit of app code runs inside an edit), and an object is used on
+    // its context's thread only (not `Sendable`).
     /// The object's ID (temporary until first saved).
     @exclusivity(unchecked) public internal(set) var objectID: ManagedObjectID
     /// The context the object belongs to (nil once it was removed from it,
@@ -88,7 +91,7 @@ open class ManagedObject: CustomStringConvertible {
     /// The targets of transient relationships, by name, in order (never
     /// stored; Context+TransientRelationships.swift). Cleared when the object's
     /// values load from the store as a fault fires.
-    @exclusivity(unchecked) var transientRelated = [String: [ManagedObject]]()
+    var transientRelated = [String: [ManagedObject]]()
     /// Whether the object's values are not loaded yet (they load on first access).
     @exclusivity(unchecked) public internal(set) var isFault = false
     /// Errors from subscript assignments, reported by the next save.
@@ -109,7 +112,7 @@ open class ManagedObject: CustomStringConvertible {
     @exclusivity(unchecked) public internal(set) var readError: KuraError?
     /// Set only on the probe objects of ModelKeyPath.swift: typed property
     /// getters then record their key there instead of reading a value.
-    @exclusivity(unchecked) var keyPathProbe: KeyPathProbe?
+    var keyPathProbe: KeyPathProbe?
 
     /// Records an error a non-throwing accessor met: on the object and, if it
     /// has a context, as the context's pending error (the first one is kept).
