@@ -160,6 +160,8 @@ extension ManagedObjectContext {
                 if refused { throw Self.conflictError(conflicts, policy: policy) }
                 // By runs of one entity: its layout and table are taken once a run.
                 var start = 0
+                // One row array for all inserts (RowLayout.fill).
+                var row: [Value] = []
                 while start < ins.count {
                     let e = ins[start].entity
                     var end = start + 1
@@ -168,7 +170,7 @@ extension ManagedObjectContext {
                     let t = try table(e)
                     for k in start..<end {
                         if assignWhileWriting { try assign(ins[k]) }
-                        var row = layout.row(ins[k], saved: false) { id in self.registered(id)?.isDeleted == true ? nil : rowID(id) }
+                        layout.fill(&row, ins[k], saved: false) { id in self.registered(id)?.isDeleted == true ? nil : rowID(id) }
                         row[layout.version] = .integer(1)
                         try tx.insert(row, into: t, rowID: assigned[k])
                     }

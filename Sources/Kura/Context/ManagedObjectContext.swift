@@ -69,7 +69,20 @@ public final class ManagedObjectContext {
     /// clean objects live only as long as the app references them, and no object
     /// needs a weak reference (which would slow down all its retains and releases).
     /// Set up with the context's identity by each initializer (ObjectRegistry.swift).
-    var registry = ObjectRegistry(identity: -1)
+    ///
+    /// `registry`, `inserted` and `notices` are `@exclusivity(unchecked)`:
+    /// each object inserted or saved enters them (the runtime's dynamic check
+    /// of each access was a few percent of a large insert). No access to them
+    /// overlaps another: Kura edits them in place without calling other code
+    /// while an edit lasts, and a context is used on one thread or actor
+    /// only. What an edit drops could run app code (an object's or a
+    /// handler's deinit), so in-place edits drop only elements that are
+    /// still referenced elsewhere (`removeAll { $0 === o }` with `o` held by
+    /// the caller), and lists that may hold the last reference are replaced
+    /// whole (`inserted = []`; an observer's removal edits a copy and stores
+    /// it): the old contents are released after the new value is stored, so
+    /// a deinit that reads or changes these fields sees a complete value.
+    @exclusivity(unchecked) var registry = ObjectRegistry(identity: -1)
 
     /// The registered object with `id`, if any.
     @inline(__always)
@@ -88,7 +101,7 @@ public final class ManagedObjectContext {
     }
 
     /// Objects inserted since the last save, in insertion order.
-    var inserted: [ManagedObject] = []
+    @exclusivity(unchecked) var inserted: [ManagedObject] = []
     /// Saved objects changed since the last save (may have been changed back).
     var touched: [ObjectIdentifier: ManagedObject] = [:]
     var touchedOrder: [ManagedObject] = []
@@ -162,7 +175,7 @@ public final class ManagedObjectContext {
 
     /// The pending batch of change notes and the observers
     /// (ContextNotifications.swift).
-    var notices = ContextNoticeState()
+    @exclusivity(unchecked) var notices = ContextNoticeState()
     /// The undo manager (ContextUndoManager.swift), nil unless set.
     var undo: ContextUndoManager?
     /// This context's identity among the process's contexts (did-saves carry it).

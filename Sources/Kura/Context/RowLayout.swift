@@ -140,7 +140,22 @@ final class RowLayout: Sendable {
     /// null), with `rowID` mapping to-one targets to row IDs (nil: no key).
     /// `saved` takes the values the context last read instead of the current ones.
     func row(_ o: ManagedObject, saved: Bool, targetRowID: (ManagedObjectID) -> Int64?) -> [Value] {
-        var out = [Value](repeating: .null, count: columns.count)
+        var out: [Value] = []
+        fill(&out, o, saved: saved, targetRowID: targetRowID)
+        return out
+    }
+
+    /// `row(_:saved:targetRowID:)` written into `out`, which is reused: a
+    /// caller writing many rows passes the same array each time, so that
+    /// (once the engine has let go of the previous row) no array is made,
+    /// looked up by type and freed per row. Every column is written: what
+    /// `out` held before does not show through.
+    func fill(_ out: inout [Value], _ o: ManagedObject, saved: Bool, targetRowID: (ManagedObjectID) -> Int64?) {
+        if out.count == columns.count {
+            for i in out.indices { out[i] = .null }
+        } else {
+            out = [Value](repeating: .null, count: columns.count)
+        }
         let values = saved ? (o.savedValues ?? AttributeValues(o.entity)) : o.values
         let toOne = saved ? o.savedToOne : o.toOne
         let order = saved ? o.savedOrder : o.order
@@ -168,7 +183,6 @@ final class RowLayout: Sendable {
         }
         if let entityColumn { out[entityColumn] = .text(o.entity.name) }
         out[version] = .integer(o.version)
-        return out
     }
 }
 

@@ -39,8 +39,20 @@ import Foundation
 open class ManagedObject: CustomStringConvertible {
     /// The object's entity.
     public let entity: EntityDescription
+
+    // The stored state below is `@exclusivity(unchecked)` (except the
+    // fields holding objects or app-visible references: `transientRelated`,
+    // `keyPathProbe`): the runtime's dynamic exclusivity check (a
+    // thread-local access set entered and left on every write and many
+    // reads) cost several percent of an insert-heavy save. It may be left
+    // out because no access to these fields can overlap another: Kura reads
+    // and writes them only with plain loads, stores and in-place edits that
+    // call no other code while they last (none is passed `inout`; `values`'
+    // observer runs after its write; what they hold releases no object, so
+    // no deinit of app code runs inside an edit), and an object is used on
+    // its context's thread only (not `Sendable`).
     /// The object's ID (temporary until first saved).
-    public internal(set) var objectID: ManagedObjectID
+    @exclusivity(unchecked) public internal(set) var objectID: ManagedObjectID
     /// The context the object belongs to (nil once it was removed from it,
     /// or once the context was deallocated).
     public internal(set) var managedObjectContext: ManagedObjectContext? {
@@ -53,51 +65,51 @@ open class ManagedObject: CustomStringConvertible {
     /// would give the context a side table, which slows down every retain
     /// and release of it, and make every object pay a weak store, load and
     /// destroy.
-    var contextLink: ContextLink?
+    @exclusivity(unchecked) var contextLink: ContextLink?
 
     /// Attribute values by ordinal (AttributeValues.swift).
-    var values: AttributeValues {
+    @exclusivity(unchecked) var values: AttributeValues {
         // A pending object filed in its context's pending indexes is re-filed
         // at the next fetch (PendingIndex.swift).
         didSet { if indexWatch { managedObjectContext?.pendingValuesChanged(self) } }
     }
     /// Whether the context's pending indexes hold this object.
-    var indexWatch = false
+    @exclusivity(unchecked) var indexWatch = false
     /// The list of its context's pending change batch this object is in, valid
     /// while `notedBatch` is the context's batch number (ContextNotifications.swift).
-    var notedList: NoteList?
-    var notedBatch: UInt64 = 0
+    @exclusivity(unchecked) var notedList: NoteList?
+    @exclusivity(unchecked) var notedBatch: UInt64 = 0
     // Empty dictionaries made with `init()`, not the `[:]` literal, which
     // calls the literal initializer for every object made.
-    var toOne = [String: ManagedObjectID]()
+    @exclusivity(unchecked) var toOne = [String: ManagedObjectID]()
     /// Position in an ordered to-many of the target (`<relationship>_order`).
-    var order = [String: Double]()
+    @exclusivity(unchecked) var order = [String: Double]()
     /// Last saved state (nil for an object never saved).
-    var savedValues: AttributeValues?
-    var savedToOne = [String: ManagedObjectID]()
-    var savedOrder = [String: Double]()
+    @exclusivity(unchecked) var savedValues: AttributeValues?
+    @exclusivity(unchecked) var savedToOne = [String: ManagedObjectID]()
+    @exclusivity(unchecked) var savedOrder = [String: Double]()
     /// The targets of transient relationships, by name, in order (never
     /// stored; Context+TransientRelationships.swift). Cleared when the object's
     /// values load from the store as a fault fires.
     var transientRelated = [String: [ManagedObject]]()
     /// Whether the object's values are not loaded yet (they load on first access).
-    public internal(set) var isFault = false
+    @exclusivity(unchecked) public internal(set) var isFault = false
     /// Errors from subscript assignments, reported by the next save.
-    var deferredErrors: [KuraError] = []
+    @exclusivity(unchecked) var deferredErrors: [KuraError] = []
     /// Set by `delete`.
-    public internal(set) var isDeleted = false
+    @exclusivity(unchecked) public internal(set) var isDeleted = false
     /// Whether the object was inserted in its context and not yet saved (to
     /// the store, or pushed to a parent context). Not the same as a temporary
     /// ID: `obtainPermanentIDs` gives an inserted object its store ID early,
     /// and a child context sees its parent's inserted objects (temporary IDs)
     /// as objects it did not insert.
-    var isNew = false
+    @exclusivity(unchecked) var isNew = false
     /// The row's version when this context last read or saved it (the store's
     /// `_version` column); `save` compares it with the stored one.
-    var version: Int64 = 0
+    @exclusivity(unchecked) var version: Int64 = 0
     /// The last error a non-throwing accessor of this object met (see the
     /// failure channel above); nil once the object's values load again.
-    public internal(set) var readError: KuraError?
+    @exclusivity(unchecked) public internal(set) var readError: KuraError?
     /// Set only on the probe objects of ModelKeyPath.swift: typed property
     /// getters then record their key there instead of reading a value.
     var keyPathProbe: KeyPathProbe?
@@ -445,22 +457,35 @@ open class ManagedObject: CustomStringConvertible {
     /// for the common scalar types; false if the general path must do it
     /// (another type, nil, a fault whose load failed, a composite or
     /// transformable attribute, no context).
-    @usableFromInline
+    ///
+    /// Inlinable, so that a typed property's setter (itself inlined into the
+    /// subclass's module) specializes it: the comparisons of `T` fold away
+    /// and one non-generic call stays (`setDirectStored`), instead of a
+    /// generic call that compares type metadata and copies the value through
+    /// its witness table on every write.
+    @inlinable
+    @inline(__always)
     func setDirectAttribute<T>(_ key: String, _ newValue: T) -> Bool {
-        guard let i = entity.ordinal(ofAttribute: key), let ctx = managedObjectContext else { return false }
-        guard let type = entity.attributeStorageTypes[i] else { return false }
-        let stored: Value
         // Each branch casts a value to the type it was just compared with.
-        switch type {
-        case .string where T.self == String.self: stored = .text(unsafeBitCast(newValue, to: String.self))
-        case .int64 where T.self == Int64.self: stored = .integer(unsafeBitCast(newValue, to: Int64.self))
-        case .int32 where T.self == Int32.self: stored = .integer(Int64(unsafeBitCast(newValue, to: Int32.self)))
-        case .int16 where T.self == Int16.self: stored = .integer(Int64(unsafeBitCast(newValue, to: Int16.self)))
-        case .double where T.self == Double.self: stored = .double(unsafeBitCast(newValue, to: Double.self))
-        case .bool where T.self == Bool.self: stored = .bool(unsafeBitCast(newValue, to: Bool.self))
-        case .date where T.self == Date.self: stored = .double(unsafeBitCast(newValue, to: Date.self).timeIntervalSinceReferenceDate)
-        default: return false
-        }
+        if T.self == String.self { return setDirectStored(key, .text(unsafeBitCast(newValue, to: String.self)), .string) }
+        if T.self == Int64.self { return setDirectStored(key, .integer(unsafeBitCast(newValue, to: Int64.self)), .int64) }
+        if T.self == Int32.self { return setDirectStored(key, .integer(Int64(unsafeBitCast(newValue, to: Int32.self))), .int32) }
+        if T.self == Int16.self { return setDirectStored(key, .integer(Int64(unsafeBitCast(newValue, to: Int16.self))), .int16) }
+        if T.self == Double.self { return setDirectStored(key, .double(unsafeBitCast(newValue, to: Double.self)), .double) }
+        if T.self == Bool.self { return setDirectStored(key, .bool(unsafeBitCast(newValue, to: Bool.self)), .bool) }
+        if T.self == Date.self { return setDirectStored(key, .double(unsafeBitCast(newValue, to: Date.self).timeIntervalSinceReferenceDate), .date) }
+        return false
+    }
+
+    /// `setDirectAttribute`'s non-generic part: stores `stored` (the stored
+    /// form of a Swift value of the type `type` takes) into the attribute
+    /// `key` if its storage type is `type`; false (nothing changed) if the
+    /// key is unknown, the attribute is of another type (or composite), the
+    /// object has no context or is a fault whose load failed.
+    @usableFromInline
+    func setDirectStored(_ key: String, _ stored: Value, _ type: AttributeType) -> Bool {
+        guard let i = entity.ordinal(ofAttribute: key), let ctx = managedObjectContext else { return false }
+        guard entity.attributeStorageTypes[i] == type else { return false }
         if isFault {
             fireFault()
             if isFault { return false }

@@ -175,7 +175,16 @@ extension ManagedObjectContext {
         let id = notices.nextToken
         notices.nextToken += 1
         notices.changeObservers.append((id, handler))
-        return ObservationToken { [weak self] in self?.notices.changeObservers.removeAll { $0.0 == id } }
+        return ObservationToken { [weak self] in
+            // Edited on a copy, then stored: the handler released with the old
+            // array (and whatever app object it held, whose deinit may observe
+            // this context again) goes after the store, outside any edit of
+            // `notices` (unchecked exclusivity: ManagedObjectContext.registry).
+            guard let self else { return }
+            var kept = self.notices.changeObservers
+            kept.removeAll { $0.0 == id }
+            self.notices.changeObservers = kept
+        }
     }
 
     /// Calls `handler` after each save of this context commits, with what it
@@ -186,7 +195,16 @@ extension ManagedObjectContext {
         let id = notices.nextToken
         notices.nextToken += 1
         notices.saveObservers.append((id, handler))
-        return ObservationToken { [weak self] in self?.notices.saveObservers.removeAll { $0.0 == id } }
+        return ObservationToken { [weak self] in
+            // Edited on a copy, then stored: the handler released with the old
+            // array (and whatever app object it held, whose deinit may observe
+            // this context again) goes after the store, outside any edit of
+            // `notices` (unchecked exclusivity: ManagedObjectContext.registry).
+            guard let self else { return }
+            var kept = self.notices.saveObservers
+            kept.removeAll { $0.0 == id }
+            self.notices.saveObservers = kept
+        }
     }
 
     /// Every batch of object changes this context posts from now on, as IDs
