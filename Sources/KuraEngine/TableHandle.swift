@@ -117,7 +117,8 @@ final class ResolvedTable: Sendable {
 ///   table's catalog ID is checked too.
 /// - table counters as of one snapshot (the last one a reader stored them
 ///   for), and the read handles made for that snapshot, which its later
-///   transactions share instead of each making its own (`sharedHandle`). A snapshot's pages never change, so its counters do not either. The
+///   transactions share instead of each making its own (`sharedHandle`). A
+///   snapshot's pages never change, so its counters do not either. The
 ///   snapshot is named by its serial, never reused, rather than held (it may
 ///   hold preserved pages) or referenced weakly (which would slow every
 ///   retain of it, see `Snapshot.serial`).

@@ -354,13 +354,7 @@ extension WriteTransaction {
         _ = try h.indexes[0].tree.delete(entries.keys, writer!)
         // An entry naming a row the table does not have is gone with the
         // others; nothing else is deleted for it (the general path skips it too).
-        let deleted = try h.tree.delete(entries.rowIDs.sorted().map { RowIDKey.encode($0) }, writer!)
-        if deleted > 0 {
-            h.info.rowCount -= Int64(deleted)
-            h.dirty = true
-            changeCount += deleted
-        }
-        return deleted
+        return try deleteRowKeys(entries.rowIDs, of: h)
     }
 
     /// `update` of the rows an exact index plan selects (QueryPlanner, "Exact

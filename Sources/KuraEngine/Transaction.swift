@@ -871,7 +871,15 @@ public final class WriteTransaction: ReadTransaction {
                 _ = try index.tree.delete(Self.inKeyOrder(keys[k]), writer!)
             }
         }
-        let deleted = try h.tree.delete(rows.map(\.rowID).sorted().map { RowIDKey.encode($0) }, writer!)
+        return try deleteRowKeys(rows.map(\.rowID), of: h)
+    }
+
+    /// Removes the rows `rowIDs` (their index entries already gone) from
+    /// `h`'s tree in row-ID order, through the writer's remembered leaf, and
+    /// counts them in the table's row count; returns how many there were
+    /// (a row ID the table does not have is skipped).
+    func deleteRowKeys(_ rowIDs: [Int64], of h: HotTable) throws(KuraError) -> Int {
+        let deleted = try h.tree.delete(rowIDs.sorted().map { RowIDKey.encode($0) }, writer!)
         if deleted > 0 {
             h.info.rowCount -= Int64(deleted)
             h.dirty = true

@@ -28,8 +28,8 @@ extension BTree {
         case written
     }
 
-    /// Finds row `rowID` of this table tree through the leaf the writer
-    /// remembers for the tree (else by a descent, whose leaf is then
+    /// Finds row `rowID` of this table tree (`writerSlot`: through the leaf the
+    /// writer remembers for the tree, else by a descent, whose leaf is then
     /// remembered: rows changed in row-ID order mostly share it) and calls
     /// `read` with its value where it lies. When `read` returns true, makes
     /// the leaf writable and calls `write` with the same bytes there.
@@ -41,23 +41,7 @@ extension BTree {
                        write: (UnsafeMutableRawBufferPointer) -> Void) throws(KuraError) -> InPlaceOutcome {
         precondition(kind == .table, "changeInPlace on an index tree")
         return try RowIDKey.withEncoded(rowID) { key throws(KuraError) -> InPlaceOutcome in
-            var leaf: Page?
-            var index = 0
-            if let number = w.lastLeaf(of: root) {
-                let p = try node(number, w)
-                if p.isLeafNode {
-                    let i = p.rowIDLowerBound(key, rowID: rowID)
-                    if i < p.cellCount && p.compareKey(i, key) == 0 { (leaf, index) = (p, i) }
-                }
-            }
-            if leaf == nil {
-                let p = try self.leaf(for: key, w)
-                w.rememberLeaf(p.number, of: root)
-                let i = p.rowIDLowerBound(key, rowID: rowID)
-                guard i < p.cellCount && p.compareKey(i, key) == 0 else { return .absent }
-                (leaf, index) = (p, i)
-            }
-            guard let leaf else { return .absent }  // set on every path that reaches here
+            guard let (leaf, index) = try writerSlot(of: key, w) else { return .absent }
             let v = leaf.leafValue(index)
             guard v.overflow == 0 else { return .declined }
             let wanted: Bool

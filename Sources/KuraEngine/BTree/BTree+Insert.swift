@@ -109,25 +109,36 @@ extension BTree {
     /// the slot of `key` in it, if it holds `key`; nil otherwise. Shared by the
     /// replace and delete that skip a descent.
     func findInLastLeaf(_ key: [UInt8], _ w: PageWriter) throws(KuraError) -> (UInt32, Page, Int)? {
+        try key.withBytes { k throws(KuraError) in try findInLastLeaf(k, w) }
+    }
+
+    /// `findInLastLeaf` for a key in place.
+    func findInLastLeaf(_ key: UnsafeRawBufferPointer, _ w: PageWriter) throws(KuraError) -> (UInt32, Page, Int)? {
         guard let leafNo = w.lastLeaf(of: root) else { return nil }
         let leaf = try node(leafNo, w)
         guard leaf.isLeafNode else { return nil }
-        let i = key.withUnsafeBytes { k in
-            let i = leaf.lowerBound(k)
-            return i < leaf.cellCount && leaf.compareKey(i, k) == 0 ? i : -1
-        }
-        return i >= 0 ? (leafNo, leaf, i) : nil
+        let i = leaf.lowerBound(key, rowID: rowID(ofKey: key))
+        return i < leaf.cellCount && leaf.compareKey(i, key) == 0 ? (leafNo, leaf, i) : nil
     }
 
-    /// `get` for a writer, through the leaf it remembers for this tree first
-    /// (rows read and then written in row-ID order, as a save does, mostly
-    /// share it); a descent's leaf is remembered for the next read or write.
+    /// The leaf holding `key` and its slot, for a writer: through the leaf it
+    /// remembers for this tree first (rows read and then written in row-ID
+    /// order, as a save does, mostly share it), else by a descent, whose leaf
+    /// is remembered for the next read or write; nil if the tree has no `key`.
+    func writerSlot(of key: UnsafeRawBufferPointer, _ w: PageWriter) throws(KuraError) -> (leaf: Page, index: Int)? {
+        if let (_, leaf, i) = try findInLastLeaf(key, w) { return (leaf, i) }
+        let id = rowID(ofKey: key)
+        let leaf = try leaf(for: key, rowID: id, w)
+        w.rememberLeaf(leaf.number, of: root)
+        let i = leaf.lowerBound(key, rowID: id)
+        return i < leaf.cellCount && leaf.compareKey(i, key) == 0 ? (leaf, i) : nil
+    }
+
+    /// `get` for a writer, through `writerSlot`.
     func getThroughLastLeaf(_ key: [UInt8], _ w: PageWriter) throws(KuraError) -> [UInt8]? {
-        if let (_, leaf, i) = try findInLastLeaf(key, w) { return try value(leaf, i, w) }
-        return try key.withBytes { k throws(KuraError) -> [UInt8]? in
-            let leaf = try leaf(for: k, w)
-            w.rememberLeaf(leaf.number, of: root)
-            return try value(of: k, in: leaf, w)
+        try key.withBytes { k throws(KuraError) -> [UInt8]? in
+            guard let (leaf, i) = try writerSlot(of: k, w) else { return nil }
+            return try value(leaf, i, w)
         }
     }
 

@@ -245,19 +245,12 @@ package final class RawStore {
     }
 
     /// The snapshot's change counter, from the counter field of the page 1
-    /// it sees: the field plus the commits of the log after the one that
-    /// wrote that version of page 1 (all of them when page 1 comes from the
-    /// file). FORMAT.md, "The header page": in format 4 most commits leave
-    /// page 1 out; before, every commit wrote it and this is the field.
+    /// it sees (`FileHeader.changeCounter`, the pager's rule).
     package func changeCounter(field: UInt64) -> UInt64 {
         let commitFrames = wal.frames.filter { $0.committed && $0.commit != 0 }.map(\.number)
-        let after: Int
-        if let p = frameIndex[1] {
-            after = max(commitFrames.filter { $0 >= p }.count - 1, 0)
-        } else {
-            after = commitFrames.count
+        return FileHeader.changeCounter(field: field, pageOneFrame: frameIndex[1]) { from in
+            commitFrames.lazy.filter { $0 >= from }.count
         }
-        return field &+ UInt64(after)
     }
 
     /// Which frame or file copy page `number` comes from.

@@ -13,7 +13,7 @@
 //     32      8     change counter: the counter after the commit that wrote
 //                   this version of page 1 (format 4: commits that leave the
 //                   other fields alone do not write page 1; the counter is
-//                   derived, Pager `changeCounterLocked`)
+//                   derived, `FileHeader.changeCounter`)
 //     40      8     database ID: random, fixed at creation; the log carries it
 //                   too, so a log left over from another store is never applied
 //     48      8     next catalog ID: the ID the next table or index gets (IDs
@@ -74,6 +74,21 @@ enum FileHeader {
 
     static let minPageSize = 512
     static let maxPageSize = 65536
+
+    /// A snapshot's change counter (FORMAT.md, "The change counter"): `field`,
+    /// the counter field of the version of page 1 the snapshot sees, plus the
+    /// commits of its log after the commit that wrote that version. That
+    /// commit is the first commit frame at or after page 1's frame
+    /// `pageOneFrame`, so those are the commit frames from `pageOneFrame` on,
+    /// less one; a page 1 from the database file (`pageOneFrame` nil) was
+    /// written by a checkpoint, and every commit of the log counts.
+    /// `commits(f)` is the number of the snapshot's commit frames numbered
+    /// `f` or more. In formats 1 to 3 every commit writes page 1, so this is
+    /// the field. The pager and the raw inspector both derive it here.
+    static func changeCounter(field: UInt64, pageOneFrame: Int?, commits: (_ from: Int) -> Int) -> UInt64 {
+        guard let p = pageOneFrame else { return field &+ UInt64(commits(1)) }
+        return field &+ UInt64(max(commits(p) - 1, 0))
+    }
 
     static func isValidPageSize(_ n: Int) -> Bool {
         n >= minPageSize && n <= maxPageSize && n & (n - 1) == 0

@@ -72,7 +72,7 @@ final class Snapshot: @unchecked Sendable {
     let pageCount: UInt32
     /// The store's change counter in this snapshot (FORMAT.md, "The header
     /// page"): page 1's field plus the commits after the one that wrote that
-    /// version of page 1 (`Pager.changeCounterLocked`). Fixed when the snapshot
+    /// version of page 1 (`FileHeader.changeCounter`). Fixed when the snapshot
     /// is made, so a later checkpoint (which rewrites page 1 in the file)
     /// cannot change it. 0 in a probe snapshot, which never reaches a reader.
     let changeCounter: UInt64
@@ -520,36 +520,18 @@ final class Pager: @unchecked Sendable {
         case .appended(let n):
             if n == 0 && latestIsCurrent && latest.generation == wal.generation && latest.maxFrame == wal.maxFrame { return }
         }
-        var pageCount = wal.committedPageCount
-        if wal.maxFrame == 0 {
-            // Everything is in the database file: read its header page.
-            let probe = Snapshot(generation: wal.generation, maxFrame: 0, pageCount: 1, changeCounter: 0)
-            probe.detached = true
-            let h = try pageLocked(1, probe)
-            pageCount = h.headerPageCount
+        // Page 1 as the new snapshot sees it (from the database file when the
+        // log has no committed frame): the page count then, and the change
+        // counter always (FileHeader.changeCounter).
+        let m = wal.maxFrame
+        let probe = Snapshot(generation: wal.generation, maxFrame: m, pageCount: 1, changeCounter: 0)
+        let h = try pageLocked(1, probe)
+        let counter = FileHeader.changeCounter(field: h.headerChangeCounter, pageOneFrame: wal.index.lookup(1, limit: m)) { from in
+            wal.commits(from: from, through: m)
         }
-        let probe = Snapshot(generation: wal.generation, maxFrame: wal.maxFrame, pageCount: max(pageCount, 1), changeCounter: 0)
-        latest = Snapshot(generation: wal.generation, maxFrame: wal.maxFrame, pageCount: pageCount,
-                          changeCounter: try changeCounterLocked(probe))
+        latest = Snapshot(generation: wal.generation, maxFrame: m, pageCount: m == 0 ? h.headerPageCount : wal.committedPageCount,
+                          changeCounter: counter)
         latestIsCurrent = true
-    }
-
-    /// The change counter of `snapshot`, which is attached to the current log
-    /// (FORMAT.md, "The header page"): the counter field of the version of
-    /// page 1 it sees, plus the commits after the commit that wrote that
-    /// version. That commit is the first commit frame at or after page 1's
-    /// frame; a page 1 from the database file was written by a checkpoint
-    /// and counts every commit of the log. In formats 1 to 3 every commit
-    /// writes page 1, so this is page 1's field. Caller holds `state`.
-    private func changeCounterLocked(_ snapshot: Snapshot) throws(KuraError) -> UInt64 {
-        let h = try pageLocked(1, snapshot)
-        let field = h.headerChangeCounter
-        guard snapshot.maxFrame > 0 else { return field }
-        if let p = wal.index.lookup(1, limit: snapshot.maxFrame) {
-            let commits = wal.commits(from: p, through: snapshot.maxFrame)
-            return field &+ UInt64(max(commits - 1, 0))
-        }
-        return field &+ UInt64(wal.commits(from: 1, through: snapshot.maxFrame))
     }
 
     /// Whether a transaction may start on `latest` without reading the log:

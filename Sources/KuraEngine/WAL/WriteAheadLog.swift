@@ -81,8 +81,8 @@ final class WriteAheadLog {
     private(set) var committedPageCount: UInt32 = 0
     private(set) var index = WALFrameIndex()
     /// Frame numbers of the committed log's commit frames, ascending (one per
-    /// transaction): the change counter is derived from them (Pager,
-    /// `changeCounterLocked`).
+    /// transaction): the change counter is derived from them
+    /// (`FileHeader.changeCounter`).
     private(set) var commitFrames: [Int] = []
 
     /// Number of commit frames numbered `from ... through`.
