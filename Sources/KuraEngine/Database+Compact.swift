@@ -98,6 +98,19 @@ extension Database {
         let copy = try Database(path: ":compaction:", options: options)
         defer { copy.close() }
         let header = source.header
+        let layout = max(header.headerVersion, FileHeader.countersFormatVersion)
+        if layout < FileHeader.leafCountersVersion {
+            // The copy takes the layout of the store's format, which
+            // `replaceAllPages` keeps (connections of an older build may share
+            // the store): made at this build's version, it goes back to that
+            // format while it is still empty, so its counters go to a counters tree.
+            try typed {
+                try copy.write { tx in
+                    tx.writer!.header.headerVersion = layout
+                    tx.writer!.markModified()
+                }
+            }
+        }
         let catalog = try Catalog.loadWithCounters(header: header, source)
         for info in catalog.entries.values.sorted(by: { $0.id < $1.id }) {
             try copyObject(info, from: source, to: copy, nextCatalogID: header.headerNextCatalogID)

@@ -190,11 +190,32 @@ final class IntegrityChecker<S: IntegritySource> {
             }
             result.objects.append(space)
         }
-        if header.version != 1 { walkCounters(root: header.countersRoot, &entries) }
+        if header.version >= FileHeader.leafCountersVersion {
+            leafCounters(header: header, &entries)
+        } else if header.version != 1 {
+            walkCounters(root: header.countersRoot, &entries)
+        }
         entries.sort { $0.id < $1.id }
         checkObjects(entries)
         if !catalogOnly { checkLeaks() }
         return result
+    }
+
+    /// Format 5: reads each table's counters from the end of its tree's
+    /// right-most leaf and lays them over `entries` (the table walk then
+    /// compares them with the tree); a header that still names a counters
+    /// tree is reported.
+    func leafCounters(header: HeaderFields, _ entries: inout [TableInfo]) {
+        if header.countersRoot != 0 {
+            report(1, "the header names a counters tree (page \(header.countersRoot)), which a format-\(header.version) store does not have")
+        }
+        for t in entries.indices where entries[t].kind == "table" {
+            do throws(KuraError) {
+                entries[t] = entries[t].with(try TableCounters.inLeaf(table: entries[t].name, id: entries[t].id, root: entries[t].rootPage, source))
+            } catch {
+                report(error.page ?? entries[t].rootPage, error.message)
+            }
+        }
     }
 
     /// Walks the counters tree (format 2) and lays its entries over `entries`'
@@ -313,8 +334,13 @@ final class IntegrityChecker<S: IntegritySource> {
             // would let the next insert overwrite a cell.
             var cellBytes = 0
             for i in 0..<n { cellBytes += p.cellSize(i) }
-            if Node.usable(p.size) - p.contentStart != cellBytes + p.fragmented {
-                report(number, "\(label): the content area spans \(Node.usable(p.size) - p.contentStart) bytes, but its cells take \(cellBytes) and the page counts \(p.fragmented) fragmented bytes (overlapping cells or a wrong count)")
+            if p.contentEnd - p.contentStart != cellBytes + p.fragmented {
+                report(number, "\(label): the content area spans \(p.contentEnd - p.contentStart) bytes, but its cells take \(cellBytes) and the page counts \(p.fragmented) fragmented bytes (overlapping cells or a wrong count)")
+            }
+            // Counters (format 5) end only the right-most leaf of a tree: the
+            // one no separator bounds from above.
+            if p.hasCounters && (hi != nil || (result.header?.version ?? 0) < FileHeader.leafCountersVersion) {
+                report(number, "\(label): the page holds table counters but is not its tree's right-most leaf in a format-5 store")
             }
             let available = Node.usable(p.size) - Node.headerSize
             let fill = min(max(Double(p.usedSpace) / Double(available), 0), 1)

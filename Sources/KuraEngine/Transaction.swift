@@ -78,20 +78,26 @@ public class ReadTransaction {
             if let known = cache.counters(info.id, snapshot: s.snapshot) {
                 c = known
             } else {
-                c = try storedCounters(info, root: header.headerCountersRoot, s)
+                c = try storedCounters(info, header: header, s)
                 cache.store(c, id: info.id, snapshot: s.snapshot)
             }
         } else {
-            c = try storedCounters(info, root: header.headerCountersRoot, writer!)
+            c = try storedCounters(info, header: header, writer!)
         }
         countersMemo[info.id] = c
         return info.with(c)
     }
 
-    /// Table `info`'s entry in the counters tree at `root` (format 2).
+    /// Table `info`'s counters as `pages` hold them: at the end of its tree's
+    /// right-most leaf (format 5), or its entry in the counters tree that
+    /// `header` names (formats 2 to 4).
     ///
     /// - Throws: `.corrupt` naming the table if it has none (or there is no tree).
-    func storedCounters<S: PageSource>(_ info: TableInfo, root: UInt32, _ pages: S) throws(KuraError) -> TableCounters {
+    func storedCounters<S: PageSource>(_ info: TableInfo, header: Page, _ pages: S) throws(KuraError) -> TableCounters {
+        if header.headerVersion >= FileHeader.leafCountersVersion {
+            return try TableCounters.inLeaf(table: info.name, id: info.id, root: info.rootPage, pages)
+        }
+        let root = header.headerCountersRoot
         guard root != 0, let c = try TableCounters.get(info.id, root: root, pages) else {
             throw KuraError(.corrupt, "table \"\(info.name)\" (catalog ID \(info.id)) has no counters entry; run `kura check` on the store", path: database.path, page: root)
         }
@@ -352,9 +358,13 @@ public final class WriteTransaction: ReadTransaction {
     func countedEntry(_ name: String) throws(KuraError) -> TableInfo? {
         guard var info = try loadCatalog().entries[name] else { return nil }
         guard info.kind == "table", !counted.contains(info.id) else { return info }
-        let header = writer!.header
-        if header.headerVersion != 1 {
-            info = info.with(try storedCounters(info, root: header.headerCountersRoot, writer!))
+        let w = writer!
+        if w.header.headerVersion >= FileHeader.leafCountersVersion {
+            // From the snapshot the transaction began on: the writer's copy of
+            // the right-most leaf may have been rebuilt (a split) without them.
+            info = info.with(try storedCounters(info, header: w.header, SnapshotPages(pager: w.pager, snapshot: w.snapshot)))
+        } else if w.header.headerVersion != 1 {
+            info = info.with(try storedCounters(info, header: w.header, w))
         }
         counted.insert(info.id)
         catalog!.entries[name] = info
@@ -890,6 +900,45 @@ public final class WriteTransaction: ReadTransaction {
 
     // MARK: Commit
 
+    /// Format 5: writes the counters of every table whose counters changed, or
+    /// one of whose tree pages this transaction changed (a split or a merge
+    /// may have rebuilt the right-most leaf without them), at the end of its
+    /// tree's right-most leaf. A leaf that holds them already is not written:
+    /// an append's commit writes no page for the counters.
+    func storeLeafCounters(_ c: Catalog) throws(KuraError) {
+        let w = writer!
+        let touched = w.touchedTableRoots
+        for (name, info) in c.entries.sorted(by: { $0.key < $1.key }) where info.kind == "table" {
+            guard changedTables.contains(name) || touched.contains(info.rootPage) else { continue }
+            let counted = try countedEntry(name) ?? info
+            try TableCounters.storeInLeaf(counted.counters, root: info.rootPage, w)
+        }
+    }
+
+    /// Moves a format-2 to format-4 store to format 5 (FORMAT.md, "Version
+    /// history"): every table's counters go from the counters tree to the end
+    /// of its tree's right-most leaf, the counters tree is freed, and the
+    /// header's version becomes 5. Part of this transaction: committed with
+    /// it, or not at all. The caller makes sure no other connection has the
+    /// store open (Database, `upgradeToLeafCounters`): an older build's
+    /// connection would look for the counters tree.
+    func moveCountersToLeaves() throws(KuraError) {
+        let w = writer!
+        let version = w.header.headerVersion
+        guard version >= FileHeader.countersFormatVersion, version < FileHeader.leafCountersVersion else { return }
+        let c = try loadCatalog()
+        for (name, info) in c.entries where info.kind == "table" {
+            _ = try countedEntry(name)
+            changedTables.insert(name)
+        }
+        if w.header.headerCountersRoot != 0 {
+            try TableCounters.tree(w.header.headerCountersRoot).destroy(w)
+            w.header.headerCountersRoot = 0
+        }
+        w.header.headerVersion = FileHeader.leafCountersVersion
+        w.markModified()
+    }
+
     /// Writes changed catalog entries and commits. Called by `Database.write`.
     func commit() throws(KuraError) {
         try checkActive()
@@ -899,20 +948,25 @@ public final class WriteTransaction: ReadTransaction {
         let w = writer!
         if let c = catalog {
             let root = w.header.headerCatalogRoot
+            let leafCounters = w.header.headerVersion >= FileHeader.leafCountersVersion
             for info in droppedTables {
                 try Catalog.remove(info, root: root, w)
-                if info.kind == "table" && w.header.headerCountersRoot != 0 {
+                if info.kind == "table" && !leafCounters && w.header.headerCountersRoot != 0 {
                     try TableCounters.remove(id: info.id, root: w.header.headerCountersRoot, w)
                 }
             }
             for name in schemaChanged.sorted() {
                 if let info = c.entries[name] { try Catalog.store(info, root: root, w) }
             }
-            for name in changedTables.sorted() {
-                guard let info = c.entries[name], info.kind == "table" else { continue }
-                // Created with the first table's counters (after its tree's pages).
-                if w.header.headerCountersRoot == 0 { w.header.headerCountersRoot = try BTree.create(.table, in: w) }
-                try TableCounters.store(info.counters, id: info.id, root: w.header.headerCountersRoot, w)
+            if leafCounters {
+                try storeLeafCounters(c)
+            } else {
+                for name in changedTables.sorted() {
+                    guard let info = c.entries[name], info.kind == "table" else { continue }
+                    // Created with the first table's counters (after its tree's pages).
+                    if w.header.headerCountersRoot == 0 { w.header.headerCountersRoot = try BTree.create(.table, in: w) }
+                    try TableCounters.store(info.counters, id: info.id, root: w.header.headerCountersRoot, w)
+                }
             }
             if localSchemaGeneration != 0 {
                 w.header.headerSchemaCookie += 1

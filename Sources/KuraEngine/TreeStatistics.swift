@@ -79,7 +79,7 @@ extension BTree {
                 st.leafPages += 1
                 st.entries += p.cellCount
                 st.leafBytesUsed += p.usedSpace
-                st.leafBytesAvailable += Node.usable(p.size) - Node.headerSize
+                st.leafBytesAvailable += p.contentEnd - Node.headerSize
                 for i in 0..<p.cellCount { st.overflowPages += try overflowPages(p, i, s).count }
             } else {
                 st.interiorPages += 1

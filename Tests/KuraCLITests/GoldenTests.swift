@@ -45,10 +45,10 @@ final class GoldenTests: XCTestCase {
         try golden(["info", "s.kura"], """
             store:           s.kura
             file size:       2560 bytes
-            format version:  4
+            format version:  5
             page size:       512
             page count:      5
-            free pages:      0
+            free pages:      1 (freelist head 5)
             change counter:  2
             database ID:     <ID>
             catalog root:    2
@@ -79,31 +79,30 @@ final class GoldenTests: XCTestCase {
 
     func testStats() throws {
         try golden(["stats", "s.kura"], """
-            object                  kind      pages  leaf  interior  overflow  entries  payload  fill  depth
-            catalog                 catalog       1     1         0         0        2      155   33%      1
-            counters                counters      1     1         0         0        1        7    2%      1
-            people                  table         1     1         0         0        4      124   29%      1
-            people_age (on people)  index         1     1         0         0        4       18    7%      1
-            store: 5 pages of 512 bytes = 2560 bytes; 1 header, 4 in trees, 0 free, 0 leaked
+            object                  kind     pages  leaf  interior  overflow  entries  payload  fill  depth
+            catalog                 catalog      1     1         0         0        2      155   33%      1
+            people                  table        1     1         0         0        4      124   29%      1
+            people_age (on people)  index        1     1         0         0        4       18    7%      1
+            store: 5 pages of 512 bytes = 2560 bytes; 1 header, 3 in trees, 1 free, 0 leaked
 
             """)
     }
 
     func testPages() throws {
         try golden(["pages", "s.kura"], """
-            page  kind        owner               items  fill  overflow
-               1  header      -                       0     -  0
-               2  table-leaf  catalog                 2   33%  0
-               3  table-leaf  table "people"          4   29%  0
-               4  index-leaf  index "people_age"      4    7%  0
-               5  table-leaf  counters                1    2%  0
+            page  kind            owner               items  fill  overflow
+               1  header          -                       0     -  0
+               2  table-leaf      catalog                 2   33%  0
+               3  table-leaf      table "people"          4   29%  0
+               4  index-leaf      index "people_age"      4    7%  0
+               5  freelist-trunk  freelist                0    0%  0
 
             """)
     }
 
     func testCheck() throws {
         try golden(["check", "s.kura"], """
-            checked s.kura: 5 pages of 512 bytes, 1 tables, 1 indexes, 4 rows, 0 free pages
+            checked s.kura: 5 pages of 512 bytes, 1 tables, 1 indexes, 4 rows, 1 free pages
             ok: no problems found
 
             """)
@@ -113,28 +112,31 @@ final class GoldenTests: XCTestCase {
         try golden(["page", "s.kura", "3"], """
             page 3 of s.kura (512 bytes), from the store file at offset 1024
             kind: table leaf (byte 0 = 2); used as: table-leaf, owner: table "people"
-            checksum: stored 0xf79486115aca61f4, computed 0xf79486115aca61f4: ok
+            checksum: stored 0x859b8000d81114b6, computed 0x859b8000d81114b6: ok
             header:
               kind:               2
-              reserved:           0
+              flags:              1
               cell count:         4
-              content start:      372
+              content start:      356
               fragmented bytes:   0
               right-most child:   0
               tree root:          3
+              next row ID:        5
+              row count:          4
             cells: 4
-              #0 at 468, 36 bytes, key 81 01 (row 1), value 32 bytes: ["Ada", 36, 1.5, true, 599616000.0, "first"]
-              #1 at 424, 44 bytes, key 81 02 (row 2), value 40 bytes: ["Grace", 45, 2.0, false, 578819289.0, "with, comma"]
-              #2 at 400, 24 bytes, key 81 03 (row 3), value 20 bytes: ["Linus", null, 3.25, true, null, null]
-              #3 at 372, 28 bytes, key 81 04 (row 4), value 24 bytes: ["Margaret", 33, null, false, 662601600.0, ""]
+              #0 at 452, 36 bytes, key 81 01 (row 1), value 32 bytes: ["Ada", 36, 1.5, true, 599616000.0, "first"]
+              #1 at 408, 44 bytes, key 81 02 (row 2), value 40 bytes: ["Grace", 45, 2.0, false, 578819289.0, "with, comma"]
+              #2 at 384, 24 bytes, key 81 03 (row 3), value 20 bytes: ["Linus", null, 3.25, true, null, null]
+              #3 at 356, 28 bytes, key 81 04 (row 4), value 24 bytes: ["Margaret", 33, null, false, 662601600.0, ""]
             regions:
                   0 ..< 16       16 bytes  header
                  16 ..< 24        8 bytes  cell pointers
-                 24 ..< 372     348 bytes  free
-                372 ..< 400      28 bytes  cell 3
-                400 ..< 424      24 bytes  cell 2
-                424 ..< 468      44 bytes  cell 1
-                468 ..< 504      36 bytes  cell 0
+                 24 ..< 356     332 bytes  free
+                356 ..< 384      28 bytes  cell 3
+                384 ..< 408      24 bytes  cell 2
+                408 ..< 452      44 bytes  cell 1
+                452 ..< 488      36 bytes  cell 0
+                488 ..< 504      16 bytes  table counters
                 504 ..< 512       8 bytes  checksum
 
             """)
@@ -147,7 +149,7 @@ final class GoldenTests: XCTestCase {
             checksum: stored 0x8b16485bc54c8b5d, computed 0x8b16485bc54c8b5d: ok
             header:
               kind:               4
-              reserved:           0
+              flags:              0
               cell count:         4
               content start:      478
               fragmented bytes:   0
@@ -182,7 +184,7 @@ final class GoldenTests: XCTestCase {
     func testHeaderPage() throws {
         let r = try kura(["page", "s.kura", "1"])
         XCTAssertEqual(r.status, 0, r.stderr)
-        XCTAssertTrue(r.stdout.contains("  magic:              KuraDB\\n\\0\n  format version:     4\n  page size:          512\n  page count:         5\n"), r.stdout)
+        XCTAssertTrue(r.stdout.contains("  magic:              KuraDB\\n\\0\n  format version:     5\n  page size:          512\n  page count:         5\n"), r.stdout)
     }
 
     func testQuery() throws {
@@ -250,37 +252,35 @@ final class GoldenTests: XCTestCase {
         try golden(["import", "s.kura", "people", "more.jsonl", "--batch", "1", "--no-checkpoint"], "committed 1\ncommitted 2\n")
         try golden(["wal", "s.kura"], """
             log: s.kura-wal
-            size: 4864 bytes, 9 whole frames of 536 bytes
+            size: 3792 bytes, 7 whole frames of 536 bytes
             header: magic ok, version 1, page size 512, generation <G>, salts <S>
                     database ID <ID> (matches the store), checksum ok
             header valid: yes
-            committed log: 9 frames in 2 transactions, page count after the last commit 6
+            committed log: 7 frames in 2 transactions, page count after the last commit 5
             frame  offset  page  commit  salts  chain  page checksum  status
                 1      40     1       -  ok     ok     ok             committed
                 2     576     2       -  ok     ok     ok             committed
                 3    1112     3       -  ok     ok     ok             committed
                 4    1648     4       -  ok     ok     ok             committed
-                5    2184     5       -  ok     ok     ok             committed
-                6    2720     6       6  ok     ok     ok             committed (commit)
-                7    3256     3       -  ok     ok     ok             committed
-                8    3792     4       -  ok     ok     ok             committed
-                9    4328     5       6  ok     ok     ok             committed (commit)
+                5    2184     5       5  ok     ok     ok             committed (commit)
+                6    2720     3       -  ok     ok     ok             committed
+                7    3256     4       5  ok     ok     ok             committed (commit)
 
             """)
         let info = try kura(["info", "s.kura"])
         // The second commit changed no header field but the change counter,
         // so it left page 1 out (format 4); `info` derives the counter.
-        XCTAssertTrue(info.stdout.contains("log:             4864 bytes, 9 committed frames in 2 transactions, last commit at frame 9\n"), info.stdout)
+        XCTAssertTrue(info.stdout.contains("log:             3792 bytes, 7 committed frames in 2 transactions, last commit at frame 7\n"), info.stdout)
         XCTAssertTrue(info.stdout.contains("change counter:  4\n"), info.stdout)
         XCTAssertTrue(info.stdout.contains("people: 6 rows, root page 3, columns: name, age, score, member, joined, note, extra"), info.stdout)
-        // The raw readers see the committed log: page 3 now comes from frame 7.
-        XCTAssertTrue(try kura(["page", "s.kura", "3"]).stdout.hasPrefix("page 3 of s.kura (512 bytes), from log frame 7\n"))
+        // The raw readers see the committed log: page 3 now comes from frame 6.
+        XCTAssertTrue(try kura(["page", "s.kura", "3"]).stdout.hasPrefix("page 3 of s.kura (512 bytes), from log frame 6\n"))
         try golden(["check", "s.kura"], """
-            checked s.kura: 6 pages of 512 bytes, 1 tables, 1 indexes, 6 rows, 0 free pages
+            checked s.kura: 5 pages of 512 bytes, 1 tables, 1 indexes, 6 rows, 0 free pages
             ok: no problems found
 
             """)
-        try golden(["checkpoint", "s.kura"], "checkpointed 9 frames into s.kura\n")
+        try golden(["checkpoint", "s.kura"], "checkpointed 7 frames into s.kura\n")
         try golden(["checkpoint", "s.kura"], "nothing to checkpoint: the log of s.kura holds no committed frames\n")
         XCTAssertEqual(dir.bytes("s.kura-wal")?.count, 40)
         XCTAssertTrue(try kura(["page", "s.kura", "3"]).stdout.hasPrefix("page 3 of s.kura (512 bytes), from the store file at offset 1024\n"))
@@ -290,10 +290,10 @@ final class GoldenTests: XCTestCase {
 
     func testCompact() throws {
         let before = try kura(["dump", "s.kura"]).stdout
-        try golden(["compact", "s.kura"], "compacted s.kura: 5 pages (0 free) -> 5 pages of 512 bytes\n")
-        XCTAssertEqual(dir.bytes("s.kura")?.count, 2560)
+        try golden(["compact", "s.kura"], "compacted s.kura: 5 pages (1 free) -> 4 pages of 512 bytes\n")
+        XCTAssertEqual(dir.bytes("s.kura")?.count, 2048)
         try golden(["check", "s.kura"], """
-            checked s.kura: 5 pages of 512 bytes, 1 tables, 1 indexes, 4 rows, 0 free pages
+            checked s.kura: 4 pages of 512 bytes, 1 tables, 1 indexes, 4 rows, 0 free pages
             ok: no problems found
 
             """)
@@ -322,7 +322,7 @@ final class GoldenTests: XCTestCase {
         }
         let info = parseJSON(try kura(["info", "s.kura", "--json"]).stdout) as? [String: Any]
         XCTAssertEqual(info?["pageCount"] as? Int, 5)
-        XCTAssertEqual(info?["freePages"] as? Int, 0)
+        XCTAssertEqual(info?["freePages"] as? Int, 1)
         let tables = info?["tables"] as? [[String: Any]]
         XCTAssertEqual(tables?.first?["name"] as? String, "people")
         XCTAssertEqual(tables?.first?["rows"] as? Int, 4)

@@ -44,6 +44,7 @@ final class TableCountersTests: XCTestCase {
         let path = dir.path + "/old.kura"
         do {
             let db = try Database(path: path)
+            try db.setFormatForTesting(4)
             try db.write { tx in
                 let t = try tx.createTable("t", schema: Self.schema)
                 try tx.createIndex("t_a", on: t, columns: [IndexColumn("a")])
@@ -82,15 +83,24 @@ final class TableCountersTests: XCTestCase {
         XCTAssertEqual(try fileVersion(path), FileHeader.countersFormatVersion)
         let inspection = StoreWalker(try RawStore(path: path)).run()
         XCTAssertEqual(inspection.problems, [])
-        // Format 2 becomes 3 when a connection opens it alone (SharedLogHeaderTests).
+        // Format 2 becomes 5 when a connection opens it alone (SharedLogHeaderTests).
         try Database(path: path).close()
         XCTAssertEqual(try fileVersion(path), FileHeader.formatVersion)
         XCTAssertEqual(StoreWalker(try RawStore(path: path)).run().problems, [])
+        let reopened = try Database(path: path)
+        defer { reopened.close() }
+        try reopened.read { tx in
+            XCTAssertEqual(try tx.headerPage().headerCountersRoot, 0)
+            XCTAssertEqual(try tx.table("t").rowCount, 46)
+            XCTAssertEqual(try tx.table("t").nextRowID, 62)
+            XCTAssertEqual(try tx.table("raw").nextRowID, 1)
+        }
     }
 
     // A format-1 store whose migration is rolled back stays format 1 and readable.
     func testMigrationRolledBackWithItsTransaction() throws {
         let db = try Database.inMemory()
+        try db.setFormatForTesting(4)
         try db.write { tx in try tx.insert([.integer(1)], into: try tx.createTable("t")) }
         try downgradeToFormat1(db)
         struct Stop: Error {}
@@ -186,10 +196,59 @@ final class TableCountersTests: XCTestCase {
         try db.read { tx in XCTAssertEqual(try tx.fetch(prepared).map(\.rowID), [4, 5]) }
     }
 
+    /// Format 5: counters at the end of the right-most leaf that disagree
+    /// with the tree, a right-most leaf without counters, and a header that
+    /// still names a counters tree are reported by both checks.
+    func testCheckCatchesWrongLeafCounters() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.path + "/bad.kura"
+        let db = try Database(path: path)
+        try db.write { tx in
+            let t = try tx.createTable("t", schema: Self.schema)
+            for i in 0..<10 { try tx.insert([.integer(Int64(i))], into: t) }
+            _ = try tx.createTable("u")
+        }
+        // Row count one too high, next row ID at a row that exists: counters
+        // the commit writes as they are.
+        try db.write { tx in
+            guard var t = try tx.countedEntry("t") else { return XCTFail("no table t") }
+            t.rowCount = 11
+            t.nextRowID = 5
+            tx.catalog!.entries["t"] = t
+            tx.changedTables.insert("t")
+        }
+        // Table u's leaf loses its counters, and the header names a counters
+        // tree: written below the transaction layer, which would repair both.
+        let u = try db.read { tx in try tx.table("u") }
+        let snapshot = try db.pager.beginWrite()
+        let w = try PageWriter(pager: db.pager, snapshot: snapshot)
+        let leaf = try w.writable(u.rootPage)
+        leaf.setU8(Node.flagsOffset, 0)
+        leaf.contentStart = leaf.contentEnd
+        w.header.headerCountersRoot = u.rootPage
+        w.markModified()
+        try w.commit()
+        db.pager.endWrite(snapshot)
+        let expected = ["holds 10 rows but its row count says 11", "is not below the next row ID 5",
+                        "right-most leaf of table \"u\"", "names a counters tree"]
+        let engine = try db.read { tx in try tx.checkIntegrity() }.map(\.message)
+        XCTAssertThrowsError(try db.read { tx in try tx.table("u") }) { e in
+            XCTAssertEqual((e as? KuraError)?.code, .corrupt)
+            XCTAssertEqual((e as? KuraError)?.page, u.rootPage)
+        }
+        db.close()
+        let walker = StoreWalker(try RawStore(path: path)).run().problems.map(\.message)
+        for e in expected {
+            XCTAssertTrue(engine.contains { $0.contains(e) }, "engine check misses \"\(e)\": \(engine)")
+            XCTAssertTrue(walker.contains { $0.contains(e) }, "kura check misses \"\(e)\": \(walker)")
+        }
+    }
+
     func testCheckCatchesWrongCounters() throws {
         let dir = try TemporaryDirectory()
         let path = dir.path + "/bad.kura"
         let db = try Database(path: path)
+        try db.setFormatForTesting(4)
         try db.write { tx in
             let t = try tx.createTable("t", schema: Self.schema)
             for i in 0..<10 { try tx.insert([.integer(Int64(i))], into: t) }

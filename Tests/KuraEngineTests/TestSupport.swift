@@ -69,3 +69,18 @@ final class ReaderThreads: @unchecked Sendable {
         group.wait()
     }
 }
+
+extension Database {
+    /// Sets the format version of a store that has no table yet, so that the
+    /// tables created next are laid out as a build of that format lays them
+    /// out (formats 2 to 4 keep the counters in the counters tree). Reopened
+    /// alone, a format-2 to format-4 store then moves to format 5.
+    func setFormatForTesting(_ version: UInt32) throws {
+        try write { tx in
+            let names = try tx.tableNames()
+            precondition(names.isEmpty, "setFormatForTesting on a store with tables")
+            tx.writer!.header.headerVersion = version
+            tx.writer!.markModified()
+        }
+    }
+}

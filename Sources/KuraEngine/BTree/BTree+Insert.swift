@@ -286,6 +286,40 @@ extension BTree {
         try insertCell(up, at: parentIndex, into: parentNo, path: path.dropLast(), w)
     }
 
+    /// Moves the last cell of leaf `number` (reached by `path`, a leaf of at
+    /// least two cells) into a new leaf on its right, as an append's split
+    /// does. Used to make room for a table's counters in its right-most leaf
+    /// (TableCounters.storeInLeaf).
+    func splitOffLastCell(of number: UInt32, path: ArraySlice<(page: UInt32, index: Int)>, _ w: PageWriter) throws(KuraError) {
+        var leafNo = number
+        var path = path
+        if number == root {
+            // The root moves into a new child first, as insertCell does.
+            let node = try w.writable(number)
+            let child = try w.allocate()
+            child.bytes.copyMemory(from: node.bytes, byteCount: node.size)
+            Node.initialize(node, kind: kind.interior, treeRoot: root)
+            node.rightChild = child.number
+            leafNo = child.number
+            path = [(root, 0)]
+        }
+        let node = try w.writable(leafNo)
+        let n = node.cellCount
+        guard n >= 2, node.isLeafNode, let (parentNo, parentIndex) = path.last else {
+            throw KuraError(.corrupt, "leaf page \(leafNo) cannot give up its last cell (\(n) cells)", page: leafNo)
+        }
+        var cells: [[UInt8]] = []
+        cells.reserveCapacity(n)
+        for k in 0..<n { cells.append(node.cellBytes(k)) }
+        let sibling = try w.allocate()
+        node.rebuild(kind: kind.leaf, treeRoot: root, cells: cells[0..<(n - 1)], rightChild: 0)
+        sibling.rebuild(kind: kind.leaf, treeRoot: root, cells: cells[(n - 1)...], rightChild: 0)
+        let up = Self.interiorCell(child: leafNo, key: Self.leafCellKey(cells[n - 2]))
+        let parent = try w.writable(parentNo)
+        parent.setChild(parentIndex, sibling.number)
+        try insertCell(up, at: parentIndex, into: parentNo, path: path.dropLast(), w)
+    }
+
     /// Index s such that cells[0..<s] holds about half the bytes; 1 <= s < count.
     static func splitPoint(_ cells: [[UInt8]], pageSize: Int) -> Int {
         let total = cells.reduce(0) { $0 + $1.count + 2 }

@@ -4,7 +4,9 @@
 //     0       1     kind (`PageKind`, Pager/PageKind.swift): 1 table interior,
 //                   2 table leaf, 3 index interior, 4 index leaf (5 overflow
 //                   and 6 freelist trunk are not nodes)
-//     1       1     reserved, 0
+//     1       1     flags: bit 0 (format 5, table leaves only) = the page ends
+//                   with its table's counters (the tree's right-most leaf);
+//                   other bits 0
 //     2       2     cell count
 //     4       2     start of the cell content area
 //     6       2     fragmented bytes inside the content area
@@ -13,6 +15,7 @@
 //     16      2*n   cell pointers, in key order: offsets of the cells
 //     ...           free space
 //     start   ...   cell content, growing down from the trailer
+//     size-24 16    (flag bit 0 only) next row ID u64, row count u64
 //     size-8  8     checksum
 //
 // Cells:
@@ -37,6 +40,11 @@
 
 enum Node {
     static let kindOffset = 0
+    static let flagsOffset = kindOffset + 1
+    /// Flag bit: the page ends with its table's counters (`Page.tableCounters`).
+    static let countersFlag: UInt8 = 1
+    /// Bytes of the counters trailer (next row ID, row count), before the checksum.
+    static let countersSize = 16
     static let cellCountOffset = kindOffset + 2
     static let contentStartOffset = cellCountOffset + 2
     static let fragmentedOffset = contentStartOffset + 2
@@ -69,12 +77,16 @@ enum Node {
     /// Checks a node page's structure. Pages of other kinds pass unchanged.
     static func validate(_ p: Page) throws(KuraError) {
         guard let kind = PageKind(rawValue: p.u8(kindOffset)), kind.isNode else { return }
-        let use = usable(p.size)
-        let n = Int(p.u16(cellCountOffset))
-        let start = Int(p.u16(contentStartOffset))
         func bad(_ why: String) -> KuraError {
             KuraError(.corrupt, "tree page is malformed: \(why); run `kura check` on the store", page: p.number)
         }
+        let flags = p.u8(flagsOffset)
+        guard flags == 0 || (flags == countersFlag && kind == .tableLeaf) else {
+            throw bad("flags byte \(flags) is not allowed on a page of kind \(kind.rawValue)")
+        }
+        let use = p.contentEnd
+        let n = Int(p.u16(cellCountOffset))
+        let start = Int(p.u16(contentStartOffset))
         guard headerSize + 2 * n <= start, start <= use else {
             throw bad("\(n) cells and content start \(start) do not fit in the page")
         }
@@ -191,7 +203,39 @@ extension Page {
     var freeSpace: Int { contentStart - (Node.headerSize + 2 * cellCount) + fragmented }
 
     /// Bytes used by cells and pointers.
-    var usedSpace: Int { Node.usable(size) - Node.headerSize - freeSpace }
+    var usedSpace: Int { contentEnd - Node.headerSize - freeSpace }
+
+    /// Whether the page ends with its table's counters (format 5: the right-most
+    /// leaf of a table tree; FORMAT.md, "Table counters").
+    var hasCounters: Bool { u8(Node.flagsOffset) & Node.countersFlag != 0 }
+
+    /// Where the cell content area ends: before the checksum, and before the
+    /// counters when the page has them.
+    var contentEnd: Int { size - pageTrailerSize - (hasCounters ? Node.countersSize : 0) }
+
+    /// The counters this page ends with (next row ID, row count), or nil if it
+    /// has none. Raw values: the caller checks their ranges.
+    var tableCounters: (nextRowID: Int64, rowCount: Int64)? {
+        guard hasCounters else { return nil }
+        let at = size - pageTrailerSize - Node.countersSize
+        return (Int64(bitPattern: u64(at)), Int64(bitPattern: u64(at + 8)))
+    }
+
+    /// Makes the page end with these counters. A page without counters first
+    /// packs its cells below the 16 bytes they take; returns false, changing
+    /// nothing, if its free space is less than that.
+    func setTableCounters(nextRowID: Int64, rowCount: Int64) -> Bool {
+        if !hasCounters {
+            guard freeSpace >= Node.countersSize else { return false }
+            let oldEnd = contentEnd
+            setU8(Node.flagsOffset, u8(Node.flagsOffset) | Node.countersFlag)
+            defragment(from: oldEnd)
+        }
+        let at = size - pageTrailerSize - Node.countersSize
+        setU64(at, UInt64(bitPattern: nextRowID))
+        setU64(at + 8, UInt64(bitPattern: rowCount))
+        return true
+    }
 
     /// Compares cell i's key with `key`: <0, 0, >0.
     @inline(__always)
@@ -312,7 +356,7 @@ extension Page {
         cellCount = n - 1
         if o == contentStart { contentStart = o + size } else { fragmented += size }
         if cellCount == 0 {
-            contentStart = Node.usable(self.size)
+            contentStart = contentEnd
             fragmented = 0
         }
     }
@@ -369,10 +413,11 @@ extension Page {
     /// places are read first (writing moves them), the content is copied
     /// aside once, then each cell is written back from the copy, from the
     /// page's end down, in pointer order. (Every cell lies in the content
-    /// area: pages from disk passed `validate`.)
-    func defragment() {
+    /// area: pages from disk passed `validate`.) `oldEnd` is where the cells
+    /// may end (default: `contentEnd`); they are packed down from `contentEnd`.
+    func defragment(from oldEnd: Int? = nil) {
         let n = cellCount
-        let end = Node.usable(size)
+        let end = oldEnd ?? contentEnd
         let from = contentStart
         var places = ContiguousArray<(offset: Int, size: Int)>()
         places.reserveCapacity(n)
@@ -381,7 +426,7 @@ extension Page {
         let copy = UnsafeMutableRawPointer.allocate(byteCount: max(span, 1), alignment: 8)
         defer { copy.deallocate() }
         if span > 0 { copy.copyMemory(from: bytes + from, byteCount: span) }
-        var top = end
+        var top = contentEnd
         for (i, c) in places.enumerated() {
             top -= c.size
             (bytes + top).copyMemory(from: copy + (c.offset - from), byteCount: c.size)
@@ -392,7 +437,8 @@ extension Page {
     }
 
     /// Replaces the node's cells with `cells` (which must fit) and sets the
-    /// right-most child.
+    /// right-most child. The page loses its counters, if it had any (the
+    /// commit writes them again to the tree's right-most leaf).
     func rebuild(kind: PageKind, treeRoot: UInt32, cells: ArraySlice<[UInt8]>, rightChild: UInt32) {
         Node.initialize(self, kind: kind, treeRoot: treeRoot)
         var top = Node.usable(size)

@@ -118,12 +118,19 @@ struct Catalog {
         try load(root: header.headerCatalogRoot, legacy: header.headerVersion == 1, s)
     }
 
-    /// Reads every catalog row and lays the counters tree's entries over its
-    /// tables (for callers that need every table's counters: compaction).
+    /// Reads every catalog row and lays each table's counters over it (for
+    /// callers that need every table's counters: compaction): from the
+    /// tables' right-most leaves (format 5) or the counters tree (formats 2 to 4).
     ///
-    /// - Throws: `.corrupt` if a table has no counters entry.
+    /// - Throws: `.corrupt` if a table has no counters.
     static func loadWithCounters<S: PageSource>(header: Page, _ s: S) throws(KuraError) -> Catalog {
         var c = try load(header: header, s)
+        if header.headerVersion >= FileHeader.leafCountersVersion {
+            for (name, info) in c.entries where info.kind == "table" {
+                c.entries[name] = info.with(try TableCounters.inLeaf(table: name, id: info.id, root: info.rootPage, s))
+            }
+            return c
+        }
         let root = header.headerCountersRoot
         guard header.headerVersion != 1, root != 0 else { return c }
         let all = try TableCounters.loadAll(root: root, s)

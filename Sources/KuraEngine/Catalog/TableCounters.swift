@@ -1,7 +1,14 @@
 // TableCounters: each table's row count and next row ID, kept apart from its
 // catalog record (FORMAT.md, "Table counters").
 //
-// The counters tree is a table tree whose root the header names (offset 56,
+// Format 5 keeps them at the end of the table tree's right-most leaf (flag bit
+// 0 of the page's byte 1, then 16 bytes before the checksum; Node.swift). An
+// insert at the end of a table writes that leaf anyway, so a commit that
+// appends rows writes no page for the counters. The commit writes them
+// (`storeInLeaf`) for every table whose counters changed or whose tree it
+// changed, since a split or a merge may have moved or rebuilt that leaf.
+//
+// Formats 2 to 4 keep them in the counters tree. The counters tree is a table tree whose root the header names (offset 56,
 // format 2). Each row, keyed by the table's catalog ID, is a record:
 //
 //     0  next row ID   integer: the row ID the next insert without one gets
@@ -70,6 +77,53 @@ struct TableCounters: Equatable {
     /// Writes the entry of catalog ID `id`.
     static func store(_ c: TableCounters, id: Int64, root: UInt32, _ w: PageWriter) throws(KuraError) {
         try tree(root).insert(RowIDKey.encode(id), c.record, mode: .upsert, w)
+    }
+
+    // MARK: Format 5: the right-most leaf
+
+    /// The right-most leaf of the table tree rooted at `root`.
+    static func rightmostLeaf<S: PageSource>(of root: UInt32, _ s: S) throws(KuraError) -> (leaf: Page, path: [(page: UInt32, index: Int)]) {
+        let t = tree(root)
+        var path: [(page: UInt32, index: Int)] = []
+        var p = try t.node(root, s)
+        while !p.isLeafNode {
+            guard path.count < BTree.maxDepth else { throw t.depthError(p.number) }
+            path.append((p.number, p.cellCount))
+            p = try t.node(p.rightChild, s)
+        }
+        return (p, path)
+    }
+
+    /// The counters of table `name` (catalog ID `id`), from the right-most leaf
+    /// of its tree rooted at `root` (format 5).
+    ///
+    /// - Throws: `.corrupt` naming the table and the page if that leaf has no
+    ///   counters or holds impossible ones (a next row ID below 1, a negative count).
+    static func inLeaf<S: PageSource>(table name: String, id: Int64, root: UInt32, _ s: S) throws(KuraError) -> TableCounters {
+        let leaf = try rightmostLeaf(of: root, s).leaf
+        guard let (next, count) = leaf.tableCounters else {
+            throw KuraError(.corrupt, "the right-most leaf of table \"\(name)\" (catalog ID \(id)) holds no counters; run `kura check` on the store", page: leaf.number)
+        }
+        guard next >= 1, count >= 0 else {
+            throw KuraError(.corrupt, "the counters of table \"\(name)\" (catalog ID \(id)) are malformed: next row ID \(next), row count \(count)", page: leaf.number)
+        }
+        return TableCounters(nextRowID: next, rowCount: count)
+    }
+
+    /// Writes `c` at the end of the right-most leaf of the table tree rooted
+    /// at `root` (format 5), unless it holds them already. A leaf that had no
+    /// counters and has fewer than 16 bytes free first gives its last cell to
+    /// a new right-most leaf (`BTree.splitOffLastCell`).
+    static func storeInLeaf(_ c: TableCounters, root: UInt32, _ w: PageWriter) throws(KuraError) {
+        // Two rounds at most: a leaf split off holds one cell, so it has room.
+        for _ in 0..<2 {
+            let (leaf, path) = try rightmostLeaf(of: root, w)
+            if let held = leaf.tableCounters, held.nextRowID == c.nextRowID, held.rowCount == c.rowCount { return }
+            let page = try w.writable(leaf.number)
+            if page.setTableCounters(nextRowID: c.nextRowID, rowCount: c.rowCount) { return }
+            try tree(root).splitOffLastCell(of: leaf.number, path: path[...], w)
+        }
+        throw KuraError(.corrupt, "the right-most leaf of the tree rooted at page \(root) has no room for its counters after a split", page: root)
     }
 
     /// Removes the entry of catalog ID `id` (nothing if there is none).

@@ -142,16 +142,19 @@ extension RawStore {
     }
 
     func describeTreePage(_ p: Page, kind: PageKind, into d: inout PageDescription) {
-        let usable = Node.usable(pageSize)
+        let usable = p.contentEnd
         let n = Int(p.u16(Node.cellCountOffset))
         let start = Int(p.u16(Node.contentStartOffset))
         let fragmented = Int(p.u16(Node.fragmentedOffset))
         let right = p.u32(Node.rightChildOffset)
         let root = p.u32(Node.treeRootOffset)
-        d.fields = [("kind", .integer(Int64(kind.rawValue))), ("reserved", .integer(Int64(p.u8(1)))),
+        d.fields = [("kind", .integer(Int64(kind.rawValue))), ("flags", .integer(Int64(p.u8(Node.flagsOffset)))),
                     ("cell count", .integer(Int64(n))), ("content start", .integer(Int64(start))),
                     ("fragmented bytes", .integer(Int64(fragmented))), ("right-most child", .integer(Int64(right))),
                     ("tree root", .integer(Int64(root)))]
+        if let c = p.tableCounters {
+            d.fields += [("next row ID", .integer(c.nextRowID)), ("row count", .integer(c.rowCount))]
+        }
         do { try Node.validate(p) } catch { d.problems.append(error.message) }
         let maxPointers = (usable - Node.headerSize) / 2
         let shown = min(n, maxPointers)
@@ -211,5 +214,6 @@ extension RawStore {
             }
         }
         if at < usable { d.regions.append(PageRegion(start: at, end: usable, what: "gap (free)")) }
+        if p.hasCounters { d.regions.append(PageRegion(start: usable, end: usable + Node.countersSize, what: "table counters")) }
     }
 }

@@ -18,7 +18,8 @@
 //                   too, so a log left over from another store is never applied
 //     48      8     next catalog ID: the ID the next table or index gets (IDs
 //                   are never reused, even after a drop); 0 means 1
-//     56      4     counters tree root page (format 2), 0 until the first table
+//     56      4     counters tree root page (formats 2 to 4), 0 until the first
+//                   table; 0 in format 5
 //     60      4     zero
 //     64      8     schema cookie (format 2): changes with every commit that
 //                   creates, drops or alters a table or index, and only then
@@ -32,7 +33,10 @@
 // writes it only if a field other than the change counter changed, and the
 // change counter of a snapshot is derived from the log (FORMAT.md, "The
 // header page"). A connection that opens a format-2 or format-3 store alone
-// moves it to 4.
+// moves it to 4. Format 5 keeps each table's counters at the end of its tree's
+// right-most leaf instead of in the counters tree (FORMAT.md, "Table
+// counters"); a connection that opens a format-2 to format-4 store alone moves
+// it to 5 (Database, `upgradeToLeafCounters`).
 //     size-8  8     page checksum
 //
 // All integers little-endian. Page 1 is written through the log like any other
@@ -42,7 +46,7 @@ enum FileHeader {
     static let magic: [UInt8] = Array("KuraDB\n\0".utf8)
     /// Bumped by every change to the on-disk format (FORMAT.md, "Version history").
     /// New stores are created at this version.
-    static let formatVersion: UInt32 = 4
+    static let formatVersion: UInt32 = 5
     /// The version the counters migration writes (format 1 to 2, the first
     /// write transaction that loads the catalog). Formats 2 and 3 become 4
     /// only when a connection opens the store alone (Pager, `setUpSharedHeader`).
@@ -52,10 +56,14 @@ enum FileHeader {
     /// before it read the counter from page 1 alone, so they must refuse such
     /// a store, which the version does.
     static let derivedCounterVersion: UInt32 = 4
+    /// From this version on, a table's counters live at the end of its tree's
+    /// right-most leaf and the header names no counters tree (FORMAT.md,
+    /// "Table counters"). Builds before it would look for the counters tree.
+    static let leafCountersVersion: UInt32 = 5
     /// Versions this build opens: format 1 is migrated by the first write
-    /// transaction that loads the catalog, formats 2 and 3 by a connection
+    /// transaction that loads the catalog, formats 2 to 4 by a connection
     /// that opens the store alone.
-    static let readableVersions: ClosedRange<UInt32> = 1...4
+    static let readableVersions: ClosedRange<UInt32> = 1...5
 
     static let magicOffset = 0
     static let magicLength = 8

@@ -316,12 +316,24 @@ final class PageWriter: PageSource {
         do {
             if !spilled.isEmpty, let frame = spilled[number] { return try readBack(number, frame: frame, clean: false) }
             let p = Page(copying: try page(number))
+            let kind = p.u8(Node.kindOffset)
+            if kind == PageKind.tableLeaf.rawValue || kind == PageKind.tableInterior.rawValue {
+                touchedTableRoots.insert(p.u32(Node.treeRootOffset))
+            }
             try keep(p)
             return p
         } catch {
             throw failed(error)
         }
     }
+
+    /// Roots of the table trees a page of which this transaction changed (the
+    /// root a tree page records; pages allocated here are not counted, but a
+    /// tree change that allocates also changes an existing page of the tree).
+    /// In format 5 the commit writes the counters of these tables' trees into
+    /// their right-most leaves (WriteTransaction.commit), since a split or a
+    /// merge may have moved or rebuilt that leaf.
+    private(set) var touchedTableRoots: Set<UInt32> = []
 
     /// Brings a spilled page back into `dirty`.
     private func readBack(_ number: UInt32, frame: Int, clean: Bool) throws(KuraError) -> Page {
@@ -526,8 +538,9 @@ final class PageWriter: PageSource {
     /// Makes `pages` (numbered 1...N in order, page 1 first) the whole store, as
     /// compaction does: page 1 takes the fields of `pages[0]` except the database
     /// ID (it names this store's log), the format version (a store shared with
-    /// connections of an older build keeps the format they read; the page
-    /// layouts of formats 2 to 4 are the same) and the change counter (it goes
+    /// connections of an older build keeps the format they read; compaction
+    /// builds `pages` in that format's layout, see Database+Compact.swift) and
+    /// the change counter (it goes
     /// on from this store's, set at commit). The page count becomes N. Pages
     /// past N are no longer part of the store.
     func replaceAllPages(with pages: [Page]) {

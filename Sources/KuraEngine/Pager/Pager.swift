@@ -304,16 +304,39 @@ final class Pager: @unchecked Sendable {
                 state.withLock { shm.initialize(trusted: true, state: wal.state) }
                 endTransaction(s)
             }
-            // Back to shared: the conversion cannot meet a conflicting lock
-            // (this handle holds the byte exclusively).
-            var shared = false
-            for _ in 0..<3 where !shared { shared = try file.lock(.open, .shared) }
-            guard shared else {
-                close()
-                throw KuraError(.io, "fcntl refused to turn this connection's exclusive open lock back into a shared one; retry", path: path)
-            }
+            // The open byte stays exclusive until `finishOpening`: the
+            // database may still move the store to a newer format.
+            openedAlone = true
+            versionOpenedAlone = version
         }
         sharedHeaderUsable = version >= 3
+    }
+
+    /// Whether this connection found no other connection with the store open
+    /// and still holds the open byte exclusively: from `init` until
+    /// `finishOpening`, while the database may upgrade the store's format
+    /// (Database, `upgradeToLeafCounters`).
+    private(set) var openedAlone = false
+    /// The store file's format version once `init` upgraded what it could
+    /// (set when `openedAlone`).
+    private(set) var versionOpenedAlone: UInt32 = 0
+
+    /// Turns the open byte that `init` kept exclusive (`openedAlone`) back into
+    /// a shared one, letting other connections open the store. Nothing if it
+    /// is shared already.
+    ///
+    /// - Throws: `.io` (and closes the pager) if fcntl refuses the conversion.
+    func finishOpening() throws(KuraError) {
+        guard openedAlone else { return }
+        openedAlone = false
+        // The conversion cannot meet a conflicting lock (this handle holds
+        // the byte exclusively).
+        var shared = false
+        for _ in 0..<3 where !shared { shared = try file.lock(.open, .shared) }
+        guard shared else {
+            close()
+            throw KuraError(.io, "fcntl refused to turn this connection's exclusive open lock back into a shared one; retry", path: path)
+        }
     }
 
     /// Moves a format-2 or format-3 store to format 4 (FORMAT.md, "Version
