@@ -152,7 +152,8 @@ extension ReadTransaction {
             : try explainJoined(query, r)
         var lines = ["query on table \"\(r.info.name)\" (\(try rowCount(r.info)) rows)"]
         lines += plan.notes.map { "  " + $0 }
-        if let p = query.predicate { lines.append("  filter each candidate row: " + p.predicateFormat) }
+        // An exact plan does not test the rows: its key ranges are the predicate.
+        if let p = query.predicate, !plan.exact { lines.append("  filter each candidate row: " + p.predicateFormat) }
         if !query.sort.isEmpty && !plan.ordered {
             lines.append("  sort by " + query.sort.map(\.description).joined(separator: ", ") + (query.limit.map { ", keeping the first \(query.offset + $0)" } ?? ""))
         } else if query.sort.isEmpty && !plan.ordered {

@@ -908,8 +908,12 @@ public final class WriteTransaction: ReadTransaction {
     func storeLeafCounters(_ c: Catalog) throws(KuraError) {
         let w = writer!
         let touched = w.touchedTableRoots
-        for (name, info) in c.entries.sorted(by: { $0.key < $1.key }) where info.kind == "table" {
-            guard changedTables.contains(name) || touched.contains(info.rootPage) else { continue }
+        var names = changedTables
+        if !touched.isEmpty {
+            for (name, info) in c.entries where info.kind == "table" && touched.contains(info.rootPage) { names.insert(name) }
+        }
+        for name in names.sorted() {
+            guard let info = c.entries[name], info.kind == "table" else { continue }
             let counted = try countedEntry(name) ?? info
             try TableCounters.storeInLeaf(counted.counters, root: info.rootPage, w)
         }

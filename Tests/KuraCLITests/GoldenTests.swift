@@ -221,7 +221,6 @@ final class GoldenTests: XCTestCase {
               estimated costs (1 = one row scanned):
                   table scan: 4.0 rows, about 4.0 matching: cost 16
                 * index "people_age": about 4.0 entries in 1 key range: cost 13
-              filter each candidate row: age >= 30
 
             """)
         let j = try kura(["explain", "s.kura", "people", "--json"])

@@ -82,6 +82,10 @@ final class ExactIndexPlanTests: XCTestCase {
         // The planner's choice shows in explain.
         let text = try indexed.read { try $0.explain(try TableQuery("t", where: "a == 3")) }
         XCTAssertTrue(text.contains("rows are not tested again"), text)
+        XCTAssertFalse(text.contains("filter each candidate row"), text)
+        // A plan that does test its rows says so.
+        let tested = try indexed.read { try $0.explain(try TableQuery("t", where: "a == 3 AND s CONTAINS 'x'")) }
+        XCTAssertTrue(tested.contains("filter each candidate row: "), tested)
     }
 
     /// Guards `rowIDLowerBound`: on any sorted node of row-ID keys (dense, sparse,
