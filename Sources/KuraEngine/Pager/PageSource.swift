@@ -275,6 +275,7 @@ final class PageWriter: PageSource {
         spillAt = spillThreshold
         let first = try pager.page(1, snapshot)
         originalHeader = first
+        snapshotCatalogKey = CatalogCache.Key(first)
         header = Page(copying: first)
         dirty[1] = header
     }
@@ -284,6 +285,19 @@ final class PageWriter: PageSource {
     private let originalHeader: Page
 
     var pageCount: UInt32 { header.headerPageCount }
+
+    /// The catalog key (schema cookie) of the snapshot's page 1.
+    private let snapshotCatalogKey: CatalogCache.Key
+
+    /// The catalog key of the snapshot's page 1 while `header` still has it
+    /// (nothing in this transaction moved the schema cookie, the format or
+    /// the database ID: no schema commit pending, no migration, no
+    /// compaction); nil otherwise, and for a format-1 store, whose key is its
+    /// change counter. Equal keys mean equal catalogs (`CatalogCache.Key`).
+    var unchangedCatalogKey: CatalogCache.Key? {
+        guard snapshotCatalogKey.version != 1, CatalogCache.Key(header) == snapshotCatalogKey else { return nil }
+        return snapshotCatalogKey
+    }
 
     /// Pages written to the log before commit so far (for tests).
     var spilledPageCount: Int { spilled.count }
