@@ -282,4 +282,53 @@ final class TableHandleTests: XCTestCase {
             XCTAssertEqual(try tx.checkIntegrity(), [])
         }
     }
+
+    // Guards the pages and append hints a write transaction hands the next
+    // one of its connection (PageSource.swift, "Carry"): they are valid only
+    // on the snapshot that transaction committed. Another connection's
+    // commits (appends that split the right-most leaves, index entries, a
+    // delete), a checkpoint and a rolled-back transaction between two writes
+    // of this connection must leave every row and index entry in place.
+    func testWriterCarryFollowsOtherConnectionsCommits() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.path + "/carry.kura"
+        var options = Database.Options()
+        options.pageSize = 512
+        let db1 = try Database(path: path, options: options)
+        let db2 = try Database(path: path, options: options)
+        defer { db1.close(); db2.close() }
+        try db1.write { tx in
+            let t = try tx.createTable("t", schema: Self.schemaAB)
+            _ = try tx.createIndex("t_a", on: t, columns: [IndexColumn("a")])
+        }
+        var expected = 0
+        func insert(_ db: Database, _ count: Int, _ a: Int64) throws {
+            try db.write { tx in
+                for _ in 0..<count { _ = try tx.insert([.integer(a), .text(String(repeating: "v", count: 40))], into: try tx.table("t")) }
+            }
+            expected += count
+        }
+        for round in 0..<6 {
+            try insert(db1, 1, 1)
+            try insert(db1, 1, 2)
+            XCTAssertNotNil(db1.writerCarry.take().map { db1.writerCarry.keep($0) }, "nothing carried, so this test shows nothing")
+            switch round {
+            case 0, 1: try insert(db2, 40, 3)  // splits db1's carried leaves
+            case 2: try db2.write { tx in _ = try tx.delete(from: try tx.table("t"), rowID: 2) }; expected -= 1
+            case 3: _ = try db2.checkpoint()
+            case 4: XCTAssertThrowsError(try db1.write { tx in
+                        _ = try tx.insert([.integer(9), .text("x")], into: try tx.table("t"))
+                        throw KuraError(.invalidArgument, "roll back")
+                    })
+            default: try insert(db2, 40, 3); _ = try db1.checkpoint()
+            }
+            try insert(db1, 3, 4)
+        }
+        try db1.read { tx in
+            XCTAssertEqual(try tx.rowCount(try tx.table("t")), expected)
+            XCTAssertEqual(try tx.count(TableQuery("t")), expected)
+            XCTAssertEqual(try tx.count(TableQuery("t", where: try KuraPredicate(format: "a == 4"))), 18)
+            XCTAssertEqual(try tx.checkIntegrity(), [])
+        }
+    }
 }
