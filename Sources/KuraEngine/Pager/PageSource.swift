@@ -296,6 +296,13 @@ final class PageWriter: PageSource {
     private let memoUsed: UnsafeMutablePointer<UInt64>
     /// Set when a page was spilled or every page replaced: nothing is carried.
     private var carriesNothing = false
+    /// The page `writable` returned last, or nil: always `dirty`'s page of
+    /// its number (the only changes of `dirty` that could replace it, `free`
+    /// and `replaceAllPages`, clear it; a spill skips it, as it skips every
+    /// page someone else holds). A run of changes to one leaf (an update by
+    /// predicate, rows in row-ID order) finds it without a lookup. Through a
+    /// pointer, so reading it has no exclusivity check.
+    private let recent: UnsafeMutablePointer<Page?>
 
     /// `carried`: what the previous write transaction of this connection
     /// handed over, used only if it was made for `snapshot`.
@@ -314,6 +321,8 @@ final class PageWriter: PageSource {
         memoPages = .allocate(capacity: slots)
         memoUsed = .allocate(capacity: (slots + 63) / 64)
         memoUsed.initialize(repeating: 0, count: (slots + 63) / 64)
+        recent = .allocate(capacity: 1)
+        recent.initialize(to: nil)
         originalHeader = first
         snapshotCatalogKey = CatalogCache.Key(first)
         header = Page(copying: first)
@@ -348,6 +357,10 @@ final class PageWriter: PageSource {
 
     @inline(__always)
     func page(_ number: UInt32) throws(KuraError) -> Page {
+        if let r = recent.pointee, r.number == number {
+            r.referenced = true
+            return r
+        }
         if let d = dirty[number] {
             d.referenced = true
             return d
@@ -377,6 +390,8 @@ final class PageWriter: PageSource {
         memoPages.deallocate()
         memoNumbers.deallocate()
         memoUsed.deallocate()
+        recent.deinitialize(count: 1)
+        recent.deallocate()
     }
 
     /// Puts `p` (a page of the snapshot) in its memo slot.
@@ -422,16 +437,27 @@ final class PageWriter: PageSource {
 
     /// The page, copied for change if this transaction has not changed it yet.
     func writable(_ number: UInt32) throws(KuraError) -> Page {
+        // `modified` is set already: `recent` came from here.
+        if let r = recent.pointee, r.number == number {
+            r.referenced = true
+            return r
+        }
         modified = true
         if let d = dirty[number] {
             d.referenced = true
             if !inLog.isEmpty { inLog[number] = nil }
+            recent.pointee = d
             return d
         }
         do {
-            if !spilled.isEmpty, let frame = spilled[number] { return try readBack(number, frame: frame, clean: false) }
+            if !spilled.isEmpty, let frame = spilled[number] {
+                let p = try readBack(number, frame: frame, clean: false)
+                recent.pointee = p
+                return p
+            }
             let p = Page(copying: try page(number))
             try keep(p)
+            recent.pointee = p
             return p
         } catch {
             throw failed(error)
@@ -564,6 +590,7 @@ final class PageWriter: PageSource {
     /// Returns `number` to the freelist. The caller no longer references it.
     func free(_ number: UInt32) throws(KuraError) {
         precondition(number > 1)
+        recent.pointee = nil
         modified = true
         structureEpoch &+= 1
         do { try putOnFreelist(number) } catch { throw failed(error) }
@@ -669,6 +696,7 @@ final class PageWriter: PageSource {
         hand = 0
         modified = true
         carriesNothing = true
+        recent.pointee = nil
         structureEpoch &+= 1
     }
 
