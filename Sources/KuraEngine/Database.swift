@@ -66,6 +66,8 @@ public final class Database: Sendable {
     let watcherSlot = CommitWatcherSlot()
     /// Whether this connection swept orphaned external files yet.
     let externalState = ExternalState()
+    /// What the last write transaction handed the next (PageSource.swift, "Carry").
+    let writerCarry = WriterCarrySlot()
 
     /// Opens the store at `path`, creating it if missing (unless
     /// `options.createIfMissing` is false). Recovers committed transactions from
@@ -153,7 +155,8 @@ public final class Database: Sendable {
         let snapshot = try pager.beginWrite()
         var committed = false
         defer { pager.endWrite(snapshot, checkpointIfDue: committed) }
-        let writer = try PageWriter(pager: pager, snapshot: snapshot)
+        // Taken whatever happens: a transaction that rolls back hands nothing on.
+        let writer = try PageWriter(pager: pager, snapshot: snapshot, carried: writerCarry.take())
         let tx = WriteTransaction(database: self, writer: writer)
         defer {
             // Rolled back: its external files go before the writer lock does.
@@ -163,6 +166,10 @@ public final class Database: Sendable {
         let result = try body(tx)
         try tx.commit()
         committed = true
+        // The snapshot the commit made (or, if it wrote nothing, the one it
+        // ran on): still the newest, as this connection holds the writer lock.
+        let pager = self.pager
+        writerCarry.keep(writer.carry(to: pager.state.withShared { pager.latest.serial }))
         watcherSlot.current?.poke()
         return result
     }

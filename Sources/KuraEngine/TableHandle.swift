@@ -175,6 +175,12 @@ final class TableHandleCache: @unchecked Sendable {
         }
     }
 
+    /// The table resolved as `name` at catalog `key`, if stored (a write
+    /// transaction's hot table: its counters come from the transaction).
+    func resolved(_ name: String, key: CatalogCache.Key) -> ResolvedTable? {
+        lock.withShared { self.key == key ? tables[name] : nil }
+    }
+
     /// Counters of table `id` in `snapshot`, if stored.
     func counters(_ id: Int64, snapshot: Snapshot) -> TableCounters? {
         lock.withShared { countersSnapshot == snapshot.serial ? counters[id] : nil }

@@ -411,9 +411,48 @@ public final class WriteTransaction: ReadTransaction {
         try checkActive()
         if let h = resolvedHandle(table) { return h }
         let info = try entry(table)
-        let h = HotTable(info: info, schema: try schema(of: info), indexes: try indexes(of: info.name))
+        if let r = sharedResolution(info.name), r.entry.id == info.id {
+            let h = HotTable(info: info, resolved: r)
+            hot = h
+            return h
+        }
+        let r = ResolvedTable(entry: info, schema: try schema(of: info), indexes: try indexes(of: info.name))
+        if let key = sharedCatalogKey { database.tableHandleCache.store(r, key: key) }
+        let h = HotTable(info: info, resolved: r)
         hot = h
         return h
+    }
+
+    /// The catalog key under which this transaction may share the
+    /// connection's resolved tables (`TableHandleCache`): while it has not
+    /// changed the schema, its catalog is the committed one of its snapshot's
+    /// schema cookie, which is what the key names. Nil once it has (or on a
+    /// format-1 store, which it migrates).
+    private var sharedCatalogKey: CatalogCache.Key? {
+        localSchemaGeneration == 0 && schemaChanged.isEmpty ? writer!.unchangedCatalogKey : nil
+    }
+
+    /// What this connection resolved for table `name` (schema, indexes) at
+    /// this transaction's catalog, by a read or an earlier write transaction,
+    /// so that a write transaction does not decode them again. Its entry's
+    /// counters are not this transaction's: callers take those from `entry`.
+    func sharedResolution(_ name: String) -> ResolvedTable? {
+        guard let key = sharedCatalogKey else { return nil }
+        return database.tableHandleCache.resolved(name, key: key)
+    }
+
+    /// The table named `name`, with this transaction's counters. When the
+    /// connection has it resolved at this schema (`sharedResolution`), it
+    /// becomes the hot table at once, so the write that usually follows
+    /// (`tx.insert(values, into: try tx.table(name))`) finds it resolved.
+    public override func table(_ name: String) throws(KuraError) -> TableInfo {
+        try checkActive()
+        if let h = hot, h.info.name == name { return h.info }
+        if let r = sharedResolution(name), let info = try countedEntry(name), info.id == r.entry.id {
+            hot = HotTable(info: info, resolved: r)
+            return info
+        }
+        return try super.table(name)
     }
 
     /// A row's record, checked against the table's schema if it has one.

@@ -167,4 +167,168 @@ final class TableHandleTests: XCTestCase {
             XCTAssertEqual(try tx.count(TableQuery("t")), 300)
         }
     }
+
+    // MARK: Write transactions
+
+    /// Whether connection `db` holds table `name` resolved at its newest schema
+    /// (what its next write transaction takes instead of decoding it again).
+    private func sharesResolution(_ db: Database, _ name: String) throws -> Bool {
+        let key = try db.read { tx in CatalogCache.Key(try tx.headerPage()) }
+        return db.tableHandleCache.resolved(name, key: key) != nil
+    }
+
+    // Guards the write transactions' shared table resolution (schema and
+    // indexes kept per schema cookie, `WriteTransaction.sharedResolution`):
+    // another connection adding an index, a unique index, dropping one, and
+    // replacing the table between two write transactions of this connection
+    // must each be seen by the next insert, which maintains exactly the
+    // indexes that exist now.
+    func testWriteTransactionsFollowOtherConnectionsIndexChanges() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.path + "/w.kura"
+        let db1 = try Database(path: path)
+        let db2 = try Database(path: path)
+        defer { db1.close(); db2.close() }
+        try db1.write { tx in
+            let t = try tx.createTable("t", schema: Self.schemaAB)
+            for i in 1...10 { try tx.insert([.integer(Int64(i)), .text("r\(i)")], into: t) }
+        }
+        func insert(_ a: Int64, _ b: String) throws -> Int64 {
+            try db1.write { tx in try tx.insert([.integer(a), .text(b)], into: try tx.table("t")) }
+        }
+        _ = try insert(11, "r11")
+        _ = try insert(12, "r12")
+        XCTAssertTrue(try sharesResolution(db1, "t"), "the writer does not keep the table resolved, so this test shows nothing")
+
+        // An index added by another connection gets the next row's entry.
+        try db2.write { tx in _ = try tx.createIndex("t_a", on: try tx.table("t"), columns: [IndexColumn("a")]) }
+        let r13 = try insert(500, "r13")
+        let r14 = try insert(500, "r14")
+        XCTAssertTrue(try sharesResolution(db1, "t"))
+        try db1.read { tx in
+            let q = TableQuery("t", where: try KuraPredicate(format: "a == 500"))
+            XCTAssertTrue(try tx.explain(q).contains("t_a"), "the query does not use the index")
+            XCTAssertEqual(try tx.fetch(q).map(\.rowID).sorted(), [r13, r14])
+            XCTAssertEqual(try tx.checkIntegrity(), [])
+        }
+
+        // A unique index added by another connection is enforced.
+        try db2.write { tx in _ = try tx.createIndex("t_b", on: try tx.table("t"), columns: [IndexColumn("b")], unique: true) }
+        XCTAssertThrowsError(try insert(1, "r13")) { e in
+            XCTAssertEqual((e as? KuraError)?.code, .constraintViolation)
+        }
+        _ = try insert(1, "unique")
+
+        // Indexes dropped by another connection are no longer written (their
+        // pages may be reused by then).
+        try db2.write { tx in
+            try tx.dropIndex("t_a")
+            try tx.dropIndex("t_b")
+            let filler = try tx.createTable("filler", schema: Self.schemaC)
+            for i in 1...50 { try tx.insert([.text("f\(i)")], into: filler) }
+        }
+        _ = try insert(2, "unique")
+        try db1.read { tx in
+            XCTAssertEqual(try tx.indexes(of: "t").count, 0)
+            XCTAssertEqual(try tx.rowCount(try tx.table("t")), 16)
+            XCTAssertEqual(try tx.checkIntegrity(), [])
+        }
+
+        // The table replaced by another connection under the same name.
+        let old = try db1.read { tx in try tx.table("t") }
+        try db2.write { tx in
+            try tx.dropTable("t")
+            _ = try tx.createTable("t", schema: Self.schemaC)
+        }
+        XCTAssertThrowsError(try db1.write { tx in try tx.insert([.integer(1), .text("x")], into: old) }) { e in
+            XCTAssertEqual((e as? KuraError)?.code, .notFound)
+        }
+        XCTAssertThrowsError(try insert(1, "x")) { e in
+            XCTAssertEqual((e as? KuraError)?.code, .invalidArgument)
+        }
+        try db1.write { tx in _ = try tx.insert([.text("c")], into: try tx.table("t")) }
+        try db1.read { tx in
+            XCTAssertEqual(try tx.values(in: try tx.table("t"), rowID: 1), [.text("c")])
+            XCTAssertEqual(try tx.checkIntegrity(), [])
+        }
+    }
+
+    // Guards the same sharing inside one write transaction: once it changes
+    // the schema (here: an index on the table it is writing), its inserts
+    // maintain the new index, and `table(_:)` answers the counters its own
+    // inserts moved.
+    func testWriteTransactionSeesItsOwnIndexAndCounters() throws {
+        let dir = try TemporaryDirectory()
+        let db = try Database(path: dir.path + "/o.kura")
+        defer { db.close() }
+        try db.write { tx in
+            let t = try tx.createTable("t", schema: Self.schemaAB)
+            for i in 1...5 { try tx.insert([.integer(Int64(i)), .text("r\(i)")], into: t) }
+        }
+        try db.write { tx in _ = try tx.insert([.integer(6), .text("r6")], into: try tx.table("t")) }
+        XCTAssertTrue(try sharesResolution(db, "t"), "the writer does not keep the table resolved, so this test shows nothing")
+        try db.write { tx in
+            XCTAssertEqual(try tx.table("t").rowCount, 6)
+            _ = try tx.insert([.integer(7), .text("r7")], into: try tx.table("t"))
+            XCTAssertEqual(try tx.table("t").rowCount, 7)
+            XCTAssertEqual(try tx.table("t").nextRowID, 8)
+            _ = try tx.createIndex("t_a", on: try tx.table("t"), columns: [IndexColumn("a")])
+            _ = try tx.insert([.integer(99), .text("r8")], into: try tx.table("t"))
+            XCTAssertEqual(try tx.table("t").rowCount, 8)
+            XCTAssertEqual(try tx.fetch(TableQuery("t", where: try KuraPredicate(format: "a == 99"))).map(\.rowID), [8])
+        }
+        try db.read { tx in
+            XCTAssertEqual(try tx.table("t").rowCount, 8)
+            XCTAssertEqual(try tx.checkIntegrity(), [])
+        }
+    }
+
+    // Guards the pages and append hints a write transaction hands the next
+    // one of its connection (PageSource.swift, "Carry"): they are valid only
+    // on the snapshot that transaction committed. Another connection's
+    // commits (appends that split the right-most leaves, index entries, a
+    // delete), a checkpoint and a rolled-back transaction between two writes
+    // of this connection must leave every row and index entry in place.
+    func testWriterCarryFollowsOtherConnectionsCommits() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.path + "/carry.kura"
+        var options = Database.Options()
+        options.pageSize = 512
+        let db1 = try Database(path: path, options: options)
+        let db2 = try Database(path: path, options: options)
+        defer { db1.close(); db2.close() }
+        try db1.write { tx in
+            let t = try tx.createTable("t", schema: Self.schemaAB)
+            _ = try tx.createIndex("t_a", on: t, columns: [IndexColumn("a")])
+        }
+        var expected = 0
+        func insert(_ db: Database, _ count: Int, _ a: Int64) throws {
+            try db.write { tx in
+                for _ in 0..<count { _ = try tx.insert([.integer(a), .text(String(repeating: "v", count: 40))], into: try tx.table("t")) }
+            }
+            expected += count
+        }
+        for round in 0..<6 {
+            try insert(db1, 1, 1)
+            try insert(db1, 1, 2)
+            XCTAssertNotNil(db1.writerCarry.take().map { db1.writerCarry.keep($0) }, "nothing carried, so this test shows nothing")
+            switch round {
+            case 0, 1: try insert(db2, 40, 3)  // splits db1's carried leaves
+            case 2: try db2.write { tx in _ = try tx.delete(from: try tx.table("t"), rowID: 2) }; expected -= 1
+            case 3: _ = try db2.checkpoint()
+            case 4: XCTAssertThrowsError(try db1.write { tx in
+                        _ = try tx.insert([.integer(9), .text("x")], into: try tx.table("t"))
+                        throw KuraError(.invalidArgument, "roll back")
+                    })
+            default: try insert(db2, 40, 3); _ = try db1.checkpoint()
+            }
+            try insert(db1, 3, 4)
+        }
+        try db1.read { tx in
+            XCTAssertEqual(try tx.rowCount(try tx.table("t")), expected)
+            XCTAssertEqual(try tx.count(TableQuery("t")), expected)
+            XCTAssertEqual(try tx.count(TableQuery("t", where: try KuraPredicate(format: "a == 4"))), 18)
+            XCTAssertEqual(try tx.checkIntegrity(), [])
+        }
+    }
 }

@@ -177,6 +177,19 @@ final class SnapshotPages: PageSource {
 /// `inLog` is the subset of `dirty` read back and unchanged since (its frame
 /// is still its newest version, so it is dropped again without a write).
 ///
+/// Carry (`WriterCarry`): pages the previous write transaction of the
+/// connection read or committed are the pages of the snapshot it committed,
+/// page for page, as long as that snapshot is the newest (no commit,
+/// checkpoint or log refresh made another since: `Snapshot.serial`). A writer
+/// that starts on that snapshot is handed them (its page memo), and the append
+/// hints that were valid at its end, so the root and interior pages of the
+/// trees every commit touches, and the leaves it appends to, come without the
+/// pager's locks and lookups. Pages are immutable once committed or cached,
+/// and a writer changes only its own copies, so sharing them is safe. At most
+/// one page per memo slot (`memoMask`) is kept and carried, outside the
+/// cache's bound as a read transaction's memo; a transaction that spilled,
+/// or replaced every page, carries nothing.
+///
 /// Failure (SQLite's pager "error state"): a page operation that throws once
 /// the transaction has changed a page may have left a tree change half made
 /// (a split with one side written). The first such error is kept in
@@ -268,15 +281,56 @@ final class PageWriter: PageSource {
         appendHints.append(hint)
     }
 
-    init(pager: Pager, snapshot: Snapshot) throws(KuraError) {
+    /// Pages of the snapshot this transaction may read (never its changed
+    /// copies), direct-mapped by page number: `memoMask + 1` slots (128, or
+    /// a quarter of a smaller cache's pages), number 0 for an empty one.
+    /// Starts with what the previous write transaction handed over (see
+    /// "Carry" above). Through pointers, so a lookup has no exclusivity
+    /// check; a slot's page is initialized while its number is not 0.
+    private let memoMask: Int
+    private let memoNumbers: UnsafeMutablePointer<UInt32>
+    private let memoPages: UnsafeMutablePointer<Page>
+    /// Bit i of word i / 64: slot i was used by this transaction (only
+    /// those are carried, so what is carried is what the last transaction
+    /// used, not everything ever carried).
+    private let memoUsed: UnsafeMutablePointer<UInt64>
+    /// Set when a page was spilled or every page replaced: nothing is carried.
+    private var carriesNothing = false
+    /// The page `writable` returned last, or nil: always `dirty`'s page of
+    /// its number (the only changes of `dirty` that could replace it, `free`
+    /// and `replaceAllPages`, clear it; a spill skips it, as it skips every
+    /// page someone else holds). A run of changes to one leaf (an update by
+    /// predicate, rows in row-ID order) finds it without a lookup. Through a
+    /// pointer, so reading it has no exclusivity check.
+    private let recent: UnsafeMutablePointer<Page?>
+
+    /// `carried`: what the previous write transaction of this connection
+    /// handed over, used only if it was made for `snapshot`.
+    init(pager: Pager, snapshot: Snapshot, carried: WriterCarry? = nil) throws(KuraError) {
         self.pager = pager
         self.snapshot = snapshot
         spillThreshold = pager.spillThreshold
         spillAt = spillThreshold
         let first = try pager.page(1, snapshot)
+        // A power of two in 16...128.
+        let quarter = max(pager.spillThreshold / 4, 16)
+        let slots = min(1 << (Int.bitWidth - 1 - quarter.leadingZeroBitCount), 128)
+        memoMask = slots - 1
+        memoNumbers = .allocate(capacity: slots)
+        memoNumbers.initialize(repeating: 0, count: slots)
+        memoPages = .allocate(capacity: slots)
+        memoUsed = .allocate(capacity: (slots + 63) / 64)
+        memoUsed.initialize(repeating: 0, count: (slots + 63) / 64)
+        recent = .allocate(capacity: 1)
+        recent.initialize(to: nil)
         originalHeader = first
+        snapshotCatalogKey = CatalogCache.Key(first)
         header = Page(copying: first)
         dirty[1] = header
+        if let carried, carried.serial == snapshot.serial {
+            for p in carried.pages { memoize(p) }
+            appendHints = carried.hints.map { AppendHint(root: $0.root, epoch: 0, interior: $0.interior, leaf: $0.leaf) }
+        }
     }
 
     /// Page 1 as the snapshot has it (immutable): a format-4 commit leaves
@@ -285,11 +339,28 @@ final class PageWriter: PageSource {
 
     var pageCount: UInt32 { header.headerPageCount }
 
+    /// The catalog key (schema cookie) of the snapshot's page 1.
+    private let snapshotCatalogKey: CatalogCache.Key
+
+    /// The catalog key of the snapshot's page 1 while `header` still has it
+    /// (nothing in this transaction moved the schema cookie, the format or
+    /// the database ID: no schema commit pending, no migration, no
+    /// compaction); nil otherwise, and for a format-1 store, whose key is its
+    /// change counter. Equal keys mean equal catalogs (`CatalogCache.Key`).
+    var unchangedCatalogKey: CatalogCache.Key? {
+        guard snapshotCatalogKey.version != 1, CatalogCache.Key(header) == snapshotCatalogKey else { return nil }
+        return snapshotCatalogKey
+    }
+
     /// Pages written to the log before commit so far (for tests).
     var spilledPageCount: Int { spilled.count }
 
     @inline(__always)
     func page(_ number: UInt32) throws(KuraError) -> Page {
+        if let r = recent.pointee, r.number == number {
+            r.referenced = true
+            return r
+        }
         if let d = dirty[number] {
             d.referenced = true
             return d
@@ -299,28 +370,98 @@ final class PageWriter: PageSource {
         }
         do {
             if !spilled.isEmpty, let frame = spilled[number] { return try readBack(number, frame: frame, clean: true) }
-            return try pager.page(number, snapshot)
+            // Not changed by this transaction: the snapshot's page.
+            let slot = Int(number) & memoMask
+            if memoNumbers[slot] == number {
+                memoUsed[slot >> 6] |= 1 << UInt64(slot & 63)
+                return memoPages[slot]
+            }
+            let p = try pager.page(number, snapshot)
+            memoize(p)
+            memoUsed[slot >> 6] |= 1 << UInt64(slot & 63)
+            return p
         } catch {
             throw failed(error)
         }
     }
 
+    deinit {
+        for slot in 0...memoMask where memoNumbers[slot] != 0 { (memoPages + slot).deinitialize(count: 1) }
+        memoPages.deallocate()
+        memoNumbers.deallocate()
+        memoUsed.deallocate()
+        recent.deinitialize(count: 1)
+        recent.deallocate()
+    }
+
+    /// Puts `p` (a page of the snapshot) in its memo slot.
+    @inline(__always)
+    private func memoize(_ p: Page) {
+        let slot = Int(p.number) & memoMask
+        if memoNumbers[slot] != 0 {
+            memoPages[slot] = p
+        } else {
+            (memoPages + slot).initialize(to: p)
+        }
+        memoNumbers[slot] = p.number
+    }
+
+    /// What this transaction hands the next write transaction of its
+    /// connection once it committed (or changed nothing): the pages it read
+    /// and the pages it changed (page 1 aside; at most one per memo
+    /// slot), as of `serial`, the snapshot its commit made (or its own, if it
+    /// wrote nothing), and its valid append hints. Nil if it spilled, failed
+    /// or replaced every page.
+    func carry(to serial: UInt64) -> WriterCarry? {
+        guard !carriesNothing, failure == nil, spilled.isEmpty, inLog.isEmpty else { return nil }
+        // The changed pages are the snapshot's now (committed): they take
+        // their slots (the memo is not used again).
+        if modified {
+            for (n, p) in dirty where n > 1 {
+                memoize(p)
+                let slot = Int(n) & memoMask
+                memoUsed[slot >> 6] |= 1 << UInt64(slot & 63)
+            }
+        }
+        var pages: [Page] = []
+        for w in 0..<((memoMask + 64) / 64) {
+            var bits = memoUsed[w]
+            while bits != 0 {
+                let slot = w * 64 + bits.trailingZeroBitCount
+                if memoNumbers[slot] > 1 { pages.append(memoPages[slot]) }
+                bits &= bits &- 1
+            }
+        }
+        return WriterCarry(serial: serial, pages: pages, hints: appendHints.filter { $0.epoch == structureEpoch })
+    }
+
     /// The page, copied for change if this transaction has not changed it yet.
     func writable(_ number: UInt32) throws(KuraError) -> Page {
+        // `modified` is set already: `recent` came from here.
+        if let r = recent.pointee, r.number == number {
+            r.referenced = true
+            return r
+        }
         modified = true
         if let d = dirty[number] {
             d.referenced = true
             if !inLog.isEmpty { inLog[number] = nil }
+            recent.pointee = d
             return d
         }
         do {
-            if !spilled.isEmpty, let frame = spilled[number] { return try readBack(number, frame: frame, clean: false) }
+            if !spilled.isEmpty, let frame = spilled[number] {
+                let p = try readBack(number, frame: frame, clean: false)
+                recent.pointee = p
+                return p
+            }
             let p = Page(copying: try page(number))
             let kind = p.u8(Node.kindOffset)
             if kind == PageKind.tableLeaf.rawValue || kind == PageKind.tableInterior.rawValue {
                 touchedTableRoots.insert(p.u32(Node.treeRootOffset))
             }
             try keep(p)
+            recent.pointee = p
             return p
         } catch {
             throw failed(error)
@@ -362,6 +503,7 @@ final class PageWriter: PageSource {
     /// are dropped without a write). Skips page 1, `keepingNumber` and pages
     /// someone else holds a reference to.
     private func spill(keeping keepingNumber: UInt32) throws(KuraError) {
+        carriesNothing = true
         let target = max(1, spillThreshold / 4)
         var victims: [UInt32] = []
         var chosen = Set<UInt32>()
@@ -460,6 +602,7 @@ final class PageWriter: PageSource {
     /// Returns `number` to the freelist. The caller no longer references it.
     func free(_ number: UInt32) throws(KuraError) {
         precondition(number > 1)
+        recent.pointee = nil
         modified = true
         structureEpoch &+= 1
         do { try putOnFreelist(number) } catch { throw failed(error) }
@@ -565,6 +708,8 @@ final class PageWriter: PageSource {
         ring = pages.dropFirst().map(\.number)
         hand = 0
         modified = true
+        carriesNothing = true
+        recent.pointee = nil
         structureEpoch &+= 1
     }
 
@@ -581,4 +726,25 @@ final class PageWriter: PageSource {
 
     /// Records a change made directly to `header`.
     func markModified() { modified = true }
+}
+
+/// What a write transaction hands the next one of its connection
+/// (`PageWriter.carry`): pages of snapshot `serial` and the append hints
+/// valid in it. Its pages are immutable (committed or cached).
+struct WriterCarry: Sendable {
+    let serial: UInt64
+    let pages: [Page]
+    let hints: [AppendHint]
+}
+
+/// One connection's carry from its last write transaction to its next
+/// (Database.write), taken by the next writer whatever its snapshot.
+final class WriterCarrySlot: @unchecked Sendable {
+    // @unchecked Sendable: `carry` is guarded by `lock`.
+    private let lock = ThreadLock()
+    private var carry: WriterCarry?
+
+    func take() -> WriterCarry? { lock.withLock { () -> WriterCarry? in defer { carry = nil }; return carry } }
+
+    func keep(_ c: WriterCarry?) { lock.withLock { carry = c } }
 }
