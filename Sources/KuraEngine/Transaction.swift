@@ -360,9 +360,15 @@ public final class WriteTransaction: ReadTransaction {
         guard info.kind == "table", !counted.contains(info.id) else { return info }
         let w = writer!
         if w.header.headerVersion >= FileHeader.leafCountersVersion {
-            // From the snapshot the transaction began on: the writer's copy of
-            // the right-most leaf may have been rebuilt (a split) without them.
-            info = info.with(try storedCounters(info, header: w.header, SnapshotPages(pager: w.pager, snapshot: w.snapshot)))
+            if w.touchedTableRoots.contains(info.rootPage) {
+                // From the snapshot the transaction began on: the writer's copy
+                // of the right-most leaf may have been rebuilt (a split) without them.
+                info = info.with(try storedCounters(info, header: w.header, SnapshotPages(pager: w.pager, snapshot: w.snapshot)))
+            } else {
+                // No page of the tree changed yet: the writer reads the
+                // snapshot's pages (through its memo).
+                info = info.with(try storedCounters(info, header: w.header, w))
+            }
         } else if w.header.headerVersion != 1 {
             info = info.with(try storedCounters(info, header: w.header, w))
         }

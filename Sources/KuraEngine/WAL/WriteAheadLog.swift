@@ -336,9 +336,11 @@ final class WriteAheadLog {
     /// `commit` in its commit field; returns the last frame's chain checksum.
     private func append(_ pages: [Page], commit lastCommit: UInt32) throws(KuraError) -> UInt64 {
         precondition(hasHeader && !pages.isEmpty)
-        var buffer = [UInt8](repeating: 0, count: pages.count * frameSize)
         var chain = uncommittedPages.isEmpty ? lastChecksum : uncommittedChain
-        buffer.withUnsafeMutableBytes { b in
+        // Every byte is written below (each frame's 24-byte header, then its
+        // page image), so the buffer is not zeroed first.
+        let buffer = [UInt8](unsafeUninitializedCapacity: pages.count * frameSize) { raw, initialized in
+            let b = UnsafeMutableRawBufferPointer(raw)
             for (k, page) in pages.enumerated() {
                 let base = b.baseAddress! + k * frameSize
                 base.storeBytes(of: page.number.littleEndian, toByteOffset: 0, as: UInt32.self)
@@ -351,6 +353,7 @@ final class WriteAheadLog {
                 chain = Checksum.xxh64(base + Self.frameHeaderSize, count: pageSize, seed: seed)
                 base.storeBytes(of: chain.littleEndian, toByteOffset: 16, as: UInt64.self)
             }
+            initialized = pages.count * frameSize
         }
         try buffer.withBytes { b throws(KuraError) in try file.write(b, at: frameOffset(maxFrame + 1 + uncommittedPages.count)) }
         return chain
