@@ -67,6 +67,9 @@ extension ManagedObjectContext {
         var conflicts: [MergeConflict] = []
         let policy = mergePolicy
         var refused = false
+        /// The save's updates and deletes, for the history and the did-save
+        /// (its inserts are `newIDs`: a change each is made only for the
+        /// history, when it is tracked).
         var record: [PersistentHistoryChange] = []
         var historyToken: HistoryToken?
         var ownCommit: UInt64?
@@ -209,15 +212,18 @@ extension ManagedObjectContext {
                     }
                 }
                 try self.writeJoinEdits(tx, rowID)
-                record = self.savedChanges(inserted: newIDs, updated: upd.filter { o in
+                record = self.savedChanges(inserted: [], updated: upd.filter { o in
                     if case .write? = resolutions[ObjectIdentifier(o)] { return true } else { return false }
                 }, deleted: del.filter { o in
                     if case .delete? = resolutions[ObjectIdentifier(o)] { return true } else { return false }
                 })
-                if self.container.persistentHistoryTracking && !record.isEmpty {
-                    historyToken = try PersistentHistoryStore.append(tx, author: self.transactionAuthor, contextName: self.name, changes: record)
+                let wroteRows = !newIDs.isEmpty || !record.isEmpty
+                if self.container.persistentHistoryTracking && wroteRows {
+                    // Inserts first, as savedChanges orders them.
+                    let changes = newIDs.map { PersistentHistoryChange(kind: .insert, objectID: $0) } + record
+                    historyToken = try PersistentHistoryStore.append(tx, author: self.transactionAuthor, contextName: self.name, changes: changes)
                 }
-                if !record.isEmpty {
+                if wroteRows {
                     // Rows were written, so the commit advances the change
                     // counter by one: the store watcher must not take this
                     // commit for another process's (StoreWatcher.swift).
@@ -325,7 +331,8 @@ extension ManagedObjectContext {
         for o in upd + del where settled.contains(o.objectID) && o.managedObjectContext === self && !o.isDeleted {
             o.awakeFromSnapshotEvents(.mergePolicy)
         }
-        var note = ContextDidSave(inserted: [], updated: [:], deleted: [], contextName: name, author: transactionAuthor, historyToken: historyToken)
+        // The inserted IDs in insertion order (the array the save made them in).
+        var note = ContextDidSave(inserted: newIDs, updated: [:], deleted: [], contextName: name, author: transactionAuthor, historyToken: historyToken)
         note.sourceContext = identity
         for c in record {
             switch c.kind {
