@@ -240,4 +240,50 @@ final class ObjectRegistryTests: XCTestCase {
         XCTAssertTrue(try context.object(with: d.objectID) === d)
         XCTAssertEqual(context.registeredObjectCount, 1)
     }
+
+    /// IDTable (the registry's hash table of IDs) against a Dictionary: long
+    /// random runs of inserts, replacements, removals (plain and by object)
+    /// and lookups over IDs that share row IDs across entities and kinds
+    /// (same hash inputs but the name), with growth and removals that shift
+    /// probe runs back, including runs that wrap around the table's end.
+    func testIDTableAgainstADictionary() {
+        let e = EntityDescription("E") {}
+        let objects = (0..<8).map { _ in ManagedObject(entity: e, objectID: ManagedObjectID(entity: "E", rowID: 1)) }
+        var generator = SystemRandomNumberGenerator()
+        for round in 0..<20 {
+            var table = IDTable()
+            var model: [ManagedObjectID: Int] = [:]
+            let names = ["E", "F", "Gg", "Hh"]
+            // Small key ranges make long probe runs; larger ones make growth.
+            let range: Int64 = round % 2 == 0 ? 40 : 3000
+            for _ in 0..<4000 {
+                let id = ManagedObjectID(entity: names[Int.random(in: 0..<names.count, using: &generator)],
+                                         rowID: Int64.random(in: -range...range, using: &generator),
+                                         temporary: Bool.random(using: &generator))
+                let k = Int.random(in: 0..<objects.count, using: &generator)
+                switch Int.random(in: 0..<10, using: &generator) {
+                case 0..<5:
+                    table[id] = .passUnretained(objects[k])
+                    model[id] = k
+                case 5..<7:
+                    table[id] = nil
+                    model[id] = nil
+                case 7:
+                    table.remove(id, ifItIs: Unmanaged.passUnretained(objects[k]).toOpaque())
+                    if model[id] == k { model[id] = nil }
+                default:
+                    break
+                }
+                let got = table[id].map { u in objects.firstIndex { $0 === u.takeUnretainedValue() } }
+                XCTAssertEqual(got ?? nil, model[id], "\(id)")
+                XCTAssertEqual(table.count, model.count)
+            }
+            for (id, k) in model { XCTAssertTrue(table[id]?.takeUnretainedValue() === objects[k], "\(id)") }
+            XCTAssertEqual(table.allValues.count, model.count)
+            for id in model.keys.shuffled(using: &generator) { table[id] = nil }
+            XCTAssertTrue(table.isEmpty)
+            XCTAssertEqual(table.allValues.count, 0)
+        }
+        withExtendedLifetime(objects) {}
+    }
 }

@@ -16,7 +16,7 @@
 //   inserted, so no other instance can hold those IDs).
 // - `byID`: every other object (saved ones by permanent ID, another
 //   context's temporary IDs seen by a child context, and the rare own ID
-//   whose slot is gone: see below), in a dictionary.
+//   whose slot is gone: see below), in a hash table (IDTable.swift).
 //
 // Invariants: `own[i]` holds the object whose ID has number `ownBase + i`, or
 // nil; `ownLive` counts the non-nil slots; when it falls to zero the array is
@@ -36,7 +36,7 @@
 // live in `byID`.
 
 struct ObjectRegistry {
-    private var byID: [ManagedObjectID: Unmanaged<ManagedObject>] = [:]
+    private var byID = IDTable()
     private var own: [Unmanaged<ManagedObject>?] = []
     private var ownBase: Int64 = 0
     private var ownLive = 0
@@ -103,7 +103,7 @@ struct ObjectRegistry {
     /// which a save just gave to objects it inserted (no object of this
     /// context is registered under them but those objects, which the save
     /// registers next). Extends the entity's last run when the IDs follow
-    /// it; with too many runs open, the IDs are left to the dictionary.
+    /// it; with too many runs open, the IDs are left to `byID`.
     mutating func openRun(entity: String, first: Int64, count: Int) {
         guard count > 0, first > 0 else { return }
         if let k = runs.lastIndex(where: { $0.entity == entity }), runs[k].base + Int64(runs[k].slots.count) == first {
@@ -177,8 +177,7 @@ struct ObjectRegistry {
             if u.toOpaque() == mine { self[id] = nil }
             return
         }
-        guard let i = byID.index(forKey: id), byID.values[i].toOpaque() == mine else { return }
-        byID.remove(at: i)
+        byID.remove(id, ifItIs: mine)
     }
 
     /// The number of registered objects.
@@ -187,7 +186,7 @@ struct ObjectRegistry {
     /// Every registered object (a copy: the registry may change while the
     /// caller walks it).
     var values: [Unmanaged<ManagedObject>] {
-        var out = Array(byID.values)
+        var out = byID.allValues
         if ownLive > 0 {
             out.reserveCapacity(out.count + ownLive)
             for case let u? in own { out.append(u) }
@@ -201,7 +200,7 @@ struct ObjectRegistry {
 
     /// Drops every object.
     mutating func removeAll() {
-        byID = [:]
+        byID = IDTable()
         own = []
         ownLive = 0
         ownBase = nextNumber
