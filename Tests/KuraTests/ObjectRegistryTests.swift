@@ -104,4 +104,186 @@ final class ObjectRegistryTests: XCTestCase {
         try context.save()
         XCTAssertEqual(try context.count(for: FetchRequest<Company>(entityName: "Company")), 501)
     }
+
+    /// A save's new permanent IDs sit in runs by row ID (ObjectRegistry.openRun):
+    /// lookups, replacement, removal by a leaving object, counts, the
+    /// dictionary still answering for an ID registered before the run
+    /// opened, other entities and temporary IDs with the same row IDs, and
+    /// a run extended by the next save.
+    func testPermanentRuns() {
+        var r = ObjectRegistry(identity: 5)
+        let e = EntityDescription("E") {}
+        let f = EntityDescription("F") {}
+        func id(_ n: Int64, _ entity: String = "E") -> ManagedObjectID { ManagedObjectID(entity: entity, rowID: n) }
+        // A fault registered under a row ID before a save inserts that row.
+        let early = ManagedObject(entity: e, objectID: id(12))
+        r[id(12)] = .passUnretained(early)
+        r.openRun(entity: "E", first: 10, count: 5)
+        XCTAssertTrue(r[id(12)]?.takeUnretainedValue() === early, "an entry made before the run opened is still found")
+        XCTAssertEqual(r.count, 1)
+        let objects = (10..<15).map { ManagedObject(entity: e, objectID: id(Int64($0))) }
+        for o in objects { r[o.objectID] = .passUnretained(o) }
+        XCTAssertEqual(r.count, 5, "the new object took the ID over from the early one")
+        for o in objects { XCTAssertTrue(r[o.objectID]?.takeUnretainedValue() === o) }
+        r.remove(id(12), ifItIs: early)
+        XCTAssertTrue(r[id(12)]?.takeUnretainedValue() === objects[2], "the object that lost its ID leaving drops nothing")
+
+        // Same row IDs of another entity, or temporary: not the run's.
+        let other = ManagedObject(entity: f, objectID: id(11, "F"))
+        XCTAssertNil(r[id(11, "F")])
+        r[id(11, "F")] = .passUnretained(other)
+        XCTAssertTrue(r[id(11, "F")]?.takeUnretainedValue() === other)
+        XCTAssertTrue(r[id(11)]?.takeUnretainedValue() === objects[1])
+        XCTAssertNil(r[ManagedObjectID(entity: "E", rowID: 11, temporary: true)])
+        XCTAssertNil(r[id(15)])
+        XCTAssertNil(r[id(9)])
+        XCTAssertEqual(r.count, 6)
+
+        // The next save's IDs extend the run.
+        r.openRun(entity: "E", first: 15, count: 2)
+        let more = (15..<17).map { ManagedObject(entity: e, objectID: id(Int64($0))) }
+        for o in more { r[o.objectID] = .passUnretained(o) }
+        XCTAssertTrue(r[id(16)]?.takeUnretainedValue() === more[1])
+        XCTAssertEqual(r.count, 8)
+        XCTAssertEqual(Set(r.values.map { ObjectIdentifier($0.takeUnretainedValue()) }),
+                       Set((objects + more + [other]).map { ObjectIdentifier($0) }))
+
+        // Objects leaving one by one; the emptied run is dropped, and its IDs
+        // registered again go to the dictionary.
+        let stranger = ManagedObject(entity: e, objectID: id(10))
+        r.remove(id(10), ifItIs: stranger)
+        XCTAssertTrue(r[id(10)]?.takeUnretainedValue() === objects[0])
+        for o in objects + more { r.remove(o.objectID, ifItIs: o) }
+        XCTAssertEqual(r.count, 1)
+        for o in objects + more { XCTAssertNil(r[o.objectID]) }
+        r[id(13)] = .passUnretained(objects[3])
+        XCTAssertTrue(r[id(13)]?.takeUnretainedValue() === objects[3])
+        XCTAssertEqual(r.count, 2)
+        r[id(13)] = nil
+        XCTAssertEqual(r.count, 1)
+
+        // Setting nil in a run, and removeAll.
+        r.openRun(entity: "E", first: 20, count: 1)
+        let last = ManagedObject(entity: e, objectID: id(20))
+        r[id(20)] = .passUnretained(last)
+        XCTAssertEqual(r.count, 2)
+        r[id(20)] = nil
+        XCTAssertNil(r[id(20)])
+        XCTAssertEqual(r.count, 1)
+        r.openRun(entity: "E", first: 21, count: 1)
+        r[id(21)] = .passUnretained(last)
+        // More runs than the registry keeps: the rest go to the dictionary.
+        let many = (0..<12).map { k in ManagedObject(entity: e, objectID: id(1, "G\(k)")) }
+        for o in many {
+            r.openRun(entity: o.objectID.entityName, first: 1, count: 1)
+            r[o.objectID] = .passUnretained(o)
+        }
+        for o in many { XCTAssertTrue(r[o.objectID]?.takeUnretainedValue() === o) }
+        XCTAssertEqual(r.count, 14)
+        for o in many { r.remove(o.objectID, ifItIs: o) }
+        XCTAssertEqual(r.count, 2)
+        r.removeAll()
+        XCTAssertEqual(r.count, 0)
+        XCTAssertNil(r[id(21)])
+        XCTAssertNil(r[id(11, "F")])
+        withExtendedLifetime((early, objects, more, other, stranger, last, many)) {}
+    }
+
+    /// Through the public API: objects of two entities saved in several
+    /// saves (runs of new permanent IDs, one extended by the next save, one
+    /// broken by a reserved ID) stay uniqued by their IDs, leave the context
+    /// when released, and come back as new instances loaded from the store.
+    func testSavedObjectsUniquedAndReleasedByPermanentID() throws {
+        let container = try PersistentContainer.inMemory(model: companyModel())
+        let context = container.newContext()
+        var companies: [Company] = []
+        var departments: [Department] = []
+        for round in 0..<3 {
+            for i in 0..<200 {
+                let c = try context.insert(Company.self)
+                c.name = "c\(round)-\(i)"
+                companies.append(c)
+                if i % 3 == 0 {
+                    let d = try context.insert(Department.self)
+                    d.name = "d\(round)-\(i)"
+                    departments.append(d)
+                }
+            }
+            if round == 1 { try context.obtainPermanentIDs(for: [companies[companies.count - 100]]) }
+            try context.save()
+        }
+        do {
+            let all: [ManagedObject] = companies + departments
+            XCTAssertEqual(context.registeredObjectCount, all.count)
+            XCTAssertEqual(Set(all.map(\.objectID)).count, all.count)
+            for o in all {
+                XCTAssertFalse(o.objectID.isTemporary)
+                XCTAssertTrue(try context.object(with: o.objectID) === o)
+            }
+        }
+        let ids = companies.map(\.objectID)
+        let names = companies.map(\.name)
+        // Released: the context no longer holds them (clean objects are not retained).
+        companies = []
+        XCTAssertEqual(context.registeredObjectCount, departments.count)
+        for (id, name) in zip(ids, names).shuffled().prefix(50) {
+            let c = try context.existingObject(with: id) as? Company
+            XCTAssertEqual(c?.name, name)
+            XCTAssertTrue(try context.object(with: id) === c, "one instance per ID")
+        }
+        departments = []
+        XCTAssertEqual(context.registeredObjectCount, 0)
+        // A context that keeps saving after its earlier objects left.
+        let d = try context.insert(Department.self)
+        d.name = "late"
+        try context.save()
+        XCTAssertTrue(try context.object(with: d.objectID) === d)
+        XCTAssertEqual(context.registeredObjectCount, 1)
+    }
+
+    /// IDTable (the registry's hash table of IDs) against a Dictionary: long
+    /// random runs of inserts, replacements, removals (plain and by object)
+    /// and lookups over IDs that share row IDs across entities and kinds
+    /// (same hash inputs but the name), with growth and removals that shift
+    /// probe runs back, including runs that wrap around the table's end.
+    func testIDTableAgainstADictionary() {
+        let e = EntityDescription("E") {}
+        let objects = (0..<8).map { _ in ManagedObject(entity: e, objectID: ManagedObjectID(entity: "E", rowID: 1)) }
+        var generator = SystemRandomNumberGenerator()
+        for round in 0..<20 {
+            var table = IDTable()
+            var model: [ManagedObjectID: Int] = [:]
+            let names = ["E", "F", "Gg", "Hh"]
+            // Small key ranges make long probe runs; larger ones make growth.
+            let range: Int64 = round % 2 == 0 ? 40 : 3000
+            for _ in 0..<4000 {
+                let id = ManagedObjectID(entity: names[Int.random(in: 0..<names.count, using: &generator)],
+                                         rowID: Int64.random(in: -range...range, using: &generator),
+                                         temporary: Bool.random(using: &generator))
+                let k = Int.random(in: 0..<objects.count, using: &generator)
+                switch Int.random(in: 0..<10, using: &generator) {
+                case 0..<5:
+                    table[id] = .passUnretained(objects[k])
+                    model[id] = k
+                case 5..<7:
+                    table[id] = nil
+                    model[id] = nil
+                case 7:
+                    table.remove(id, ifItIs: Unmanaged.passUnretained(objects[k]).toOpaque())
+                    if model[id] == k { model[id] = nil }
+                default:
+                    break
+                }
+                let got = table[id].map { u in objects.firstIndex { $0 === u.takeUnretainedValue() } }
+                XCTAssertEqual(got ?? nil, model[id], "\(id)")
+                XCTAssertEqual(table.count, model.count)
+            }
+            for (id, k) in model { XCTAssertTrue(table[id]?.takeUnretainedValue() === objects[k], "\(id)") }
+            XCTAssertEqual(table.allValues.count, model.count)
+            for id in model.keys.shuffled(using: &generator) { table[id] = nil }
+            XCTAssertTrue(table.isEmpty)
+            XCTAssertEqual(table.allValues.count, 0)
+        }
+        withExtendedLifetime(objects) {}
+    }
 }

@@ -144,4 +144,50 @@ final class PersistentHistoryTests: XCTestCase {
         try c2.save()
         XCTAssertEqual(try untracked.history().count, 5)
     }
+
+    /// Guards the save's record now that inserted IDs are made once, as the
+    /// rows are written, and shared by the history and the did-save
+    /// (Context+Save.swift): with and without history tracking, a save that
+    /// inserts, updates and deletes reports its inserts in insertion order
+    /// (the history before its updates and deletes), each with its permanent ID.
+    func testSaveRecordsInsertsInOrderBeforeUpdatesAndDeletes() throws {
+        for tracking in [true, false] {
+            let model = try ManagedObjectModel {
+                EntityDescription("Note") { AttributeDescription("title", .string) }
+                EntityDescription("Tag") { AttributeDescription("label", .string) }
+            }
+            let container = try PersistentContainer.inMemory(model: model, persistentHistoryTracking: tracking)
+            let context = container.newContext()
+            let kept = try context.insert("Note"), gone = try context.insert("Note")
+            try context.save()
+            var notes: [ContextDidSave] = []
+            let token = context.observeDidSave { notes.append($0) }
+            try kept.setValue("changed", forKey: "title")
+            try context.delete(gone)
+            var inserted: [ManagedObject] = []
+            for i in 0..<5 {
+                let o = try context.insert(i % 2 == 0 ? "Note" : "Tag")
+                try o.setValue("n\(i)", forKey: i % 2 == 0 ? "title" : "label")
+                inserted.append(o)
+            }
+            try context.save()
+            let ids = inserted.map(\.objectID)
+            XCTAssertFalse(ids.contains(where: \.isTemporary))
+            XCTAssertEqual(notes.count, 1)
+            XCTAssertEqual(notes.first?.inserted, ids, "tracking: \(tracking)")
+            XCTAssertEqual(notes.first?.updated, [kept.objectID: ["title"]])
+            XCTAssertEqual(notes.first?.deleted, [gone.objectID])
+            if tracking {
+                let last = try XCTUnwrap(try container.history().last)
+                XCTAssertEqual(last.changes, ids.map { PersistentHistoryChange(kind: .insert, objectID: $0) } + [
+                    PersistentHistoryChange(kind: .update, objectID: kept.objectID, updatedProperties: ["title"]),
+                    PersistentHistoryChange(kind: .delete, objectID: gone.objectID),
+                ])
+                XCTAssertEqual(last.token, notes.first?.historyToken)
+            } else {
+                XCTAssertEqual(try container.history().count, 0)
+            }
+            _ = token
+        }
+    }
 }

@@ -61,4 +61,59 @@ final class ValidationRuleTests: XCTestCase {
             XCTAssertTrue("\(err)".contains("uniqueness constraint (row, number)"), "\(err)")
         }
     }
+
+    /// Guards the order of a validation error's lines now that each object's
+    /// hooks are called in the same visit as its model rules are checked
+    /// (Context+Save.swift, `validate`): the model's rules of every object
+    /// first, then uniqueness, then the hooks' problems, each group in the
+    /// objects' order; and the hooks are called once per object.
+    func testValidationProblemsAreListedRulesThenUniquenessThenHooks() throws {
+        let model = try ManagedObjectModel {
+            EntityDescription("Ticket", class: PickyTicket.self) {
+                AttributeDescription("code", .string)
+                AttributeDescription("holder", .string, optional: false)
+                UniqueConstraint("code")
+            }
+        }
+        let container = try PersistentContainer.inMemory(model: model)
+        let context = container.newContext()
+        PickyTicket.calls = []
+        var tickets: [PickyTicket] = []
+        for (code, holder) in [("A", nil), ("A", "ann"), ("B", nil)] as [(String, String?)] {
+            let t = try context.insert(PickyTicket.self)
+            t.code = code
+            if let holder { t.holder = holder }
+            tickets.append(t)
+        }
+        XCTAssertThrowsError(try context.save()) { err in
+            let lines = "\(err)".split(separator: "\n").map(String.init)
+            func line(_ needle: String) -> Int? { lines.firstIndex { $0.contains(needle) } }
+            let t = tickets.map(\.objectID.description)
+            let order = [line("\(t[0]): attribute \"holder\" is required"), line("\(t[2]): attribute \"holder\" is required"),
+                         line("\(t[1]): uniqueness constraint (code) violated"),
+                         line("\(t[0]): attribute \"code\": code A is taken"), line("\(t[0]): ticket refused"),
+                         line("\(t[1]): attribute \"code\": code A is taken"), line("\(t[1]): ticket refused"),
+                         line("\(t[2]): ticket refused")]
+            XCTAssertFalse(order.contains(nil), "\(lines)")
+            XCTAssertEqual(order.compactMap { $0 }, order.compactMap { $0 }.sorted(), "\(lines)")
+        }
+        XCTAssertEqual(PickyTicket.calls.filter { $0.hasPrefix("insert") }.count, 3, "\(PickyTicket.calls)")
+        XCTAssertEqual(try container.newContext().count(for: FetchRequest<PickyTicket>(entityName: "Ticket")), 0)
+    }
+}
+
+final class PickyTicket: ManagedObject {
+    @Managed("code") var code: String
+    @Managed("holder") var holder: String
+    nonisolated(unsafe) static var calls: [String] = []
+
+    override func validateValue(_ value: Any?, forKey key: String) throws(KuraError) {
+        Self.calls.append("value \(key)")
+        if key == "code", let s = value as? String, s == "A" { throw KuraError(.validation, "code A is taken") }
+    }
+
+    override func validateForInsert() throws(KuraError) {
+        Self.calls.append("insert \(code)")
+        throw KuraError(.validation, "ticket refused")
+    }
 }

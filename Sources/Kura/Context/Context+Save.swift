@@ -48,6 +48,15 @@ extension ManagedObjectContext {
         /// first thing in the transaction).
         var assigned: [Int64] = []
         assigned.reserveCapacity(ins.count)
+        /// The permanent ID of each inserted object, parallel to `ins`
+        /// (made as its row is written, where its entity is at hand: the
+        /// history record and the objects after the commit take them).
+        var newIDs: [ManagedObjectID] = []
+        newIDs.reserveCapacity(ins.count)
+        /// Each inserted object's values as its row was written, parallel
+        /// to `ins`, which become its saved values after the commit
+        /// (SavedValuesStash: taken while the object's values are in cache).
+        let stash = SavedValuesStash(capacity: ins.count)
         /// The same by temporary ID, made when a row first names one.
         var tempRowIDs: [ManagedObjectID: Int64]?
         var resolutions: [ObjectIdentifier: Resolution] = [:]
@@ -58,6 +67,9 @@ extension ManagedObjectContext {
         var conflicts: [MergeConflict] = []
         let policy = mergePolicy
         var refused = false
+        /// The save's updates and deletes, for the history and the did-save
+        /// (its inserts are `newIDs`: a change each is made only for the
+        /// history, when it is tracked).
         var record: [PersistentHistoryChange] = []
         var historyToken: HistoryToken?
         var ownCommit: UInt64?
@@ -169,10 +181,13 @@ extension ManagedObjectContext {
                     let layout = self.layout(of: e)
                     let t = try table(e)
                     for k in start..<end {
-                        if assignWhileWriting { try assign(ins[k]) }
-                        layout.fill(&row, ins[k], saved: false) { id in self.registered(id)?.isDeleted == true ? nil : rowID(id) }
+                        let o = ins[k]
+                        if assignWhileWriting { try assign(o) }
+                        layout.fill(&row, o, saved: false) { id in self.registered(id)?.isDeleted == true ? nil : rowID(id) }
                         row[layout.version] = .integer(1)
                         try tx.insert(row, into: t, rowID: assigned[k])
+                        newIDs.append(ManagedObjectID(entity: e.name, rowID: assigned[k]))
+                        stash.append(o.values)
                     }
                     start = end
                 }
@@ -197,15 +212,18 @@ extension ManagedObjectContext {
                     }
                 }
                 try self.writeJoinEdits(tx, rowID)
-                record = self.savedChanges(inserted: zip(ins, assigned).map { o, rid in ManagedObjectID(entity: o.entity.name, rowID: rid) }, updated: upd.filter { o in
+                record = self.savedChanges(inserted: [], updated: upd.filter { o in
                     if case .write? = resolutions[ObjectIdentifier(o)] { return true } else { return false }
                 }, deleted: del.filter { o in
                     if case .delete? = resolutions[ObjectIdentifier(o)] { return true } else { return false }
                 })
-                if self.container.persistentHistoryTracking && !record.isEmpty {
-                    historyToken = try PersistentHistoryStore.append(tx, author: self.transactionAuthor, contextName: self.name, changes: record)
+                let wroteRows = !newIDs.isEmpty || !record.isEmpty
+                if self.container.persistentHistoryTracking && wroteRows {
+                    // Inserts first, as savedChanges orders them.
+                    let changes = newIDs.map { PersistentHistoryChange(kind: .insert, objectID: $0) } + record
+                    historyToken = try PersistentHistoryStore.append(tx, author: self.transactionAuthor, contextName: self.name, changes: changes)
                 }
-                if !record.isEmpty {
+                if wroteRows {
                     // Rows were written, so the commit advances the change
                     // counter by one: the store watcher must not take this
                     // commit for another process's (StoreWatcher.swift).
@@ -233,16 +251,27 @@ extension ManagedObjectContext {
         let renames = !ins.isEmpty && model.hasToOneRelationships
         var before: [ManagedObjectID] = []
         if renames { before.reserveCapacity(ins.count) }
-        registry.reserveCapacity(forMore: ins.count)
-        for (o, rid) in zip(ins, assigned) {
+        // The new IDs in runs of one entity and consecutive row IDs, each
+        // registered in an array by row ID (ObjectRegistry.openRun).
+        var runStart = 0
+        while runStart < newIDs.count {
+            var runEnd = runStart + 1
+            while runEnd < newIDs.count && newIDs[runEnd].rowID == newIDs[runEnd - 1].rowID + 1
+                    && newIDs[runEnd].entityName == newIDs[runStart].entityName { runEnd += 1 }
+            registry.openRun(entity: newIDs[runStart].entityName, first: newIDs[runStart].rowID, count: runEnd - runStart)
+            runStart = runEnd
+        }
+        precondition(newIDs.count == ins.count && stash.count == ins.count, "a committed save wrote every inserted row (a Kura bug)")
+        for k in ins.indices {
+            let o = ins[k]
             o.isNew = false
-            let id = ManagedObjectID(entity: o.entity.name, rowID: rid)
+            let id = newIDs[k]
             if renames { before.append(o.objectID) }
             registry[o.objectID] = nil
             o.objectID = id
             o.version = 1
             track(o, as: id)
-            if !renames { o.takeSavedState() }
+            if !renames { o.takeSavedState(values: stash.take(k)) }
         }
         if renames {
             // To-one keys naming an inserted object take its new ID (the map of
@@ -255,7 +284,7 @@ extension ManagedObjectContext {
                 renamed = map
                 for (k, v) in o.toOne { if let n = map[v] { o.toOne[k] = n } }
             }
-            for o in ins { o.takeSavedState() }
+            for k in ins.indices { ins[k].takeSavedState(values: stash.take(k)) }
         }
         var gone: [ManagedObject] = []
         var tookStore: [(ManagedObject, Set<String>)] = []
@@ -302,7 +331,8 @@ extension ManagedObjectContext {
         for o in upd + del where settled.contains(o.objectID) && o.managedObjectContext === self && !o.isDeleted {
             o.awakeFromSnapshotEvents(.mergePolicy)
         }
-        var note = ContextDidSave(inserted: [], updated: [:], deleted: [], contextName: name, author: transactionAuthor, historyToken: historyToken)
+        // The inserted IDs in insertion order (the array the save made them in).
+        var note = ContextDidSave(inserted: newIDs, updated: [:], deleted: [], contextName: name, author: transactionAuthor, historyToken: historyToken)
         note.sourceContext = identity
         for c in record {
             switch c.kind {
@@ -406,8 +436,16 @@ extension ManagedObjectContext {
     }
 
     /// Checks what save promises to check; throws one error listing all problems.
+    ///
+    /// The problems are listed in this order: the model's rules of each
+    /// object, deny rules, uniqueness, then the validation hooks
+    /// (ManagedObject+Lifecycle.swift). Each saved object's hooks are called
+    /// in the same visit as its model rules are checked (one pass over what
+    /// may be many objects, not two); their problems are kept apart and
+    /// listed last all the same.
     func validate(_ objects: [ManagedObject], deleted: [ManagedObject]) throws(KuraError) {
         var problems: [String] = []
+        var hookLines: [String] = []
         for o in objects {
             for e in o.deferredErrors { problems.append("\(o.objectID): \(e.message)") }
             // By ordinal, only the attributes with a rule (iterating the
@@ -430,6 +468,7 @@ extension ManagedObjectContext {
                 if let mx = r.maxCount, n > mx { problems.append("\(o.objectID): relationship \"\(r.name)\" holds \(n) objects (rule: at most \(mx))") }
                 if !r.isOptional && n == 0 { problems.append("\(o.objectID): relationship \"\(r.name)\" is required (rule: not optional) but is empty") }
             }
+            hookProblems(of: o, into: &hookLines)
         }
         // Only deny rules refuse a delete (a model without them has nothing to check here).
         for o in model.hasDenyRules ? deleted + inserted.filter(\.isDeleted) : [] {
@@ -441,7 +480,8 @@ extension ManagedObjectContext {
             }
         }
         problems += try uniquenessProblems(objects)
-        problems += hookProblems(objects, deleted: deleted)
+        problems += hookLines
+        deleteHookProblems(deleted, into: &problems)
         if !problems.isEmpty {
             throw KuraError(.validation, "save refused, nothing was written:\n  " + problems.joined(separator: "\n  "))
         }
@@ -485,12 +525,58 @@ extension ManagedObjectContext {
 extension ManagedObject {
     /// Makes the current values, to-one keys and positions the saved ones
     /// (an inserted object after its save wrote them) and drops the deferred
-    /// write errors the save's validation reported.
+    /// write errors the save's validation reported. `values` is the object's
+    /// `values` (a copy taken earlier, `SavedValuesStash`).
     @inline(__always)
-    func takeSavedState() {
+    func takeSavedState(values: AttributeValues) {
         savedValues = values
         savedToOne = toOne
         savedOrder = order
         if !deferredErrors.isEmpty { deferredErrors = [] }
+    }
+}
+
+/// The values of a save's inserted objects, copied as each row is written
+/// and moved into the objects' saved values after the commit.
+///
+/// Why: copying an object's values retains their buffer, an atomic write to
+/// its header; made right after the row was written from that buffer, the
+/// write hits the cache, where after the commit (a pass over every inserted
+/// object, long since evicted in a large save) it was a cache miss per
+/// object. An array would retain each value again when it is read out, and
+/// release it again when freed; this buffer hands each one over (`take`).
+///
+/// Invariants: slots `taken..<count` are initialized, slots before `taken`
+/// were moved out, in order (`take` is called for 0, 1, 2, ...); `deinit`
+/// releases the ones not taken (a save that failed before its commit).
+/// Used on the saving context's thread only.
+final class SavedValuesStash {
+    private let slots: UnsafeMutablePointer<AttributeValues>
+    private let capacity: Int
+    private(set) var count = 0
+    private var taken = 0
+
+    init(capacity: Int) {
+        self.capacity = capacity
+        slots = .allocate(capacity: max(capacity, 1))
+    }
+
+    /// Copies `values` into the next slot.
+    func append(_ values: AttributeValues) {
+        precondition(count < capacity, "more values stashed than the save inserts (a Kura bug)")
+        (slots + count).initialize(to: values)
+        count += 1
+    }
+
+    /// Moves the values out of slot `k`, the next one not taken.
+    func take(_ k: Int) -> AttributeValues {
+        precondition(k == taken && k < count, "stashed values taken out of order (a Kura bug)")
+        taken += 1
+        return (slots + k).move()
+    }
+
+    deinit {
+        (slots + taken).deinitialize(count: count - taken)
+        slots.deallocate()
     }
 }

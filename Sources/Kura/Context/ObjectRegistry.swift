@@ -7,9 +7,16 @@
 //   (its identity) in the high 31 bits and the insert's number in the low 32,
 //   so finding, adding and dropping one is arithmetic, not hashing: inserting
 //   many objects costs no hash table growth.
+// - `runs`: objects a save of this context just inserted, under their new
+//   permanent IDs: a save's row IDs for one entity are consecutive, so
+//   `ManagedObjectContext.save` opens a run (entity, first row ID, count)
+//   and each object sits in an array by `rowID - base`: registering the
+//   objects of a large save, and dropping them as they are deallocated,
+//   costs no hashing and no hash table growth (the objects were just
+//   inserted, so no other instance can hold those IDs).
 // - `byID`: every other object (saved ones by permanent ID, another
 //   context's temporary IDs seen by a child context, and the rare own ID
-//   whose slot is gone: see below), in a dictionary.
+//   whose slot is gone: see below), in a hash table (IDTable.swift).
 //
 // Invariants: `own[i]` holds the object whose ID has number `ownBase + i`, or
 // nil; `ownLive` counts the non-nil slots; when it falls to zero the array is
@@ -17,18 +24,45 @@
 // saves for its whole life keeps no array of empty slots). An own ID whose
 // number is below `ownBase` (an object put back by undo after its slot was
 // dropped) goes to `byID`, so every lookup of an own ID that misses the array
-// also asks `byID`.
+// also asks `byID`. `runs[k].slots[i]` holds the object whose ID is
+// (`runs[k].entity`, `runs[k].base + i`, permanent), or nil; `runs[k].live`
+// counts its non-nil slots, and a run whose count falls to zero is dropped.
+// An ID is registered in one place only: an ID inside a run's range is
+// stored in the run (and removed from `byID`), and a lookup that misses the
+// run also asks `byID` (an object registered there before the run opened).
 //
 // A context whose tag does not fit, or that has made 2^32 temporary IDs,
 // makes process-wide ones instead (negative row IDs, never its tag's), which
 // live in `byID`.
 
 struct ObjectRegistry {
-    private var byID: [ManagedObjectID: Unmanaged<ManagedObject>] = [:]
+    private var byID = IDTable()
     private var own: [Unmanaged<ManagedObject>?] = []
     private var ownBase: Int64 = 0
     private var ownLive = 0
     private var nextNumber: Int64 = 0
+    private var runs: [PermanentRun] = []
+    private var runLive = 0
+
+    /// Consecutive permanent row IDs of one entity (see above).
+    private struct PermanentRun {
+        let entity: String
+        let base: Int64
+        var slots: [Unmanaged<ManagedObject>?]
+        var live = 0
+
+        /// The slot of `id` in this run, if it has one.
+        @inline(__always)
+        func position(_ id: ManagedObjectID) -> Int? {
+            let i = id.rowID &- base
+            guard i >= 0, i < Int64(slots.count), !id.isTemporary, id.entityName == entity else { return nil }
+            return Int(i)
+        }
+    }
+
+    /// At most this many runs are kept (each save of an entity's objects
+    /// opens one, or extends the last one of that entity); more go to `byID`.
+    private static let maximumRuns = 8
     /// The context's identity, or -1 when it does not fit in 31 bits.
     private let tag: Int64
 
@@ -56,13 +90,53 @@ struct ObjectRegistry {
         return Int(number - ownBase)
     }
 
+    /// The run holding `id`'s range, and the slot in it.
+    @inline(__always)
+    private func runPosition(_ id: ManagedObjectID) -> (run: Int, slot: Int)? {
+        for k in runs.indices {
+            if let i = runs[k].position(id) { return (k, i) }
+        }
+        return nil
+    }
+
+    /// Opens slots for the permanent IDs (`entity`, `first` ..< `first + count`),
+    /// which a save just gave to objects it inserted (no object of this
+    /// context is registered under them but those objects, which the save
+    /// registers next). Extends the entity's last run when the IDs follow
+    /// it; with too many runs open, the IDs are left to `byID`.
+    mutating func openRun(entity: String, first: Int64, count: Int) {
+        guard count > 0, first > 0 else { return }
+        if let k = runs.lastIndex(where: { $0.entity == entity }), runs[k].base + Int64(runs[k].slots.count) == first {
+            runs[k].slots.append(contentsOf: repeatElement(nil, count: count))
+            return
+        }
+        guard runs.count < Self.maximumRuns else { return }
+        runs.append(PermanentRun(entity: entity, base: first, slots: [Unmanaged<ManagedObject>?](repeating: nil, count: count)))
+    }
+
     /// The object registered under `id` (nil: none); setting nil drops it.
     subscript(id: ManagedObjectID) -> Unmanaged<ManagedObject>? {
         get {
             if let p = ownPosition(id), p < own.count, let u = own[p] { return u }
+            if !runs.isEmpty, let (k, i) = runPosition(id), let u = runs[k].slots[i] { return u }
             return byID.isEmpty ? nil : byID[id]
         }
         set {
+            if !runs.isEmpty, let (k, i) = runPosition(id) {
+                let was = runs[k].slots[i] != nil
+                runs[k].slots[i] = newValue
+                if newValue != nil, !was {
+                    runs[k].live += 1
+                    runLive += 1
+                } else if newValue == nil, was {
+                    runs[k].live -= 1
+                    runLive -= 1
+                    if runs[k].live == 0 { runs.remove(at: k) }
+                }
+                // The ID lives in the run only.
+                if !byID.isEmpty { byID[id] = nil }
+                return
+            }
             if let p = ownPosition(id) {
                 if let u = newValue {
                     if p >= own.count {
@@ -99,35 +173,38 @@ struct ObjectRegistry {
             if u.toOpaque() == mine { self[id] = nil }
             return
         }
-        guard let i = byID.index(forKey: id), byID.values[i].toOpaque() == mine else { return }
-        byID.remove(at: i)
+        if !runs.isEmpty, let (k, i) = runPosition(id), let u = runs[k].slots[i] {
+            if u.toOpaque() == mine { self[id] = nil }
+            return
+        }
+        byID.remove(id, ifItIs: mine)
     }
 
     /// The number of registered objects.
-    var count: Int { byID.count + ownLive }
+    var count: Int { byID.count + ownLive + runLive }
 
     /// Every registered object (a copy: the registry may change while the
     /// caller walks it).
     var values: [Unmanaged<ManagedObject>] {
-        var out = Array(byID.values)
+        var out = byID.allValues
         if ownLive > 0 {
             out.reserveCapacity(out.count + ownLive)
             for case let u? in own { out.append(u) }
         }
+        if runLive > 0 {
+            out.reserveCapacity(out.count + runLive)
+            for r in runs { for case let u? in r.slots { out.append(u) } }
+        }
         return out
-    }
-
-    /// Makes room for `n` more objects under IDs of other kinds than this
-    /// context's temporary ones (a save's new permanent IDs).
-    mutating func reserveCapacity(forMore n: Int) {
-        byID.reserveCapacity(byID.count + n)
     }
 
     /// Drops every object.
     mutating func removeAll() {
-        byID = [:]
+        byID = IDTable()
         own = []
         ownLive = 0
         ownBase = nextNumber
+        runs = []
+        runLive = 0
     }
 }

@@ -157,8 +157,6 @@ final class RowLayout: Sendable {
             out = [Value](repeating: .null, count: columns.count)
         }
         let values = saved ? (o.savedValues ?? AttributeValues(o.entity)) : o.values
-        let toOne = saved ? o.savedToOne : o.toOne
-        let order = saved ? o.savedOrder : o.order
         // By ordinal (iterating the descriptions would copy each one).
         let types = o.entity.attributeStorageTypes
         for i in attributeColumns.indices {
@@ -174,12 +172,18 @@ final class RowLayout: Sendable {
             out[c] = types[i] == .decimal ? AttributeType.decimal.engineValue(v) : v
             if let x = exactColumns[i], case .text = v { out[x] = v }
         }
-        for slot in relationships {
-            if let id = toOne[slot.name], let rid = targetRowID(id) {
-                out[slot.column] = .integer(rid)
-                if let ec = slot.entityColumn { out[ec] = .text(id.entityName) }
+        // An entity without to-one keys reads neither dictionary (fields in
+        // another cache line of the object: ManagedObject.swift, "Layout").
+        if !relationships.isEmpty {
+            let toOne = saved ? o.savedToOne : o.toOne
+            let order = saved ? o.savedOrder : o.order
+            for slot in relationships {
+                if let id = toOne[slot.name], let rid = targetRowID(id) {
+                    out[slot.column] = .integer(rid)
+                    if let ec = slot.entityColumn { out[ec] = .text(id.entityName) }
+                }
+                if let oc = slot.orderColumn { out[oc] = order[slot.name + "_order"].map { .double($0) } ?? .null }
             }
-            if let oc = slot.orderColumn { out[oc] = order[slot.name + "_order"].map { .double($0) } ?? .null }
         }
         if let entityColumn { out[entityColumn] = .text(o.entity.name) }
         out[version] = .integer(o.version)

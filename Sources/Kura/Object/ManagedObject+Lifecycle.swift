@@ -10,11 +10,14 @@
 //      `ManagedObjectContext.maximumWillSavePasses`; a save whose hooks still
 //      change objects after that is refused (`.validation`, naming them);
 //   2. the objects-did-change batch is posted;
-//   3. validation: the model's rules, then `validateValue(_:forKey:)` for each
-//      attribute of an inserted object and each changed attribute of an
-//      updated one, then `validateForInsert()`/`validateForUpdate()`/
-//      `validateForDelete()`; every failure is collected into one
-//      `.validation` error (nothing is written);
+//   3. validation: for each saved object in turn, the model's rules, then
+//      `validateValue(_:forKey:)` for each attribute of an inserted object
+//      and each changed attribute of an updated one, then
+//      `validateForInsert()`/`validateForUpdate()`; then deny rules and
+//      uniqueness; then `validateForDelete()` on each deleted object. Every
+//      failure is collected into one `.validation` error (nothing is
+//      written), listed as: the model's rules, deny rules, uniqueness, the
+//      hooks;
 //   4. the write transaction; 5. after the commit, `didSave()` on every
 //      object written (deleted ones too, with `isDeleted` true).
 // `delete(_:)` calls `prepareForDeletion()` on each object it deletes (the
@@ -163,37 +166,39 @@ extension ManagedObjectContext {
         return k == first.count
     }
 
-    /// Step 3's hook part: per-key and per-object validation methods, each
-    /// failure a line of the validation error.
-    func hookProblems(_ objects: [ManagedObject], deleted: [ManagedObject]) -> [String] {
-        var problems: [String] = []
-        for o in objects {
-            let isNew = o.isNew
-            let attributes = o.entity.attributes
-            let types = o.entity.attributeStorageTypes
-            for i in attributes.indices {
-                let v = o.values[ordinal: i] ?? .null
-                if isNew ? v.isNull : o.savedValues?[ordinal: i] == v { continue }
-                do {
-                    // Plain types convert by their type alone (no copy of the
-                    // description); composite, transformable, null and
-                    // mismatched values take the attribute's own way.
-                    let swift: Any?
-                    if let t = types[i], t != .transformable, let s = t.swiftValue(v) { swift = s } else { swift = try attributes[i].swiftValue(v, of: o.objectID) }
-                    try o.validateValue(swift, forKey: attributes[i].name)
-                } catch {
-                    problems.append("\(o.objectID): attribute \"\(attributes[i].name)\": \(error.message)")
-                }
-            }
+    /// Step 3's hook part for one saved (inserted or updated) object: its
+    /// per-key and per-object validation methods, each failure a line
+    /// appended to `problems`.
+    @inline(__always)
+    func hookProblems(of o: ManagedObject, into problems: inout [String]) {
+        let isNew = o.isNew
+        let attributes = o.entity.attributes
+        let types = o.entity.attributeStorageTypes
+        for i in attributes.indices {
+            let v = o.values[ordinal: i] ?? .null
+            if isNew ? v.isNull : o.savedValues?[ordinal: i] == v { continue }
             do {
-                if isNew { try o.validateForInsert() } else { try o.validateForUpdate() }
+                // Plain types convert by their type alone (no copy of the
+                // description); composite, transformable, null and
+                // mismatched values take the attribute's own way.
+                let swift: Any?
+                if let t = types[i], t != .transformable, let s = t.swiftValue(v) { swift = s } else { swift = try attributes[i].swiftValue(v, of: o.objectID) }
+                try o.validateValue(swift, forKey: attributes[i].name)
             } catch {
-                problems.append("\(o.objectID): \(error.message)")
+                problems.append("\(o.objectID): attribute \"\(attributes[i].name)\": \(error.message)")
             }
         }
+        do {
+            if isNew { try o.validateForInsert() } else { try o.validateForUpdate() }
+        } catch {
+            problems.append("\(o.objectID): \(error.message)")
+        }
+    }
+
+    /// Step 3's hook part for the deleted objects (`validateForDelete`).
+    func deleteHookProblems(_ deleted: [ManagedObject], into problems: inout [String]) {
         for o in deleted {
             do { try o.validateForDelete() } catch { problems.append("\(o.objectID): \(error.message)") }
         }
-        return problems
     }
 }

@@ -51,8 +51,32 @@ open class ManagedObject: CustomStringConvertible {
     // observer runs after its write; what they hold releases no object, so
     // no deinit of app code runs inside an edit), and an object is used on
     // its context's thread only (not `Sendable`).
+    //
+    // Layout: stored properties lie in declaration order, so the order below
+    // is chosen for the cache. A save visits each of its objects several
+    // times (will-save hooks, validation, the row, the saved state), and in
+    // a large save each visit finds the object out of the cache: what those
+    // visits read sits together in the object's first two 64-byte lines
+    // (the header, entity, ID, flags and link; then the values, saved
+    // values, to-one keys, deferred errors and version). Rarely used state
+    // comes last, and the last read error, which is large, sits in a box.
     /// The object's ID (temporary until first saved).
     @exclusivity(unchecked) public internal(set) var objectID: ManagedObjectID
+    /// Whether the object's values are not loaded yet (they load on first access).
+    @exclusivity(unchecked) public internal(set) var isFault = false
+    /// Set by `delete`.
+    @exclusivity(unchecked) public internal(set) var isDeleted = false
+    /// Whether the object was inserted in its context and not yet saved (to
+    /// the store, or pushed to a parent context). Not the same as a temporary
+    /// ID: `obtainPermanentIDs` gives an inserted object its store ID early,
+    /// and a child context sees its parent's inserted objects (temporary IDs)
+    /// as objects it did not insert.
+    @exclusivity(unchecked) var isNew = false
+    /// Whether the context's pending indexes hold this object.
+    @exclusivity(unchecked) var indexWatch = false
+    /// The list of its context's pending change batch this object is in, valid
+    /// while `notedBatch` is the context's batch number (ContextNotifications.swift).
+    @exclusivity(unchecked) var notedList: NoteList?
     /// The context the object belongs to (nil once it was removed from it,
     /// or once the context was deallocated).
     public internal(set) var managedObjectContext: ManagedObjectContext? {
@@ -73,46 +97,39 @@ open class ManagedObject: CustomStringConvertible {
         // at the next fetch (PendingIndex.swift).
         didSet { if indexWatch { managedObjectContext?.pendingValuesChanged(self) } }
     }
-    /// Whether the context's pending indexes hold this object.
-    @exclusivity(unchecked) var indexWatch = false
-    /// The list of its context's pending change batch this object is in, valid
-    /// while `notedBatch` is the context's batch number (ContextNotifications.swift).
-    @exclusivity(unchecked) var notedList: NoteList?
-    @exclusivity(unchecked) var notedBatch: UInt64 = 0
+    /// Last saved state (nil for an object never saved).
+    @exclusivity(unchecked) var savedValues: AttributeValues?
     // Empty dictionaries made with `init()`, not the `[:]` literal, which
     // calls the literal initializer for every object made.
     @exclusivity(unchecked) var toOne = [String: ManagedObjectID]()
+    @exclusivity(unchecked) var savedToOne = [String: ManagedObjectID]()
+    /// Errors from subscript assignments, reported by the next save.
+    @exclusivity(unchecked) var deferredErrors: [KuraError] = []
+    /// The row's version when this context last read or saved it (the store's
+    /// `_version` column); `save` compares it with the stored one.
+    @exclusivity(unchecked) var version: Int64 = 0
     /// Position in an ordered to-many of the target (`<relationship>_order`).
     @exclusivity(unchecked) var order = [String: Double]()
-    /// Last saved state (nil for an object never saved).
-    @exclusivity(unchecked) var savedValues: AttributeValues?
-    @exclusivity(unchecked) var savedToOne = [String: ManagedObjectID]()
     @exclusivity(unchecked) var savedOrder = [String: Double]()
+    @exclusivity(unchecked) var notedBatch: UInt64 = 0
     /// The targets of transient relationships, by name, in order (never
     /// stored; Context+TransientRelationships.swift). Cleared when the object's
     /// values load from the store as a fault fires.
     var transientRelated = [String: [ManagedObject]]()
-    /// Whether the object's values are not loaded yet (they load on first access).
-    @exclusivity(unchecked) public internal(set) var isFault = false
-    /// Errors from subscript assignments, reported by the next save.
-    @exclusivity(unchecked) var deferredErrors: [KuraError] = []
-    /// Set by `delete`.
-    @exclusivity(unchecked) public internal(set) var isDeleted = false
-    /// Whether the object was inserted in its context and not yet saved (to
-    /// the store, or pushed to a parent context). Not the same as a temporary
-    /// ID: `obtainPermanentIDs` gives an inserted object its store ID early,
-    /// and a child context sees its parent's inserted objects (temporary IDs)
-    /// as objects it did not insert.
-    @exclusivity(unchecked) var isNew = false
-    /// The row's version when this context last read or saved it (the store's
-    /// `_version` column); `save` compares it with the stored one.
-    @exclusivity(unchecked) var version: Int64 = 0
-    /// The last error a non-throwing accessor of this object met (see the
-    /// failure channel above); nil once the object's values load again.
-    @exclusivity(unchecked) public internal(set) var readError: KuraError?
     /// Set only on the probe objects of ModelKeyPath.swift: typed property
     /// getters then record their key there instead of reading a value.
     var keyPathProbe: KeyPathProbe?
+    /// `readError`'s storage: a box, so that the error's many fields do not
+    /// widen every object (one word, nil in the common case).
+    @exclusivity(unchecked) private var readErrorBox: ReadErrorBox?
+    /// The last error a non-throwing accessor of this object met (see the
+    /// failure channel above); nil once the object's values load again.
+    public internal(set) var readError: KuraError? {
+        get { readErrorBox?.error }
+        set {
+            if let newValue { readErrorBox = ReadErrorBox(newValue) } else if readErrorBox != nil { readErrorBox = nil }
+        }
+    }
 
     /// Records an error a non-throwing accessor met: on the object and, if it
     /// has a context, as the context's pending error (the first one is kept).
@@ -417,14 +434,15 @@ open class ManagedObject: CustomStringConvertible {
     /// going through `Any`, for the common scalar types (nil: not one of
     /// them, or a value the general path must judge: null, a mismatch, a
     /// composite or transformable attribute). Loads a fault first.
-    @usableFromInline
+    ///
+    /// Inlinable, so that a typed property's getter (itself inlined into the
+    /// subclass's module) specializes it: the comparisons of `T` fold away
+    /// and one non-generic call stays (`directStored`), as for the setter
+    /// (`setDirectAttribute`).
+    @inlinable
+    @inline(__always)
     func directAttribute<T>(_ key: String, as _: T.Type) -> T? {
-        guard let i = entity.ordinal(ofAttribute: key) else { return nil }
-        if isFault {
-            fireFault()
-            if isFault { return nil }
-        }
-        guard let type = entity.attributeStorageTypes[i], let v = values[ordinal: i] else { return nil }
+        guard let (type, v) = directStored(key) else { return nil }
         // Each branch casts a value to the type it was just compared with.
         switch (type, v) {
         case (.string, .text(let s)):
@@ -451,6 +469,21 @@ open class ManagedObject: CustomStringConvertible {
             break
         }
         return nil
+    }
+
+    /// `directAttribute`'s non-generic part: the storage type and stored
+    /// value of the attribute `key`, after loading a fault; nil if the key
+    /// is unknown, the attribute has no plain storage type (composite), the
+    /// value was never set, or the fault's load failed.
+    @usableFromInline
+    func directStored(_ key: String) -> (AttributeType, Value)? {
+        guard let i = entity.ordinal(ofAttribute: key) else { return nil }
+        if isFault {
+            fireFault()
+            if isFault { return nil }
+        }
+        guard let type = entity.attributeStorageTypes[i], let v = values[ordinal: i] else { return nil }
+        return (type, v)
     }
 
     /// Sets an attribute from a typed property without going through `Any`
@@ -502,6 +535,12 @@ open class ManagedObject: CustomStringConvertible {
     func swiftValue(of a: AttributeDescription, ordinal i: Int) throws(KuraError) -> Any? {
         try a.swiftValue(values[ordinal: i] ?? .null, of: objectID)
     }
+}
+
+/// A read error kept by an object (`ManagedObject.readError`).
+final class ReadErrorBox {
+    let error: KuraError
+    init(_ error: KuraError) { self.error = error }
 }
 
 /// The objects of a to-many relationship, as returned by `value(forKey:)`.

@@ -1,0 +1,129 @@
+// IDTable: a hash table from object IDs to unretained objects, for the
+// registry's objects outside its arrays (ObjectRegistry.swift, `byID`).
+//
+// Why not a Dictionary: a context that faults objects one by one (lookups by
+// ID, each object released after use) inserts and removes an entry per
+// object, and Dictionary hashes each ID with SipHash (a Hasher set up,
+// combined and finalized) on both. Object IDs need no keyed hash: they are
+// row IDs chosen by the store, not by whoever could aim at collisions, so a
+// multiplicative hash of the row ID spreads them (consecutive row IDs land
+// far apart) at a fraction of the cost.
+//
+// Layout: open addressing with linear probing in two parallel arrays of a
+// power-of-two capacity; a slot is free when its key is nil. Removal shifts
+// the following entries of the probe run back (no tombstones), so a lookup
+// stops at the first free slot.
+//
+// Invariants: `count` is the number of occupied slots; the table is at most
+// half full (it doubles before it would pass that); every entry sits in the
+// probe run that starts at its hash's slot, with no free slot between the
+// two; `keys` and `values` are both empty (capacity 0) or have one slot per
+// capacity, and a slot's value is non-nil exactly when its key is.
+
+struct IDTable {
+    private var keys: [ManagedObjectID?] = []
+    private var values: [Unmanaged<ManagedObject>?] = []
+    private(set) var count = 0
+
+    var isEmpty: Bool { count == 0 }
+
+    /// The slot where a probe for `id` starts (capacity > 0).
+    @inline(__always)
+    private func home(_ id: ManagedObjectID) -> Int {
+        // Row ID, kind and the name's length, as ManagedObjectID.hash(into:) mixes them.
+        let mixed = UInt64(bitPattern: id.rowID) ^ (id.isTemporary ? 1 << 63 : 0) ^ (UInt64(truncatingIfNeeded: id.entityName.utf8.count) << 55)
+        let h = mixed &* 0x9E37_79B9_7F4A_7C15
+        return Int(truncatingIfNeeded: h ^ (h >> 32)) & (keys.count - 1)
+    }
+
+    /// The slot holding `id`, if any.
+    @inline(__always)
+    private func slot(of id: ManagedObjectID) -> Int? {
+        guard count > 0 else { return nil }
+        let mask = keys.count - 1
+        var i = home(id)
+        while let k = keys[i] {
+            if k == id { return i }
+            i = (i + 1) & mask
+        }
+        return nil
+    }
+
+    /// The object stored under `id` (nil: none); setting nil removes the entry.
+    subscript(id: ManagedObjectID) -> Unmanaged<ManagedObject>? {
+        get { slot(of: id).flatMap { values[$0] } }
+        set {
+            if let newValue {
+                if let i = slot(of: id) {
+                    values[i] = newValue
+                    return
+                }
+                if (count + 1) * 2 > keys.count { grow() }
+                let mask = keys.count - 1
+                var i = home(id)
+                while keys[i] != nil { i = (i + 1) & mask }
+                keys[i] = id
+                values[i] = newValue
+                count += 1
+            } else if let i = slot(of: id) {
+                remove(at: i)
+            }
+        }
+    }
+
+    /// Removes the entry of `id` if it holds the object at `object`.
+    mutating func remove(_ id: ManagedObjectID, ifItIs object: UnsafeMutableRawPointer) {
+        guard let i = slot(of: id), values[i]?.toOpaque() == object else { return }
+        remove(at: i)
+    }
+
+    /// Empties slot `i` and shifts the rest of its probe run back, so that
+    /// every entry stays reachable from its home slot without a free slot between.
+    private mutating func remove(at i: Int) {
+        let mask = keys.count - 1
+        var hole = i
+        var j = i
+        while true {
+            j = (j + 1) & mask
+            guard let k = keys[j] else { break }
+            let h = home(k)
+            // The entry at j may move into the hole if its home slot is not
+            // in the cyclic range (hole, j].
+            let inRange = hole <= j ? (h > hole && h <= j) : (h > hole || h <= j)
+            if !inRange {
+                keys[hole] = k
+                values[hole] = values[j]
+                hole = j
+            }
+        }
+        keys[hole] = nil
+        values[hole] = nil
+        count -= 1
+    }
+
+    /// Doubles the capacity (at least 16 slots) and re-inserts every entry.
+    private mutating func grow() {
+        let oldKeys = keys, oldValues = values
+        let capacity = max(16, keys.count * 2)
+        keys = [ManagedObjectID?](repeating: nil, count: capacity)
+        values = [Unmanaged<ManagedObject>?](repeating: nil, count: capacity)
+        count = 0
+        let mask = capacity - 1
+        for (k, v) in zip(oldKeys, oldValues) {
+            guard let k, let v else { continue }
+            var i = home(k)
+            while keys[i] != nil { i = (i + 1) & mask }
+            keys[i] = k
+            values[i] = v
+            count += 1
+        }
+    }
+
+    /// Every stored object.
+    var allValues: [Unmanaged<ManagedObject>] {
+        var out: [Unmanaged<ManagedObject>] = []
+        out.reserveCapacity(count)
+        for case let v? in values { out.append(v) }
+        return out
+    }
+}
