@@ -964,17 +964,23 @@ public final class WriteTransaction: ReadTransaction {
         }
     }
 
-    /// Moves a format-2 to format-4 store to format 5 (FORMAT.md, "Version
-    /// history"): every table's counters go from the counters tree to the end
-    /// of its tree's right-most leaf, the counters tree is freed, and the
-    /// header's version becomes 5. Part of this transaction: committed with
-    /// it, or not at all. The caller makes sure no other connection has the
-    /// store open (Database, `upgradeToLeafCounters`): an older build's
-    /// connection would look for the counters tree.
-    func moveCountersToLeaves() throws(KuraError) {
+    /// Moves a format-2 to format-5 store to this build's format (FORMAT.md,
+    /// "Version history"): below format 5, every table's counters go from the
+    /// counters tree to the end of its tree's right-most leaf and the counters
+    /// tree is freed; then the header's version becomes 6 (whose log the next
+    /// reset writes in log version 2). Part of this transaction: committed
+    /// with it, or not at all. The caller makes sure no other connection has
+    /// the store open (Database, `upgradeFormat`): an older build's connection
+    /// would look for the counters tree, or take a version-2 log for garbage.
+    func upgradeFormat() throws(KuraError) {
         let w = writer!
         let version = w.header.headerVersion
-        guard version >= FileHeader.countersFormatVersion, version < FileHeader.leafCountersVersion else { return }
+        guard version >= FileHeader.countersFormatVersion, version < FileHeader.formatVersion else { return }
+        defer {
+            w.header.headerVersion = FileHeader.formatVersion
+            w.markModified()
+        }
+        guard version < FileHeader.leafCountersVersion else { return }
         let c = try loadCatalog()
         for (name, info) in c.entries where info.kind == "table" {
             _ = try countedEntry(name)
@@ -984,8 +990,8 @@ public final class WriteTransaction: ReadTransaction {
             try TableCounters.tree(w.header.headerCountersRoot).destroy(w)
             w.header.headerCountersRoot = 0
         }
+        // The counters go to the leaves at commit (format 5 and later).
         w.header.headerVersion = FileHeader.leafCountersVersion
-        w.markModified()
     }
 
     /// Writes changed catalog entries and commits. Called by `Database.write`.

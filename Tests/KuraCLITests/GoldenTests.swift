@@ -45,7 +45,7 @@ final class GoldenTests: XCTestCase {
         try golden(["info", "s.kura"], """
             store:           s.kura
             file size:       2560 bytes
-            format version:  5
+            format version:  6
             page size:       512
             page count:      5
             free pages:      1 (freelist head 5)
@@ -184,7 +184,7 @@ final class GoldenTests: XCTestCase {
     func testHeaderPage() throws {
         let r = try kura(["page", "s.kura", "1"])
         XCTAssertEqual(r.status, 0, r.stderr)
-        XCTAssertTrue(r.stdout.contains("  magic:              KuraDB\\n\\0\n  format version:     5\n  page size:          512\n  page count:         5\n"), r.stdout)
+        XCTAssertTrue(r.stdout.contains("  magic:              KuraDB\\n\\0\n  format version:     6\n  page size:          512\n  page count:         5\n"), r.stdout)
     }
 
     func testQuery() throws {
@@ -252,7 +252,7 @@ final class GoldenTests: XCTestCase {
         try golden(["wal", "s.kura"], """
             log: s.kura-wal
             size: 3792 bytes, 7 whole frames of 536 bytes
-            header: magic ok, version 1, page size 512, generation <G>, salts <S>
+            header: magic ok, version 2, page size 512, generation <G>, salts <S>
                     database ID <ID> (matches the store), checksum ok
             header valid: yes
             committed log: 7 frames in 2 transactions, page count after the last commit 5

@@ -38,6 +38,8 @@ func resealLog(_ bytes: inout [UInt8], pageSize: Int) {
     guard bytes.count >= 40 else { return }
     bytes.withUnsafeMutableBytes { b in
         let p = b.baseAddress!
+        // The chain rule of the header's log version (a mutated version reseals as version 1).
+        let version = UInt32(littleEndian: (p + 4).loadUnaligned(as: UInt32.self))
         var chain = Checksum.xxh64(p, count: 32, seed: 0)
         (p + 32).storeBytes(of: chain.littleEndian, as: UInt64.self)
         let frameSize = 24 + pageSize
@@ -48,8 +50,7 @@ func resealLog(_ bytes: inout [UInt8], pageSize: Int) {
             let image = f + 24
             let trailer = Checksum.xxh64(image, count: pageSize - 8, seed: UInt64(page))
             (image + pageSize - 8).storeBytes(of: trailer.littleEndian, as: UInt64.self)
-            let seed = Checksum.xxh64(f, count: 16, seed: chain)
-            chain = Checksum.xxh64(image, count: pageSize, seed: seed)
+            chain = WriteAheadLog.chain(of: f, pageSize: pageSize, previous: chain, version: version)
             (f + 16).storeBytes(of: chain.littleEndian, as: UInt64.self)
             offset += frameSize
         }

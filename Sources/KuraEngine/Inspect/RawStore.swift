@@ -334,7 +334,7 @@ package final class RawStore {
         var frames: [WALFrameInfo] = []
         frames.reserveCapacity(Int(min(whole, 1 << 20)))
         var buffer = [UInt8](repeating: 0, count: frameSize)
-        var scanner = LogScanner(pageSize: pageSize, salt1: header.salt1, salt2: header.salt2, chain: header.storedChecksum)
+        var scanner = LogScanner(pageSize: pageSize, version: header.version, salt1: header.salt1, salt2: header.salt2, chain: header.storedChecksum)
         var previous = header.storedChecksum
         var frame = 1
         while Int64(frame) <= whole {

@@ -35,8 +35,9 @@
 // header page"). A connection that opens a format-2 or format-3 store alone
 // moves it to 4. Format 5 keeps each table's counters at the end of its tree's
 // right-most leaf instead of in the counters tree (FORMAT.md, "Table
-// counters"); a connection that opens a format-2 to format-4 store alone moves
-// it to 5 (Database, `upgradeToLeafCounters`).
+// counters"); format 6 lets its log be of log version 2, which chains over
+// each page's checksum (FORMAT.md, "Chain checksum"). A connection that opens
+// a format-2 to format-5 store alone moves it to 6 (Database, `upgradeFormat`).
 //     size-8  8     page checksum
 //
 // All integers little-endian. Page 1 is written through the log like any other
@@ -46,7 +47,7 @@ enum FileHeader {
     static let magic: [UInt8] = Array("KuraDB\n\0".utf8)
     /// Bumped by every change to the on-disk format (FORMAT.md, "Version history").
     /// New stores are created at this version.
-    static let formatVersion: UInt32 = 5
+    static let formatVersion: UInt32 = 6
     /// The version the counters migration writes (format 1 to 2, the first
     /// write transaction that loads the catalog). Formats 2 and 3 become 4
     /// only when a connection opens the store alone (Pager, `setUpSharedHeader`).
@@ -60,10 +61,16 @@ enum FileHeader {
     /// right-most leaf and the header names no counters tree (FORMAT.md,
     /// "Table counters"). Builds before it would look for the counters tree.
     static let leafCountersVersion: UInt32 = 5
+    /// From this version on, the store's log may be of log version 2, whose
+    /// chain checksum covers each page's checksum instead of its image
+    /// (FORMAT.md, "Chain checksum"). Builds before it read only log version
+    /// 1 and would take such a log for an invalid one, losing its commits,
+    /// so they must refuse the store, which the version does.
+    static let shortChainVersion: UInt32 = 6
     /// Versions this build opens: format 1 is migrated by the first write
-    /// transaction that loads the catalog, formats 2 to 4 by a connection
+    /// transaction that loads the catalog, formats 2 to 5 by a connection
     /// that opens the store alone.
-    static let readableVersions: ClosedRange<UInt32> = 1...5
+    static let readableVersions: ClosedRange<UInt32> = 1...6
 
     static let magicOffset = 0
     static let magicLength = 8

@@ -312,10 +312,18 @@ final class Pager: @unchecked Sendable {
         sharedHeaderUsable = version >= 3
     }
 
+    /// The log version a reset writes for a store of format `storeVersion`:
+    /// 2 from format 6 on (builds that read only version 1 refuse such a
+    /// store), else 1. The caller reads `storeVersion` from the page 1 the
+    /// store file holds once the log is empty or checkpointed.
+    func logVersion(for storeVersion: UInt32) -> UInt32 {
+        storeVersion >= FileHeader.shortChainVersion ? WriteAheadLog.shortChainVersion : 1
+    }
+
     /// Whether this connection found no other connection with the store open
     /// and still holds the open byte exclusively: from `init` until
     /// `finishOpening`, while the database may upgrade the store's format
-    /// (Database, `upgradeToLeafCounters`).
+    /// (Database, `upgradeFormat`).
     private(set) var openedAlone = false
     /// The store file's format version once `init` upgraded what it could
     /// (set when `openedAlone`).
@@ -769,7 +777,9 @@ final class Pager: @unchecked Sendable {
             // No valid log header: nobody can be reading frames, so a new log can
             // be started without waiting for other connections' readers.
             sharedHeader?.beginChange()
-            try state.withLock { () throws(KuraError) in try wal.reset(sync: durability != .off) }
+            try state.withLock { () throws(KuraError) in
+                try wal.reset(sync: durability != .off, version: logVersion(for: try pageLocked(1, latest).headerVersion))
+            }
         }
         if poisoned {
             // An earlier commit failed and its frames could not be cut off then.
@@ -972,9 +982,10 @@ final class Pager: @unchecked Sendable {
                     if durability != .off { try file.sync(full: true) }
                 }
                 // 3. Detach every snapshot from the log, then reset it.
+                let storeVersion = try pageLocked(1, current).headerVersion
                 for s in snapshots { s.detached = true }
                 checkpointEpoch += 1
-                try wal.reset(sync: false, truncate: truncatingLog)
+                try wal.reset(sync: false, truncate: truncatingLog, version: logVersion(for: storeVersion))
                 cache.removeFrames()
                 for p in written { cache.put(UInt64(p.number), p) }
                 latest = Snapshot(generation: wal.generation, maxFrame: 0, pageCount: current.pageCount,

@@ -9,8 +9,12 @@
 //     XXH64(header[0 ..< 32], seed 0) equals the stored checksum.
 //   - `LogScanner.next`: frame i is valid when frame i - 1 was (or i = 1), its
 //     page number is not 0, both salts equal the header's, and its stored chain
-//     checksum equals XXH64(image, seed: XXH64(frameHeader[0 ..< 16], seed:
-//     c(i - 1))), c(0) being the header checksum. The first invalid frame ends
+//     checksum equals c(i) (`WriteAheadLog.chain`): in log version 1
+//     XXH64(image, seed: XXH64(frameHeader[0 ..< 16], seed: c(i - 1))); in
+//     version 2 XXH64(frameHeader[0 ..< 16] ++ image[pageSize - 8 ..< pageSize],
+//     seed: c(i - 1)), and the image must also match its own checksum (its
+//     last 8 bytes, XXH64(image[0 ..< pageSize - 8], seed: page number)),
+//     c(0) being the header checksum. The first invalid frame ends
 //     the scan; the committed log is the valid prefix cut back to its last frame
 //     with a non-zero commit field.
 //
@@ -42,6 +46,9 @@ struct LogFrameCheck {
     var storedChain: UInt64
     var saltsMatch: Bool
     var chainValid: Bool
+    /// Log version 2: whether the page image matches its own checksum (always
+    /// true in version 1, whose chain covers the image).
+    var imageValid = true
     /// Why the frame is not valid (nil when it is), in words for `kura`.
     var problem: String?
 }
@@ -50,6 +57,8 @@ struct LogFrameCheck {
 /// pass over a log; not thread-safe.
 struct LogScanner {
     let pageSize: Int
+    /// The log header's version (`WriteAheadLog.versions`).
+    let version: UInt32
     let salt1: UInt32
     let salt2: UInt32
     /// Chain checksum of the last valid frame (the header's before any).
@@ -71,8 +80,9 @@ struct LogScanner {
     /// A scanner continuing after a committed prefix whose last chain checksum
     /// is `chain` (the header checksum for a scan from frame 1), with
     /// `framesBefore` frames before the first one fed (for messages).
-    init(pageSize: Int, salt1: UInt32, salt2: UInt32, chain: UInt64, framesBefore: Int = 0) {
+    init(pageSize: Int, version: UInt32, salt1: UInt32, salt2: UInt32, chain: UInt64, framesBefore: Int = 0) {
         self.pageSize = pageSize
+        self.version = version
         self.salt1 = salt1
         self.salt2 = salt2
         self.chain = chain
@@ -104,7 +114,7 @@ struct LogScanner {
         }
         if !h.complete { h.problem = fileSize == 0 ? "the log is empty (no header yet)" : "the log is \(fileSize) bytes, shorter than its 40-byte header" }
         else if !h.magicValid { h.problem = "the log header has the wrong magic number" }
-        else if h.version != WriteAheadLog.formatVersion { h.problem = "the log header has format version \(h.version)" }
+        else if !WriteAheadLog.versions.contains(h.version) { h.problem = "the log header has format version \(h.version)" }
         else if Int(h.pageSize) != pageSize { h.problem = "the log header names page size \(h.pageSize), the store has \(pageSize)" }
         else if !h.databaseIDMatches { h.problem = "the log belongs to another store (database ID \(hex(h.databaseID)), the store's is \(hex(databaseID)))" }
         else if !h.checksumValid { h.problem = "the log header checksum does not match" }
@@ -121,12 +131,18 @@ struct LogScanner {
         let number = framesBefore + validFrames + 1
         let page = u32(0), commit = u32(4)
         let saltsMatch = u32(8) == salt1 && u32(12) == salt2
-        let seed = Checksum.xxh64(frame, count: 16, seed: stopReason == nil ? chain : (previousStored ?? chain))
-        let chainValid = Checksum.xxh64(frame + WriteAheadLog.frameHeaderSize, count: pageSize, seed: seed) == stored
+        let previous = stopReason == nil ? chain : (previousStored ?? chain)
+        let chainValid = WriteAheadLog.chain(of: frame, pageSize: pageSize, previous: previous, version: version) == stored
         var check = LogFrameCheck(page: page, commit: commit, storedChain: stored, saltsMatch: saltsMatch, chainValid: chainValid)
+        if version >= WriteAheadLog.shortChainVersion && chainValid {
+            let image = frame + WriteAheadLog.frameHeaderSize
+            let trailer = UInt64(littleEndian: image.loadUnaligned(fromByteOffset: pageSize - pageTrailerSize, as: UInt64.self))
+            check.imageValid = Checksum.xxh64(image, count: pageSize - pageTrailerSize, seed: UInt64(page)) == trailer
+        }
         if page == 0 { check.problem = "frame \(number) names page 0" }
         else if !saltsMatch { check.problem = "frame \(number) has other salts (left from an older generation)" }
         else if !chainValid { check.problem = "frame \(number) fails its chain checksum (torn or stale)" }
+        else if !check.imageValid { check.problem = "frame \(number) holds a page image that fails its own checksum (torn)" }
         guard stopReason == nil else { return check }
         if let problem = check.problem {
             stopReason = problem

@@ -11,14 +11,20 @@
 //     24  8  database ID (header page's)   16  8  chain checksum (below)
 //     32  8  XXH64(header[0..<32], 0)
 //
-// Frame i's chain checksum is XXH64(page image, seed: XXH64(frameHeader[0..<16],
-// seed: checksum of frame i-1)), where frame 0's "checksum" is the header's. All
+// Frame i's chain checksum (log version 1) is XXH64(page image,
+// seed: XXH64(frameHeader[0..<16], seed: checksum of frame i-1)), where frame
+// 0's "checksum" is the header's. Log version 2 (stores of format 6) chains
+// over the frame header and the page's own checksum only: XXH64(frameHeader[0..<16]
+// ++ pageImage[pageSize-8 ..< pageSize], seed: checksum of frame i-1), so a
+// commit hashes each page once (its checksum) instead of twice; a version-2
+// frame is valid only if its page image also matches that checksum. All
 // integers little-endian. Frames start at offset 40 and follow each other with no
 // gap: frame n (1-based) is at 40 + (n-1) * (24 + pageSize). A log whose
 // database ID differs from the store's is ignored (and reset by the next writer).
 //
 // Validity: a frame is valid if its page number is not 0, its salts equal the
-// header's and its chain checksum matches. Recovery reads frames in order and stops at the first invalid
+// header's and its chain checksum matches (and, in version 2, its page image
+// its own checksum). Recovery reads frames in order and stops at the first invalid
 // one; the valid prefix is cut back to its last commit frame. So a torn tail, a
 // half-written transaction, and stale frames of an older generation (whose salts
 // or chain differ) are all ignored, and exactly the committed transactions apply.
@@ -52,10 +58,33 @@ struct WALFrameIndex {
 }
 
 final class WriteAheadLog {
-    /// Version of the log's own format, written in its header. Unchanged by
-    /// store format 2 (which changed only the header page and the catalog), so
-    /// a format-1 store's log is still recovered.
-    static let formatVersion: UInt32 = 1
+    /// Versions of the log's own format, written in its header: 1 chains over
+    /// each page image, 2 over each page's checksum (FORMAT.md, "Chain
+    /// checksum"). A reset writes version 2 only in a store of format 6 or
+    /// later (`FileHeader.shortChainVersion`), which builds that know only
+    /// version 1 refuse, so no build that can open a store misreads its log.
+    static let versions: ClosedRange<UInt32> = 1...2
+    /// The log version whose chain covers each page's checksum, not its image.
+    static let shortChainVersion: UInt32 = 2
+
+    /// The chain checksum of the frame at `frame` (header and page image),
+    /// after a frame whose chain checksum is `previous`, in log `version`.
+    @inline(__always)
+    static func chain(of frame: UnsafeRawPointer, pageSize: Int, previous: UInt64, version: UInt32) -> UInt64 {
+        if version >= shortChainVersion {
+            // Frame header bytes 0..<16, then the page's stored checksum.
+            var input: (UInt64, UInt64, UInt64) = (0, 0, 0)
+            return withUnsafeMutableBytes(of: &input) { b in
+                // 24 bytes of local storage: the base address exists.
+                let base = b.baseAddress!
+                base.copyMemory(from: frame, byteCount: 16)
+                (base + 16).copyMemory(from: frame + frameHeaderSize + pageSize - pageTrailerSize, byteCount: 8)
+                return Checksum.xxh64(UnsafeRawPointer(base), count: 24, seed: previous)
+            }
+        }
+        let seed = Checksum.xxh64(frame, count: 16, seed: previous)
+        return Checksum.xxh64(frame + frameHeaderSize, count: pageSize, seed: seed)
+    }
     static let magic: UInt32 = 0x4B57_414C
     static let headerSize = 40
     static let frameHeaderSize = 24
@@ -68,6 +97,8 @@ final class WriteAheadLog {
 
     /// Whether the file holds a valid header.
     private(set) var hasHeader = false
+    /// The version of the header this log has (valid while `hasHeader`).
+    private(set) var version: UInt32 = 1
     private(set) var generation: UInt32 = 0
     private(set) var salt1: UInt32 = 0
     private(set) var salt2: UInt32 = 0
@@ -161,6 +192,7 @@ final class WriteAheadLog {
         var result = RefreshResult.appended(newFrames: 0)
         if !hasHeader || h.generation != generation || h.salt1 != salt1 || h.salt2 != salt2 || h.checksum != headerChecksum {
             hasHeader = true
+            version = h.version
             generation = h.generation
             salt1 = h.salt1
             salt2 = h.salt2
@@ -182,9 +214,9 @@ final class WriteAheadLog {
         commitFrames = []
     }
 
-    private func parseHeader(_ h: [UInt8]) -> (generation: UInt32, salt1: UInt32, salt2: UInt32, checksum: UInt64)? {
+    private func parseHeader(_ h: [UInt8]) -> (version: UInt32, generation: UInt32, salt1: UInt32, salt2: UInt32, checksum: UInt64)? {
         let c = h.withUnsafeBytes { LogScanner.checkHeader($0, fileSize: Int64(h.count), pageSize: pageSize, databaseID: databaseID) }
-        return c.isValid ? (c.generation, c.salt1, c.salt2, c.storedChecksum) : nil
+        return c.isValid ? (c.version, c.generation, c.salt1, c.salt2, c.storedChecksum) : nil
     }
 
     /// Reads frames after `maxFrame` in chunks (the first of one frame,
@@ -202,7 +234,7 @@ final class WriteAheadLog {
         // runs at the start of every transaction.
         var buffer: [UInt8] = []
         let start = maxFrame
-        var scanner = LogScanner(pageSize: pageSize, salt1: salt1, salt2: salt2, chain: lastChecksum, framesBefore: start)
+        var scanner = LogScanner(pageSize: pageSize, version: version, salt1: salt1, salt2: salt2, chain: lastChecksum, framesBefore: start)
         var pages: [UInt32] = []
         var commitsSeen: [Int] = []
         let lastFrame = start + available
@@ -252,14 +284,15 @@ final class WriteAheadLog {
     /// to the header first, so one large transaction does not keep its space.
     /// With `truncate` (a connection closing), the file is cut back anyway.
     /// The caller guarantees that no reader needs the old frames.
-    func reset(sync: Bool, truncate: Bool = false) throws(KuraError) {
+    func reset(sync: Bool, truncate: Bool = false, version newVersion: UInt32) throws(KuraError) {
+        precondition(Self.versions.contains(newVersion))
         let newGeneration = hasHeader ? generation &+ 1 : UInt32.random(in: 1...UInt32.max / 2)
         var h = [UInt8](repeating: 0, count: Self.headerSize)
         let s1 = UInt32.random(in: 0...UInt32.max)
         let s2 = UInt32.random(in: 0...UInt32.max)
         h.withUnsafeMutableBytes { b in
             b.storeBytes(of: Self.magic.littleEndian, toByteOffset: 0, as: UInt32.self)
-            b.storeBytes(of: Self.formatVersion.littleEndian, toByteOffset: 4, as: UInt32.self)
+            b.storeBytes(of: newVersion.littleEndian, toByteOffset: 4, as: UInt32.self)
             b.storeBytes(of: UInt32(pageSize).littleEndian, toByteOffset: 8, as: UInt32.self)
             b.storeBytes(of: newGeneration.littleEndian, toByteOffset: 12, as: UInt32.self)
             b.storeBytes(of: s1.littleEndian, toByteOffset: 16, as: UInt32.self)
@@ -277,6 +310,7 @@ final class WriteAheadLog {
         try h.withBytes { b throws(KuraError) in try file.write(b, at: 0) }
         if sync { try file.sync(full: true) }
         hasHeader = true
+        version = newVersion
         generation = newGeneration
         salt1 = s1
         salt2 = s2
@@ -349,8 +383,7 @@ final class WriteAheadLog {
                 base.storeBytes(of: salt1.littleEndian, toByteOffset: 8, as: UInt32.self)
                 base.storeBytes(of: salt2.littleEndian, toByteOffset: 12, as: UInt32.self)
                 (base + Self.frameHeaderSize).copyMemory(from: page.bytes, byteCount: pageSize)
-                let seed = Checksum.xxh64(base, count: 16, seed: chain)
-                chain = Checksum.xxh64(base + Self.frameHeaderSize, count: pageSize, seed: seed)
+                chain = Self.chain(of: base, pageSize: pageSize, previous: chain, version: version)
                 base.storeBytes(of: chain.littleEndian, toByteOffset: 16, as: UInt64.self)
             }
             initialized = pages.count * frameSize
