@@ -152,18 +152,24 @@ final class TableHandleCache: @unchecked Sendable {
     func share(_ h: TableHandle, snapshot: Snapshot) {
         _ = h.columns
         lock.withLock {
-            moveTo(snapshot)
-            snapshotHandles[h.info.name] = h
+            if moveTo(snapshot) { snapshotHandles[h.info.name] = h }
         }
     }
 
-    /// Makes `snapshot` the one counters and handles are kept for. Caller
+    /// Makes `snapshot` the one counters and handles are kept for, unless the
+    /// cache holds a snapshot made after it (serials grow with creation):
+    /// readers of an older snapshot, still running beside readers of the
+    /// newest one while a writer commits, would otherwise evict the newest
+    /// snapshot's entries at every store, and each side would read its
+    /// counters again. Returns whether the cache is now `snapshot`'s. Caller
     /// holds `lock` exclusively.
-    private func moveTo(_ snapshot: Snapshot) {
-        guard countersSnapshot != snapshot.serial else { return }
+    private func moveTo(_ snapshot: Snapshot) -> Bool {
+        if countersSnapshot == snapshot.serial { return true }
+        guard snapshot.serial > countersSnapshot else { return false }
         countersSnapshot = snapshot.serial
         counters.removeAll(keepingCapacity: true)
         snapshotHandles.removeAll(keepingCapacity: true)
+        return true
     }
 
     /// The table resolved as `name` at catalog `key`, and its counters if they
@@ -198,8 +204,7 @@ final class TableHandleCache: @unchecked Sendable {
 
     func store(_ c: TableCounters, id: Int64, snapshot: Snapshot) {
         lock.withLock {
-            moveTo(snapshot)
-            counters[id] = c
+            if moveTo(snapshot) { counters[id] = c }
         }
     }
 }
