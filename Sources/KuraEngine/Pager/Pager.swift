@@ -759,6 +759,19 @@ final class Pager: @unchecked Sendable {
         }
         state.withLock {
             let firstFrame = wal.maxFrame + 1 + wal.uncommittedPages.count
+            // The versions these pages replace leave the cache: new
+            // transactions read the new frames, and a transaction still on an
+            // older snapshot reads an evicted version again from the log or
+            // the file. Kept, a writer's every commit would add a cached copy
+            // of the same hot leaves (one per frame until the next checkpoint)
+            // and push out the pages readers use.
+            for p in sorted {
+                if let old = wal.index.lookup(p.number, limit: wal.maxFrame) {
+                    cache.remove(PageCache.frameKey(generation: wal.generation, frame: old))
+                } else {
+                    cache.remove(UInt64(p.number))
+                }
+            }
             wal.publish(pending)
             for (k, p) in sorted.enumerated() {
                 p.referenced = true
