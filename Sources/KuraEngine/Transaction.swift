@@ -359,17 +359,14 @@ public final class WriteTransaction: ReadTransaction {
         guard var info = try loadCatalog().entries[name] else { return nil }
         guard info.kind == "table", !counted.contains(info.id) else { return info }
         let w = writer!
-        if w.header.headerVersion >= FileHeader.leafCountersVersion {
-            if w.touchedTableRoots.contains(info.rootPage) {
-                // From the snapshot the transaction began on: the writer's copy
-                // of the right-most leaf may have been rebuilt (a split) without them.
-                info = info.with(try storedCounters(info, header: w.header, SnapshotPages(pager: w.pager, snapshot: w.snapshot)))
-            } else {
-                // No page of the tree changed yet: the writer reads the
-                // snapshot's pages (through its memo).
-                info = info.with(try storedCounters(info, header: w.header, w))
-            }
+        if w.header.headerVersion >= FileHeader.leafCountersVersion && w.touchedTableRoots.contains(info.rootPage) {
+            // From the snapshot the transaction began on: the writer's copy of
+            // the right-most leaf may have been rebuilt (a split) without them.
+            info = info.with(try storedCounters(info, header: w.header, SnapshotPages(pager: w.pager, snapshot: w.snapshot)))
         } else if w.header.headerVersion != 1 {
+            // No page of the table's tree changed yet (or formats 2 to 4, whose
+            // counters tree the commit alone writes): the writer's pages,
+            // through its memo.
             info = info.with(try storedCounters(info, header: w.header, w))
         }
         counted.insert(info.id)
@@ -976,22 +973,21 @@ public final class WriteTransaction: ReadTransaction {
         let w = writer!
         let version = w.header.headerVersion
         guard version >= FileHeader.countersFormatVersion, version < FileHeader.formatVersion else { return }
-        defer {
-            w.header.headerVersion = FileHeader.formatVersion
-            w.markModified()
+        if version < FileHeader.leafCountersVersion {
+            // Every table's counters, read from the counters tree now, go to
+            // the leaves at commit (`storeLeafCounters`).
+            let c = try loadCatalog()
+            for (name, info) in c.entries where info.kind == "table" {
+                _ = try countedEntry(name)
+                changedTables.insert(name)
+            }
+            if w.header.headerCountersRoot != 0 {
+                try TableCounters.tree(w.header.headerCountersRoot).destroy(w)
+                w.header.headerCountersRoot = 0
+            }
         }
-        guard version < FileHeader.leafCountersVersion else { return }
-        let c = try loadCatalog()
-        for (name, info) in c.entries where info.kind == "table" {
-            _ = try countedEntry(name)
-            changedTables.insert(name)
-        }
-        if w.header.headerCountersRoot != 0 {
-            try TableCounters.tree(w.header.headerCountersRoot).destroy(w)
-            w.header.headerCountersRoot = 0
-        }
-        // The counters go to the leaves at commit (format 5 and later).
-        w.header.headerVersion = FileHeader.leafCountersVersion
+        w.header.headerVersion = FileHeader.formatVersion
+        w.markModified()
     }
 
     /// Writes changed catalog entries and commits. Called by `Database.write`.

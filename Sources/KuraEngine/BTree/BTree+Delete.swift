@@ -71,8 +71,7 @@ extension BTree {
         var path: [(page: UInt32, index: Int)] = []
         let found = try key.withBytes { k throws(KuraError) -> (UInt32, Int)? in
                 let leaf = try descend(k, w, path: &path)
-                let i = leaf.lowerBound(k)
-                guard i < leaf.cellCount, leaf.compareKey(i, k) == 0 else { return nil }
+                guard let i = leaf.slot(of: k, rowID: nil) else { return nil }
                 return (leaf.number, i)
         }
         guard let (leafNo, i) = found else { return false }

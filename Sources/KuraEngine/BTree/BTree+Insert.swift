@@ -117,8 +117,8 @@ extension BTree {
         guard let leafNo = w.lastLeaf(of: root) else { return nil }
         let leaf = try node(leafNo, w)
         guard leaf.isLeafNode else { return nil }
-        let i = leaf.lowerBound(key, rowID: rowID(ofKey: key))
-        return i < leaf.cellCount && leaf.compareKey(i, key) == 0 ? (leafNo, leaf, i) : nil
+        guard let i = leaf.slot(of: key, rowID: rowID(ofKey: key)) else { return nil }
+        return (leafNo, leaf, i)
     }
 
     /// The leaf holding `key` and its slot, for a writer: through the leaf it
@@ -130,8 +130,8 @@ extension BTree {
         let id = rowID(ofKey: key)
         let leaf = try leaf(for: key, rowID: id, w)
         w.rememberLeaf(leaf.number, of: root)
-        let i = leaf.lowerBound(key, rowID: id)
-        return i < leaf.cellCount && leaf.compareKey(i, key) == 0 ? (leaf, i) : nil
+        guard let i = leaf.slot(of: key, rowID: id) else { return nil }
+        return (leaf, i)
     }
 
     /// `get` for a writer, through `writerSlot`.
@@ -239,10 +239,12 @@ extension BTree {
         return pages[0].number
     }
 
-    /// Inserts `cell` at index i of node `number`, splitting up the path as needed.
-    func insertCell(_ cell: [UInt8], at i: Int, into number: UInt32, path: ArraySlice<(page: UInt32, index: Int)>, _ w: PageWriter) throws(KuraError) {
+    /// Inserts `cell` at index i of node `number`, splitting up the path as
+    /// needed; with `split`, node `number` splits even if the cell would fit.
+    func insertCell(_ cell: [UInt8], at i: Int, into number: UInt32, path: ArraySlice<(page: UInt32, index: Int)>, _ w: PageWriter,
+                    split: Bool = false) throws(KuraError) {
         let node = try w.writable(number)
-        if node.insertCell(cell, at: i) { return }
+        if !split && node.insertCell(cell, at: i) { return }
 
         if number == root {
             // Move the root's contents into a new child; the root becomes an
@@ -251,7 +253,7 @@ extension BTree {
             child.bytes.copyMemory(from: node.bytes, byteCount: node.size)
             Node.initialize(node, kind: kind.interior, treeRoot: root)
             node.rightChild = child.number
-            try insertCell(cell, at: i, into: child.number, path: [(root, 0)], w)
+            try insertCell(cell, at: i, into: child.number, path: [(root, 0)], w, split: split)
             return
         }
 
@@ -286,38 +288,21 @@ extension BTree {
         try insertCell(up, at: parentIndex, into: parentNo, path: path.dropLast(), w)
     }
 
-    /// Moves the last cell of leaf `number` (reached by `path`, a leaf of at
-    /// least two cells) into a new leaf on its right, as an append's split
-    /// does. Used to make room for a table's counters in its right-most leaf
+    /// Moves the last cell of leaf `number` (reached by `path`, the tree's
+    /// right-most leaf, of at least two cells) into a new leaf on its right:
+    /// the cell is taken out and put back with a forced split, which at the
+    /// end of the tree is an append's split (the last cell alone on the new
+    /// page). Used to make room for a table's counters in its right-most leaf
     /// (TableCounters.storeInLeaf).
     func splitOffLastCell(of number: UInt32, path: ArraySlice<(page: UInt32, index: Int)>, _ w: PageWriter) throws(KuraError) {
-        var leafNo = number
-        var path = path
-        if number == root {
-            // The root moves into a new child first, as insertCell does.
-            let node = try w.writable(number)
-            let child = try w.allocate()
-            child.bytes.copyMemory(from: node.bytes, byteCount: node.size)
-            Node.initialize(node, kind: kind.interior, treeRoot: root)
-            node.rightChild = child.number
-            leafNo = child.number
-            path = [(root, 0)]
-        }
-        let node = try w.writable(leafNo)
+        let node = try w.writable(number)
         let n = node.cellCount
-        guard n >= 2, node.isLeafNode, let (parentNo, parentIndex) = path.last else {
-            throw KuraError(.corrupt, "leaf page \(leafNo) cannot give up its last cell (\(n) cells)", page: leafNo)
+        guard n >= 2, node.isLeafNode else {
+            throw KuraError(.corrupt, "leaf page \(number) cannot give up its last cell (\(n) cells)", page: number)
         }
-        var cells: [[UInt8]] = []
-        cells.reserveCapacity(n)
-        for k in 0..<n { cells.append(node.cellBytes(k)) }
-        let sibling = try w.allocate()
-        node.rebuild(kind: kind.leaf, treeRoot: root, cells: cells[0..<(n - 1)], rightChild: 0)
-        sibling.rebuild(kind: kind.leaf, treeRoot: root, cells: cells[(n - 1)...], rightChild: 0)
-        let up = Self.interiorCell(child: leafNo, key: Self.leafCellKey(cells[n - 2]))
-        let parent = try w.writable(parentNo)
-        parent.setChild(parentIndex, sibling.number)
-        try insertCell(up, at: parentIndex, into: parentNo, path: path.dropLast(), w)
+        let last = node.cellBytes(n - 1)
+        node.removeCell(n - 1)
+        try insertCell(last, at: n - 1, into: number, path: path, w, split: true)
     }
 
     /// Index s such that cells[0..<s] holds about half the bytes; 1 <= s < count.

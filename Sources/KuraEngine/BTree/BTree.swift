@@ -116,8 +116,7 @@ struct BTree {
 
     /// The value stored under `k` in `leaf` (the leaf that would hold it), or nil.
     func value<S: PageSource>(of k: UnsafeRawBufferPointer, in leaf: Page, _ s: S) throws(KuraError) -> [UInt8]? {
-        let i = leaf.lowerBound(k, rowID: rowID(ofKey: k))
-        guard i < leaf.cellCount, leaf.compareKey(i, k) == 0 else { return nil }
+        guard let i = leaf.slot(of: k, rowID: rowID(ofKey: k)) else { return nil }
         return try value(leaf, i, s)
     }
 
@@ -129,8 +128,7 @@ struct BTree {
         let id = rowID(ofKey: k)
         let leaf = try leaf(for: k, rowID: id, s)
         defer { withExtendedLifetime(leaf) {} }
-        let i = leaf.lowerBound(k, rowID: id)
-        guard i < leaf.cellCount, leaf.compareKey(i, k) == 0 else { return nil }
+        guard let i = leaf.slot(of: k, rowID: id) else { return nil }
         let v = leaf.leafValue(i)
         if v.overflow == 0 { return try body(UnsafeRawBufferPointer(start: leaf.bytes + v.offset, count: v.length)) }
         return try value(leaf, i, s).withBytes(body)
@@ -140,9 +138,7 @@ struct BTree {
     func contains<S: PageSource>(_ key: [UInt8], _ s: S) throws(KuraError) -> Bool {
         try key.withBytes { k throws(KuraError) -> Bool in
             let id = rowID(ofKey: k)
-            let leaf = try leaf(for: k, rowID: id, s)
-            let i = leaf.lowerBound(k, rowID: id)
-            return i < leaf.cellCount && leaf.compareKey(i, k) == 0
+            return try leaf(for: k, rowID: id, s).slot(of: k, rowID: id) != nil
         }
     }
 
@@ -292,8 +288,7 @@ struct TreePath {
         let id = tree.rowID(ofKey: key)
         let depth = try descend(key, id, s)
         let found: (index: Int, offset: Int, length: Int, overflow: UInt32)? = pages.page(depth)._withUnsafeGuaranteedRef { leaf in
-            let i = leaf.lowerBound(key, rowID: id)
-            guard i < leaf.cellCount, leaf.compareKey(i, key) == 0 else { return nil }
+            guard let i = leaf.slot(of: key, rowID: id) else { return nil }
             let v = leaf.leafValue(i)
             return (i, v.offset, v.length, v.overflow)
         }

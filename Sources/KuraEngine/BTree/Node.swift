@@ -279,6 +279,14 @@ extension Page {
         return lowerBound(key)
     }
 
+    /// The slot holding `key` (searched as `lowerBound(_:rowID:)` does), or
+    /// nil if no cell of this node has that key.
+    @inline(__always)
+    func slot(of key: UnsafeRawBufferPointer, rowID: Int64?) -> Int? {
+        let i = lowerBound(key, rowID: rowID)
+        return i < cellCount && compareKey(i, key) == 0 ? i : nil
+    }
+
     /// `lowerBound(key)` for a node of a table tree, whose keys are row IDs
     /// (`RowIDKey`) and `key` encodes `rowID`: the first probe is where `rowID`
     /// falls between the node's first and last row IDs (row IDs are allocated

@@ -345,9 +345,8 @@ package final class RawStore {
                 // `n == frameSize`, so the buffer is non-empty.
                 let base = b.baseAddress!
                 let check = scanner.next(base, previousStored: previous)
-                let image = base + WriteAheadLog.frameHeaderSize
-                let pageSum = UInt64(littleEndian: image.loadUnaligned(fromByteOffset: pageSize - pageTrailerSize, as: UInt64.self))
-                let pageOK = Checksum.xxh64(image, count: pageSize - pageTrailerSize, seed: UInt64(check.page)) == pageSum
+                // The scanner checked the image already in a version-2 log.
+                let pageOK = check.imageValid ?? LogScanner.imageMatchesChecksum(base, pageSize: pageSize)
                 previous = check.storedChain
                 return WALFrameInfo(number: frame, offset: offset, page: check.page, commit: check.commit,
                                     saltsMatch: check.saltsMatch, chainValid: check.chainValid,

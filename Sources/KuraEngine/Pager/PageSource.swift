@@ -373,12 +373,12 @@ final class PageWriter: PageSource {
             // Not changed by this transaction: the snapshot's page.
             let slot = Int(number) & memoMask
             if memoNumbers[slot] == number {
-                memoUsed[slot >> 6] |= 1 << UInt64(slot & 63)
+                markUsed(slot)
                 return memoPages[slot]
             }
             let p = try pager.page(number, snapshot)
             memoize(p)
-            memoUsed[slot >> 6] |= 1 << UInt64(slot & 63)
+            markUsed(slot)
             return p
         } catch {
             throw failed(error)
@@ -395,6 +395,10 @@ final class PageWriter: PageSource {
     }
 
     /// Puts `p` (a page of the snapshot) in its memo slot.
+    /// Records that this transaction used memo slot `slot` (`memoUsed`).
+    @inline(__always)
+    private func markUsed(_ slot: Int) { memoUsed[slot >> 6] |= 1 << UInt64(slot & 63) }
+
     @inline(__always)
     private func memoize(_ p: Page) {
         let slot = Int(p.number) & memoMask
@@ -419,8 +423,7 @@ final class PageWriter: PageSource {
         if modified {
             for (n, p) in dirty where n > 1 {
                 memoize(p)
-                let slot = Int(n) & memoMask
-                memoUsed[slot >> 6] |= 1 << UInt64(slot & 63)
+                markUsed(Int(n) & memoMask)
             }
         }
         var pages: [Page] = []

@@ -46,9 +46,10 @@ struct LogFrameCheck {
     var storedChain: UInt64
     var saltsMatch: Bool
     var chainValid: Bool
-    /// Log version 2: whether the page image matches its own checksum (always
-    /// true in version 1, whose chain covers the image).
-    var imageValid = true
+    /// Log version 2, when the chain matched: whether the page image matches
+    /// its own checksum (`imageMatchesChecksum`); nil when not checked (version
+    /// 1, whose chain covers the image, or a chain that failed).
+    var imageValid: Bool?
     /// Why the frame is not valid (nil when it is), in words for `kura`.
     var problem: String?
 }
@@ -135,14 +136,12 @@ struct LogScanner {
         let chainValid = WriteAheadLog.chain(of: frame, pageSize: pageSize, previous: previous, version: version) == stored
         var check = LogFrameCheck(page: page, commit: commit, storedChain: stored, saltsMatch: saltsMatch, chainValid: chainValid)
         if version >= WriteAheadLog.shortChainVersion && chainValid {
-            let image = frame + WriteAheadLog.frameHeaderSize
-            let trailer = UInt64(littleEndian: image.loadUnaligned(fromByteOffset: pageSize - pageTrailerSize, as: UInt64.self))
-            check.imageValid = Checksum.xxh64(image, count: pageSize - pageTrailerSize, seed: UInt64(page)) == trailer
+            check.imageValid = Self.imageMatchesChecksum(frame, pageSize: pageSize)
         }
         if page == 0 { check.problem = "frame \(number) names page 0" }
         else if !saltsMatch { check.problem = "frame \(number) has other salts (left from an older generation)" }
         else if !chainValid { check.problem = "frame \(number) fails its chain checksum (torn or stale)" }
-        else if !check.imageValid { check.problem = "frame \(number) holds a page image that fails its own checksum (torn)" }
+        else if check.imageValid == false { check.problem = "frame \(number) holds a page image that fails its own checksum (torn)" }
         guard stopReason == nil else { return check }
         if let problem = check.problem {
             stopReason = problem
@@ -157,6 +156,16 @@ struct LogScanner {
             transactions += 1
         }
         return check
+    }
+
+    /// Whether the page image of the frame at `frame` matches the checksum in
+    /// its last 8 bytes (seeded with the frame's page number; FORMAT.md,
+    /// "Checksums").
+    static func imageMatchesChecksum(_ frame: UnsafeRawPointer, pageSize: Int) -> Bool {
+        let page = UInt32(littleEndian: frame.loadUnaligned(as: UInt32.self))
+        let image = frame + WriteAheadLog.frameHeaderSize
+        let trailer = UInt64(littleEndian: image.loadUnaligned(fromByteOffset: pageSize - pageTrailerSize, as: UInt64.self))
+        return Checksum.xxh64(image, count: pageSize - pageTrailerSize, seed: UInt64(page)) == trailer
     }
 
     /// Whether frames can still extend the valid prefix.
