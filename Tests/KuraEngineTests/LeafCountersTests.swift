@@ -208,4 +208,71 @@ final class LeafCountersTests: XCTestCase {
             XCTAssertEqual(try tx.checkIntegrity(), [])
         }
     }
+
+    /// Writes one page below the transaction layer (which would repair what
+    /// these tests damage), as a damaged or hostile store holds it.
+    func damage(_ db: Database, page number: UInt32, _ body: (Page) -> Void) throws {
+        let s = try db.pager.beginWrite()
+        defer { db.pager.endWrite(s) }
+        let w = try PageWriter(pager: db.pager, snapshot: s)
+        body(try w.writable(number))
+        try w.commit()
+    }
+
+    /// Counters no table can have (a next row ID below 1, a negative row
+    /// count) are `corrupt`, naming the table and the leaf.
+    func testMalformedCountersAreCorruptionNamingTheLeaf() throws {
+        let db = try Database.inMemory()
+        try db.write { tx in _ = try tx.insert([.integer(1)], into: try tx.createTable("t")) }
+        let root = try db.read { tx in try tx.table("t").rootPage }
+        try damage(db, page: root) { XCTAssertTrue($0.setTableCounters(nextRowID: 0, rowCount: -1)) }
+        XCTAssertThrowsError(try db.read { tx in try tx.table("t") }) { e in
+            XCTAssertEqual((e as? KuraError)?.code, .corrupt)
+            XCTAssertEqual((e as? KuraError)?.page, root)
+            XCTAssertTrue((e as? KuraError)?.message.contains("counters of table \"t\"") == true, "\(e)")
+        }
+        let problems = try db.read { tx in try tx.checkIntegrity() }.map(\.message)
+        XCTAssertTrue(problems.contains { $0.contains("are malformed: next row ID 0, row count -1") }, "\(problems)")
+    }
+
+    /// The counters flag on a page that may not carry it: on an index leaf it
+    /// fails the page's validation when the page is read from disk; on a table
+    /// leaf that is not the right-most one, `checkIntegrity` reports it.
+    func testCountersFlagOutOfPlaceIsReported() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.path + "/f.kura"
+        var options = Database.Options()
+        options.pageSize = 512
+        do {
+            let db = try Database(path: path, options: options)
+            defer { db.close() }
+            try db.write { tx in
+                let t = try tx.createTable("t", schema: try TableSchema([ColumnDefinition("a", .integer)]))
+                try tx.createIndex("t_a", on: t, columns: [IndexColumn("a")])
+                for i in 0..<200 { try tx.insert([.integer(Int64(i))], into: t) }
+                // Room in the first leaf for the counters below.
+                for id in 1...10 { XCTAssertTrue(try tx.delete(from: t, rowID: Int64(id))) }
+            }
+            let firstLeaf = try db.read { tx -> UInt32 in
+                var cursor = TreeCursor(tree: BTree(root: try tx.table("t").rootPage, kind: .table))
+                try cursor.first(tx.snapshotPages!)
+                return cursor.leaf.number
+            }
+            XCTAssertNotEqual(firstLeaf, try db.read { tx in try tx.table("t").rootPage }, "the table needs more than one leaf")
+            try damage(db, page: firstLeaf) { XCTAssertTrue($0.setTableCounters(nextRowID: 1, rowCount: 0)) }
+            let problems = try db.read { tx in try tx.checkIntegrity() }
+            XCTAssertEqual(problems.map(\.page), [firstLeaf], "\(problems)")
+            XCTAssertTrue(problems.first?.message.contains("is not its tree's right-most leaf") == true, "\(problems)")
+            let indexRoot = try db.read { tx in try tx.indexes(of: "t")[0].info.rootPage }
+            try damage(db, page: indexRoot) { $0.setU8(Node.flagsOffset, Node.countersFlag) }
+        }
+        // Read from disk again: the index page fails validation.
+        let db = try Database(path: path, options: options)
+        defer { db.close() }
+        XCTAssertThrowsError(try db.read { tx in try tx.fetch(try TableQuery("t", where: "a == 50")) }) { e in
+            XCTAssertEqual((e as? KuraError)?.code, .corrupt)
+            XCTAssertTrue((e as? KuraError)?.message.contains("flags byte 1 is not allowed") == true, "\(e)")
+            XCTAssertNotNil((e as? KuraError)?.page)
+        }
+    }
 }
