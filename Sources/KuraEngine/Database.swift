@@ -85,30 +85,41 @@ public final class Database: Sendable {
                           checkpointThreshold: options.checkpointThreshold, create: options.createIfMissing,
                           validator: { (p: Page) throws(KuraError) in try Node.validate(p) })
         if pager.openedAlone {
-            if pager.versionOpenedAlone >= FileHeader.countersFormatVersion && pager.versionOpenedAlone < FileHeader.formatVersion {
-                upgradeFormat()
+            if pager.versionOpenedAlone >= FileHeader.countersFormatVersion && pager.versionOpenedAlone < FileHeader.formatVersion,
+               upgradeFormat() {
+                pager.adoptReaderMarks()
             }
             try pager.finishOpening()
         }
     }
 
-    /// Moves a format-2 to format-5 store to format 6 (counters in the tables'
-    /// right-most leaves, a log of version 2; FORMAT.md, "Version history"):
-    /// one write transaction, then a checkpoint, so that the store file says 6
-    /// before any other connection can open it, and the log is reset in
-    /// version 2. Called only while this connection is the only one with the
+    /// Moves a format-2 to format-6 store to format 7 (counters in the tables'
+    /// right-most leaves, a log of version 2, reader marks; FORMAT.md,
+    /// "Version history"): one write transaction, then a checkpoint, so that
+    /// the store file says 7 before any other connection can open it, and the
+    /// log is reset in version 2. Returns whether the transaction committed. Called only while this connection is the only one with the
     /// store open (`Pager.openedAlone`): a connection of an older build would
     /// look for the counters tree or take the new log for garbage. A failure
     /// (a full disk, an I/O error, a damaged tree) leaves the old format, which
     /// works as before; the next connection that opens the store alone tries again.
-    private func upgradeFormat() {
+    private func upgradeFormat() -> Bool {
         do {
             // The transaction decides from its own header (the log may hold a newer one than the file).
             try write { tx in try tx.upgradeFormat() }
-            _ = try checkpoint()
         } catch {
             // Not an error of the open: see above.
+            return false
         }
+        // Committed: the store is at the new format even if the checkpoint
+        // fails (its log then holds the new page 1, which connections that
+        // open it read at recovery).
+        do {
+            _ = try checkpoint()
+        } catch {
+            // Nothing lost: the log keeps the commit, and a later commit's
+            // checkpoint copies it.
+        }
+        return true
     }
 
     /// A store that lives in memory only, gone when the `Database` is released.

@@ -28,6 +28,13 @@
 //
 // Opens STORE (a plain connection), prints "open", keeps it open until a line
 // arrives on stdin, closes it and exits 0 (StoreDestroyTests).
+//
+// Usage: KuraTestChild reading STORE
+//
+// Opens STORE, starts a read transaction, prints "reading" and stays inside it
+// until a line arrives on stdin; then ends it, prints "ended", and closes the
+// store when a second line arrives (ReaderMarksTests; the parent may kill it
+// while it reads).
 
 import Foundation
 import Kura
@@ -59,6 +66,23 @@ if args.count == 3 && args[1] == "hold" {
         exit(0)
     } catch {
         print("hold child: \(error)")
+        exit(1)
+    }
+}
+if args.count == 3 && args[1] == "reading" {
+    do {
+        let db = try Database(path: args[2])
+        try db.read { tx in
+            _ = try tx.tableNames()
+            FileHandle.standardOutput.write("reading\n".data(using: .utf8)!)  // unbuffered write(2)
+            _ = readLine()
+        }
+        FileHandle.standardOutput.write("ended\n".data(using: .utf8)!)
+        _ = readLine()
+        db.close()
+        exit(0)
+    } catch {
+        print("reading child: \(error)")
         exit(1)
     }
 }

@@ -208,6 +208,30 @@ final class PosixFile: StorageFile, @unchecked Sendable {
         }
     }
 
+    /// Takes an advisory lock on the byte at `offset` without waiting, outside
+    /// the `LockByte` bookkeeping (the reader marks' slot locks in `PATH-shm`,
+    /// ReaderMarks.swift). Returns false if another handle holds a
+    /// conflicting lock.
+    func lockRange(_ offset: Int64, _ mode: LockMode) throws(KuraError) -> Bool {
+        try stateLock.withLock { () throws(KuraError) -> Bool in
+            guard fd >= 0 else { throw KuraError(.misuse, "file is closed", path: path) }
+            var fl = PosixFile.lockRecord(mode == .shared ? F_RDLCK : F_WRLCK, offset)
+            if fcntl(fd, PosixFile.setLockCommand, &fl) == 0 { return true }
+            let e = errno
+            if e == EAGAIN || e == EACCES || e == EINTR { return false }
+            throw posixError(e, "fcntl lock", path)
+        }
+    }
+
+    /// Releases a lock taken with `lockRange`.
+    func unlockRange(_ offset: Int64) {
+        stateLock.withLock {
+            guard fd >= 0 else { return }
+            var fl = PosixFile.lockRecord(F_UNLCK, offset)
+            _ = fcntl(fd, PosixFile.setLockCommand, &fl)
+        }
+    }
+
     func isLinked(at path: String) throws(KuraError) -> Bool {
         var mine = stat(), there = stat()
         if fstat(fd, &mine) != 0 { throw posixError(errno, "fstat", self.path) }
@@ -234,10 +258,15 @@ final class PosixFile: StorageFile, @unchecked Sendable {
 
     /// The `flock` record for one lock byte (`F_RDLCK`, `F_WRLCK` or `F_UNLCK`).
     static func lockRecord(_ type: Int32, _ byte: LockByte) -> flock {
+        lockRecord(type, byte.rawValue)
+    }
+
+    /// The `flock` record for the byte at `offset`.
+    static func lockRecord(_ type: Int32, _ offset: Int64) -> flock {
         var fl = flock()
         fl.l_type = Int16(type)
         fl.l_whence = Int16(SEEK_SET)
-        fl.l_start = off_t(byte.rawValue)
+        fl.l_start = off_t(offset)
         fl.l_len = 1
         fl.l_pid = 0
         return fl

@@ -36,8 +36,11 @@
 // moves it to 4. Format 5 keeps each table's counters at the end of its tree's
 // right-most leaf instead of in the counters tree (FORMAT.md, "Table
 // counters"); format 6 lets its log be of log version 2, which chains over
-// each page's checksum (FORMAT.md, "Chain checksum"). A connection that opens
-// a format-2 to format-5 store alone moves it to 6 (Database, `upgradeFormat`).
+// each page's checksum (FORMAT.md, "Chain checksum"); format 7 differs from 6
+// only in the `-shm` protocol: readers may mark themselves in its reader table
+// instead of locking the reader byte (FORMAT.md, "Reader marks"). A connection
+// that opens a format-2 to format-6 store alone moves it to 7 (Database,
+// `upgradeFormat`).
 //     size-8  8     page checksum
 //
 // All integers little-endian. Page 1 is written through the log like any other
@@ -47,7 +50,7 @@ enum FileHeader {
     static let magic: [UInt8] = Array("KuraDB\n\0".utf8)
     /// Bumped by every change to the on-disk format (FORMAT.md, "Version history").
     /// New stores are created at this version.
-    static let formatVersion: UInt32 = 6
+    static let formatVersion: UInt32 = 7
     /// The version the counters migration writes (format 1 to 2, the first
     /// write transaction that loads the catalog). Formats 2 and 3 become 4
     /// only when a connection opens the store alone (Pager, `setUpSharedHeader`).
@@ -67,10 +70,17 @@ enum FileHeader {
     /// 1 and would take such a log for an invalid one, losing its commits,
     /// so they must refuse the store, which the version does.
     static let shortChainVersion: UInt32 = 6
+    /// From this version on, a connection inside a transaction may announce it
+    /// with its mark in the reader table of `PATH-shm` instead of the reader
+    /// byte, and a checkpoint must find every live mark clear (FORMAT.md,
+    /// "Reader marks"). Builds before it look only at the reader byte and
+    /// would checkpoint under such a reader, so they must refuse the store,
+    /// which the version does.
+    static let readerMarksVersion: UInt32 = 7
     /// Versions this build opens: format 1 is migrated by the first write
-    /// transaction that loads the catalog, formats 2 to 5 by a connection
+    /// transaction that loads the catalog, formats 2 to 6 by a connection
     /// that opens the store alone.
-    static let readableVersions: ClosedRange<UInt32> = 1...6
+    static let readableVersions: ClosedRange<UInt32> = 1...7
 
     static let magicOffset = 0
     static let magicLength = 8

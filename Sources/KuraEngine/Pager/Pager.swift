@@ -169,6 +169,22 @@ final class Pager: @unchecked Sendable {
     /// keeps other processes out and covers them; it becomes shared again
     /// (or is released) when the checkpoint ends. Guarded by `txnLock`.
     private var readerExclusiveHeld = false
+    /// How this connection's open transactions keep other connections'
+    /// checkpoints out while `openTransactions > 0` (and no checkpoint of its
+    /// own holds the reader byte): its reader mark, or the reader byte shared.
+    /// Guarded by `txnLock`.
+    private var presence = ReaderPresence.none
+    private enum ReaderPresence { case none, mark, byte }
+    /// This connection's slot in the reader table of `PATH-shm` (FORMAT.md,
+    /// "Reader marks"); nil without one (a store before format 7, no shared
+    /// memory, every slot taken): then every transaction takes the reader
+    /// byte. Guarded by `txnLock`.
+    private var marks: ReaderMarks?
+    /// Whether the store is at format 7 or later (readers of other connections
+    /// may be inside transactions with only their mark set): a checkpoint must
+    /// then see the reader table, or find the store open by no one else.
+    /// Guarded by `txnLock`.
+    private var marksRequired = false
     /// One writer per connection: guards `writerActive`.
     let writerMutex = ThreadLock()
     private var writerActive = false
@@ -247,13 +263,33 @@ final class Pager: @unchecked Sendable {
         cache = PageCache(capacity: max(cacheBytes / ps, 8))
         spillThreshold = max(cacheBytes / ps, 8)
         latest = Snapshot(generation: 0, maxFrame: 0, pageCount: 1, changeCounter: 0)
-        sharedHeader = Pager.openSharedHeader(path, fs, file, databaseID: databaseID, busyTimeout: busyTimeout)
+        let shared = Pager.openSharedHeader(path, fs, file, databaseID: databaseID, busyTimeout: busyTimeout)
+        sharedHeader = shared?.header
+        shmFile = shared?.file ?? nil
         success = true
         // Recovery: index the committed frames of the log. The snapshot is
         // released, or it would stay active for the connection's lifetime and
         // every checkpoint would preserve pages for it.
         let recovered = try beginTransaction()
+        let committedVersion: UInt32
+        do {
+            committedVersion = try page(1, recovered).headerVersion
+        } catch {
+            endTransaction(recovered)
+            throw error
+        }
         endTransaction(recovered)
+        // The format the store has committed (its log may hold a newer page 1
+        // than its file, after an upgrade whose checkpoint failed) decides
+        // whether every connection keeps the reader table's protocol.
+        // Only a store in POSIX files can have marked readers: the table is
+        // shared memory, which no other file system here has.
+        if max(version, committedVersion) >= FileHeader.readerMarksVersion && file is PosixFile {
+            txnLock.withLock {
+                marksRequired = true
+                claimReaderMarks()
+            }
+        }
         try setUpSharedHeader(fileVersion: version)
     }
 
@@ -264,24 +300,76 @@ final class Pager: @unchecked Sendable {
     /// mapped (a directory without write access, no shared memory): not an
     /// error, readers then read the log at every transaction start.
     private static func openSharedHeader(_ path: String, _ fs: FileSystem, _ file: StorageFile, databaseID: UInt64,
-                                         busyTimeout: Double) -> SharedLogHeader? {
+                                         busyTimeout: Double) -> (header: SharedLogHeader, file: StorageFile?)? {
         guard file is PosixFile else { return nil }
         let size = Int64(SharedLogHeader.fileSize)
+        var opened: StorageFile?
         do {
             let shm = try fs.open(path + "-shm", create: true, permissionsOf: file)
-            defer { shm.close() }  // the mapping keeps the file
+            opened = shm
             if try shm.size() < size {
                 try waitForLock(file, .create, .exclusive, timeout: busyTimeout, what: "size the shared log header")
                 defer { file.unlock(.create) }
                 if try shm.size() < size { try shm.truncate(to: size) }
             }
-            guard let mapping = SharedMapping.map(shm, length: SharedLogHeader.fileSize) else { return nil }
-            return SharedLogHeader(mapping: mapping, databaseID: databaseID)
+            let mapping = SharedMapping.map(shm, length: SharedLogHeader.fileSize)
+            shm.close()
+            opened = nil
+            guard let mapping else { return nil }
+            // A second handle, only for the reader marks' slot locks
+            // (`claimReaderMarks`): the mapping keeps the first one's open file
+            // description alive until it is unmapped, and with it any OFD lock
+            // taken through it, which must go when the connection closes.
+            var locks: StorageFile?
+            do {
+                locks = try fs.open(path + "-shm", create: false, permissionsOf: nil)
+            } catch {
+                // No slot locks: the connection takes the reader byte.
+                locks = nil
+            }
+            return (SharedLogHeader(mapping: mapping, databaseID: databaseID), locks)
         } catch {
             // Only a hint: without it every reader takes the slow path.
+            opened?.close()
             return nil
         }
     }
+
+    /// The `PATH-shm` file, open from init until a slot of its reader table is
+    /// claimed (then ReaderMarks keeps it) or found not needed (closed).
+    /// Guarded by `txnLock` after init.
+    private var shmFile: StorageFile?
+
+    /// Claims a slot in the reader table (FORMAT.md, "Reader marks") for a
+    /// store of format 7 or later; without the shared memory or a free slot,
+    /// the connection's transactions take the reader byte. Called from init
+    /// and, after an upgrade to format 7, by `adoptReaderMarks`.
+    private func claimReaderMarks() {
+        if let shm = shmFile, let header = sharedHeader {
+            marks = ReaderMarks.claim(mapping: header.mapping, file: shm)
+            // ReaderMarks closes the file when it goes; without a slot it is not needed.
+            if marks == nil { shm.close() }
+        }
+        shmFile = nil
+    }
+
+    /// After the database moved the store to format 7 or later while this
+    /// connection had it open alone (Database, `upgradeFormat`): from now on
+    /// every connection of the store keeps the reader table's protocol.
+    func adoptReaderMarks() {
+        txnLock.withLock {
+            guard !marksRequired, file is PosixFile else { return }
+            marksRequired = true
+            claimReaderMarks()
+        }
+    }
+
+    /// Whether this connection marks its transactions in the reader table
+    /// (for tests).
+    var usesReaderMarks: Bool { txnLock.withLock { marks != nil } }
+
+    /// Test hook: the reader table through this connection's slot.
+    var readerMarksForTesting: ReaderMarks? { txnLock.withLock { marks } }
 
     /// Decides whether this connection's readers may trust the shared header
     /// (FORMAT.md, "The shared log header"). A connection that finds no other
@@ -470,7 +558,15 @@ final class Pager: @unchecked Sendable {
         try txnLock.withLock { () throws(KuraError) in
             if closed { throw KuraError(.misuse, "database is closed", path: path) }
             if openTransactions == 0 && !readerExclusiveHeld {
-                try Pager.waitForLock(file, .reader, .shared, timeout: busyTimeout, what: "start a transaction (a checkpoint is running)")
+                if let marks, marks.enter() {
+                    presence = .mark
+                } else {
+                    try Pager.waitForLock(file, .reader, .shared, timeout: busyTimeout, what: "start a transaction (a checkpoint is running)")
+                    presence = .byte
+                    // With the byte shared no checkpointer is between setting
+                    // and clearing the word: one still set is a dead one's.
+                    if let marks, marks.checkpointWordSet { marks.clearCheckpointWord() }
+                }
             }
             openTransactions += 1
         }
@@ -522,8 +618,20 @@ final class Pager: @unchecked Sendable {
             openTransactions -= 1
             // During a checkpoint the byte is the checkpoint's (exclusive): it
             // is given back when the checkpoint ends.
-            if openTransactions == 0 && !readerExclusiveHeld { releaseReaderByte() }
+            if openTransactions == 0 && !readerExclusiveHeld { releasePresence() }
         }
+    }
+
+    /// Ends what keeps other connections' checkpoints out once this
+    /// connection has no transaction open: its mark or the reader byte.
+    /// Caller holds `txnLock`.
+    private func releasePresence() {
+        switch presence {
+        case .mark: marks?.leave()
+        case .byte: releaseReaderByte()
+        case .none: break
+        }
+        presence = .none
     }
 
     /// Reads the log for commits made by other connections. Caller holds `state`.
@@ -848,6 +956,21 @@ final class Pager: @unchecked Sendable {
         let taken = try txnLock.withLock { () throws(KuraError) -> Bool in
             precondition(!readerExclusiveHeld, "a checkpoint runs only under the writer lock, one at a time")
             guard try file.lock(.reader, .exclusive) else { return false }
+            // In a format-7 store, readers of other connections may hold only
+            // their mark (FORMAT.md, "Reader marks").
+            if marksRequired {
+                let clear: Bool
+                if let marks {
+                    clear = marks.beginCheckpoint()
+                } else {
+                    // No reader table here: only a store nobody else has open.
+                    clear = try storeOpenAlone()
+                }
+                if !clear {
+                    giveBackReaderByteAfterCheckpoint()
+                    return false
+                }
+            }
             readerExclusiveHeld = true
             return true
         }
@@ -855,10 +978,49 @@ final class Pager: @unchecked Sendable {
         defer {
             txnLock.withLock {
                 readerExclusiveHeld = false
-                if openTransactions > 0 { retakeSharedReaderLock() } else { releaseReaderByte() }
+                marks?.clearCheckpointWord()
+                if openTransactions > 0 && presence == .none {
+                    // Transactions that started during the checkpoint: a mark
+                    // (no checkpointer can set the word while this connection
+                    // holds the byte exclusively), else the byte shared.
+                    if let marks, marks.enter() {
+                        presence = .mark
+                        file.unlock(.reader)
+                    } else {
+                        presence = .byte
+                        retakeSharedReaderLock()
+                    }
+                } else if openTransactions == 0 {
+                    if presence == .mark { marks?.leave() }
+                    presence = .none
+                    releaseReaderByte()
+                } else {
+                    giveBackReaderByteAfterCheckpoint()
+                }
             }
         }
         return try body()
+    }
+
+    /// After holding the reader byte exclusively: back to shared if this
+    /// connection's transactions hold it that way, else released. Caller
+    /// holds `txnLock`.
+    private func giveBackReaderByteAfterCheckpoint() {
+        if presence == .byte { retakeSharedReaderLock() } else { file.unlock(.reader) }
+    }
+
+    /// Whether no other connection has the store open: the open byte, held
+    /// shared, can be taken exclusively without waiting (it goes back to
+    /// shared at once). Caller holds `txnLock`.
+    private func storeOpenAlone() throws(KuraError) -> Bool {
+        if openedAlone { return true }
+        guard try file.lock(.open, .exclusive) else { return false }
+        var shared = false
+        for _ in 0..<3 where !shared { shared = try file.lock(.open, .shared) }
+        if !shared {
+            throw KuraError(.io, "fcntl refused to turn this connection's exclusive open lock back into a shared one; retry", path: path)
+        }
+        return true
     }
 
     /// Gives the reader byte back when no transaction of this connection is
@@ -1090,6 +1252,10 @@ final class Pager: @unchecked Sendable {
         let wasClosed = txnLock.withLock { () -> Bool in
             let c = closed
             closed = true
+            marks?.leave()
+            marks = nil
+            shmFile?.close()
+            shmFile = nil
             return c
         }
         if wasClosed { return }

@@ -269,8 +269,13 @@ final class WriteAheadLog {
 
     /// Reads the page image of `frame` into `page`. Throws `corrupt` on a short
     /// read (the log shrank under us, which only a foreign writer can cause).
+    /// Throws `.io` if the frame is no longer in the log: it was reset under the
+    /// caller's transaction, which only a connection that ignores the locks
+    /// (FORMAT.md, "Concurrency and locks") can do.
     func readFrame(_ frame: Int, into page: Page) throws(KuraError) {
-        precondition(frame >= 1 && frame <= maxFrame + uncommittedPages.count)
+        guard frame >= 1 && frame <= maxFrame + uncommittedPages.count else {
+            throw KuraError(.io, "log frame \(frame) is no longer in the log: another connection reset it under this transaction, ignoring the reader lock; end the transaction and retry", path: file.path, page: page.number)
+        }
         let ok = try file.readFully(into: page.buffer, at: frameOffset(frame) + Int64(Self.frameHeaderSize))
         if !ok {
             throw KuraError.corruption("log frame \(frame) is past the end of the log file", page: page.number, path: file.path)
