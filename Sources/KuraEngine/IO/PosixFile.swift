@@ -143,6 +143,47 @@ final class PosixFile: StorageFile, @unchecked Sendable {
         }
     }
 
+    /// `pwritev`, at most `maxVectors` buffers per call, resuming after a
+    /// partial write.
+    func write(gathering buffers: [UnsafeRawBufferPointer], at offset: Int64) throws(KuraError) {
+        var vectors = buffers.compactMap { b -> iovec? in
+            guard let base = b.baseAddress, b.count > 0 else { return nil }
+            return iovec(iov_base: UnsafeMutableRawPointer(mutating: base), iov_len: b.count)
+        }
+        var first = 0
+        var position = offset
+        try vectors.withUnsafeMutableBufferPointer { v throws(KuraError) in
+            while first < v.count {
+                let count = min(v.count - first, PosixFile.maxVectors)
+                let n = pwritev(fd, v.baseAddress! + first, Int32(count), off_t(position))
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    throw posixError(errno, "pwritev at offset \(position)", path)
+                }
+                if n == 0 { throw posixError(ENOSPC, "pwritev at offset \(position)", path) }
+                position += Int64(n)
+                // Skip what was written: whole buffers, then part of one.
+                var left = n
+                while left > 0 && first < v.count {
+                    if left >= v[first].iov_len {
+                        left -= v[first].iov_len
+                        first += 1
+                    } else {
+                        // Non-nil: only buffers with a base address were kept above.
+                        v[first].iov_base = v[first].iov_base! + left
+                        v[first].iov_len -= left
+                        left = 0
+                    }
+                }
+            }
+        }
+    }
+
+    var hasGatheringWrite: Bool { true }
+
+    /// Buffers per `pwritev` call (IOV_MAX is 1024 on Linux and Darwin).
+    static let maxVectors = 1024
+
     func size() throws(KuraError) -> Int64 {
         var st = stat()
         if fstat(fd, &st) != 0 { throw posixError(errno, "fstat", path) }

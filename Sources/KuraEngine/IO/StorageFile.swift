@@ -53,6 +53,14 @@ public protocol StorageFile: AnyObject, Sendable {
     /// Writes all of `buffer` at `offset`, extending the file if needed.
     /// The corresponding C function is `pwrite`.
     func write(_ buffer: UnsafeRawBufferPointer, at offset: Int64) throws(KuraError)
+    /// Writes `buffers` one after another, the first at `offset` (a gathering
+    /// write: a log append hands its frame headers and page images without
+    /// copying them into one buffer). The corresponding C function is `pwritev`.
+    func write(gathering buffers: [UnsafeRawBufferPointer], at offset: Int64) throws(KuraError)
+    /// Whether `write(gathering:at:)` is one system call here (a checkpoint
+    /// then writes runs of consecutive pages with it; otherwise, page by
+    /// page, so that a fault-injecting file system sees each page's write).
+    var hasGatheringWrite: Bool { get }
     /// Current size in bytes. The corresponding C function is `fstat`.
     func size() throws(KuraError) -> Int64
     /// Sets the size. The corresponding C function is `ftruncate`.
@@ -78,6 +86,27 @@ public protocol StorageFile: AnyObject, Sendable {
 extension StorageFile {
     /// Files that cannot be unlinked under an open handle (in memory): always true.
     public func isLinked(at path: String) throws(KuraError) -> Bool { true }
+
+    /// No: the default `write(gathering:at:)` copies.
+    public var hasGatheringWrite: Bool { false }
+
+    /// Copies `buffers` into one and writes it with one `write(_:at:)` call:
+    /// a file system without a gathering write (in memory, fault injecting)
+    /// sees exactly the write it would have seen from a contiguous buffer.
+    public func write(gathering buffers: [UnsafeRawBufferPointer], at offset: Int64) throws(KuraError) {
+        if buffers.count == 1 { return try write(buffers[0], at: offset) }
+        let total = buffers.reduce(0) { $0 + $1.count }
+        let joined = [UInt8](unsafeUninitializedCapacity: total) { raw, initialized in
+            var at = 0
+            for b in buffers where b.count > 0 {
+                // `raw` has `total` bytes, the sum of the buffers' counts.
+                UnsafeMutableRawPointer(raw.baseAddress!).advanced(by: at).copyMemory(from: b.baseAddress!, byteCount: b.count)
+                at += b.count
+            }
+            initialized = total
+        }
+        try joined.withBytes { b throws(KuraError) in try write(b, at: offset) }
+    }
 }
 
 /// Opens and removes files by path: the seam where tests put an in-memory or

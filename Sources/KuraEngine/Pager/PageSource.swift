@@ -69,10 +69,7 @@ final class SnapshotPages: PageSource {
         pageSize = pager.pageSize
         let slots = Self.initialSlots
         mask = slots - 1
-        used = .allocate(capacity: slots / 64)
-        used.initialize(repeating: 0, count: slots / 64)
-        memoNumbers = .allocate(capacity: slots)
-        memoPages = .allocate(capacity: slots)
+        (used, memoNumbers, memoPages) = Self.allocate(slots: slots)
         // A quarter of the cache's pages, as a power of two in 64...4096.
         let quarter = max(pager.spillThreshold / 4, Self.initialSlots)
         slotLimit = min(1 << (Int.bitWidth - 1 - quarter.leadingZeroBitCount), Self.maxSlots)
@@ -85,6 +82,21 @@ final class SnapshotPages: PageSource {
     /// The memo's current number of slots (for tests).
     var memoSlots: Int { mask + 1 }
 
+    /// The memo's three arrays in one allocation (a read transaction of one
+    /// row makes one memo: one malloc and one free instead of three): the
+    /// page references first (8-byte aligned), then the used bits, then the
+    /// page numbers. `used` is zeroed; the others are uninitialized.
+    private static func allocate(slots: Int) -> (UnsafeMutablePointer<UInt64>, UnsafeMutablePointer<UInt32>, UnsafeMutablePointer<Page>) {
+        let pagesBytes = slots * MemoryLayout<Page>.stride
+        let usedBytes = slots / 64 * 8
+        let raw = UnsafeMutableRawPointer.allocate(byteCount: pagesBytes + usedBytes + slots * 4, alignment: 8)
+        let pages = raw.bindMemory(to: Page.self, capacity: slots)
+        let used = (raw + pagesBytes).bindMemory(to: UInt64.self, capacity: slots / 64)
+        used.initialize(repeating: 0, count: slots / 64)
+        let numbers = (raw + pagesBytes + usedBytes).bindMemory(to: UInt32.self, capacity: slots)
+        return (used, numbers, pages)
+    }
+
     private static func release(_ used: UnsafeMutablePointer<UInt64>, _ numbers: UnsafeMutablePointer<UInt32>,
                                 _ pages: UnsafeMutablePointer<Page>, slots: Int) {
         for w in 0..<(slots / 64) {
@@ -94,9 +106,8 @@ final class SnapshotPages: PageSource {
                 u &= u &- 1
             }
         }
-        used.deallocate()
-        numbers.deallocate()
-        pages.deallocate()
+        // One allocation, starting at the page references (`allocate`).
+        UnsafeMutableRawPointer(pages).deallocate()
     }
 
     @inline(__always)
@@ -143,10 +154,7 @@ final class SnapshotPages: PageSource {
         let oldSlots = mask + 1
         let slots = min(oldSlots * 4, slotLimit)
         let (oldUsed, oldNumbers, oldPages) = (used, memoNumbers, memoPages)
-        used = .allocate(capacity: slots / 64)
-        used.initialize(repeating: 0, count: slots / 64)
-        memoNumbers = .allocate(capacity: slots)
-        memoPages = .allocate(capacity: slots)
+        (used, memoNumbers, memoPages) = Self.allocate(slots: slots)
         mask = slots - 1
         misses = 0
         for w in 0..<(oldSlots / 64) {

@@ -152,7 +152,9 @@ final class Pager: @unchecked Sendable {
     private var checkpointEpoch = 0
     /// Snapshots with at least one reader (checkpoints preserve pages for them).
     /// Guarded by `snapshotLock`.
-    private var active: [ObjectIdentifier: Snapshot] = [:]
+    /// Snapshots with at least one user, each once (a few at most: the newest
+    /// and those readers still hold; a linear search beats hashing).
+    private var active: [Snapshot] = []
     /// Guards `active`, `Snapshot.users` and the log-read counters; taken
     /// inside `state` (either mode) or alone, never around another lock.
     private let snapshotLock = ThreadLock()
@@ -593,7 +595,7 @@ final class Pager: @unchecked Sendable {
         snapshotLock.withLock {
             if skippedLogRead { logReadsSkipped += 1 }
             s.users += 1
-            if s.users == 1 { active[ObjectIdentifier(s)] = s }
+            if s.users == 1 { active.append(s) }
         }
         return s
     }
@@ -603,7 +605,10 @@ final class Pager: @unchecked Sendable {
         if let snapshot {
             let unused = snapshotLock.withLock { () -> Bool in
                 snapshot.users -= 1
-                if snapshot.users == 0 { active[ObjectIdentifier(snapshot)] = nil }
+                if snapshot.users == 0, let i = active.firstIndex(where: { $0 === snapshot }) {
+                    active.swapAt(i, active.count - 1)
+                    active.removeLast()
+                }
                 return snapshot.users == 0 && snapshot.mayHavePreserved
             }
             if unused {
@@ -1055,7 +1060,7 @@ final class Pager: @unchecked Sendable {
     /// starts after this returns sees a snapshot no older than `snapshot`.
     /// Caller holds the writer lock (ExternalValues.swift, invariant 3).
     func isOnlySnapshot(_ snapshot: Snapshot) throws(KuraError) -> Bool {
-        let alone = snapshotLock.withLock { active.values.allSatisfy { $0 === snapshot } }
+        let alone = snapshotLock.withLock { active.allSatisfy { $0 === snapshot } }
         guard alone else { return false }
         return try withReaderExclusive { true } ?? false
     }
@@ -1104,7 +1109,7 @@ final class Pager: @unchecked Sendable {
             // 1. Preserve every active snapshot's version of the pages about to change.
             let (current, numbers, keep) = try state.withLock { () throws(KuraError) -> (Snapshot, [UInt32], Int) in
                 let newest = wal.maxFrame
-                for s in snapshotLock.withLock({ Array(active.values) }) {
+                for s in snapshotLock.withLock({ active }) {
                     let isNewest = !s.detached && s.generation == wal.generation && s.maxFrame == newest
                     if !isNewest {
                         snapshotLock.withLock { s.mayHavePreserved = true }
@@ -1133,8 +1138,20 @@ final class Pager: @unchecked Sendable {
                     for pageNo in numbers[next..<end] { batch.append(try pageLocked(pageNo, current)) }
                 }
                 next = end
+                // Runs of consecutive page numbers go in one gathering write
+                // where that is one system call.
+                let gathering = file.hasGatheringWrite
+                var runStart = 0
+                while runStart < batch.count {
+                    var runEnd = runStart + 1
+                    while gathering && runEnd < batch.count && batch[runEnd].number == batch[runEnd - 1].number + 1 { runEnd += 1 }
+                    let parts = batch[runStart..<runEnd].map { UnsafeRawBufferPointer($0.buffer) }
+                    try withExtendedLifetime(batch) { () throws(KuraError) in
+                        try file.write(gathering: parts, at: Int64(batch[runStart].number - 1) * Int64(pageSize))
+                    }
+                    runStart = runEnd
+                }
                 for p in batch {
-                    try file.write(UnsafeRawBufferPointer(p.buffer), at: Int64(p.number - 1) * Int64(pageSize))
                     if written.count < keep {
                         written.append(p)
                     } else {
@@ -1145,7 +1162,7 @@ final class Pager: @unchecked Sendable {
             }
             if durability != .off { try file.sync(full: true) }
             try state.withLock { () throws(KuraError) in
-                let snapshots = snapshotLock.withLock { Array(active.values) }
+                let snapshots = snapshotLock.withLock { active }
                 // 2b. A compaction made the store shorter: cut the file to its page
                 // count, unless an in-process snapshot of the longer store is still
                 // reading (then a later checkpoint does it). No other process is

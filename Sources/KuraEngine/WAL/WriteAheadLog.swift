@@ -71,19 +71,25 @@ final class WriteAheadLog {
     /// after a frame whose chain checksum is `previous`, in log `version`.
     @inline(__always)
     static func chain(of frame: UnsafeRawPointer, pageSize: Int, previous: UInt64, version: UInt32) -> UInt64 {
+        chain(header: frame, image: frame + frameHeaderSize, pageSize: pageSize, previous: previous, version: version)
+    }
+
+    /// The same, with the frame's header and page image apart (an append
+    /// writes them from where they are, `append`).
+    static func chain(header: UnsafeRawPointer, image: UnsafeRawPointer, pageSize: Int, previous: UInt64, version: UInt32) -> UInt64 {
         if version >= shortChainVersion {
             // Frame header bytes 0..<16, then the page's stored checksum.
             var input: (UInt64, UInt64, UInt64) = (0, 0, 0)
             return withUnsafeMutableBytes(of: &input) { b in
                 // 24 bytes of local storage: the base address exists.
                 let base = b.baseAddress!
-                base.copyMemory(from: frame, byteCount: 16)
-                (base + 16).copyMemory(from: frame + frameHeaderSize + pageSize - pageTrailerSize, byteCount: 8)
+                base.copyMemory(from: header, byteCount: 16)
+                (base + 16).copyMemory(from: image + pageSize - pageTrailerSize, byteCount: 8)
                 return Checksum.xxh64(UnsafeRawPointer(base), count: 24, seed: previous)
             }
         }
-        let seed = Checksum.xxh64(frame, count: 16, seed: previous)
-        return Checksum.xxh64(frame + frameHeaderSize, count: pageSize, seed: seed)
+        let seed = Checksum.xxh64(header, count: 16, seed: previous)
+        return Checksum.xxh64(image, count: pageSize, seed: seed)
     }
     static let magic: UInt32 = 0x4B57_414C
     static let headerSize = 40
@@ -376,24 +382,36 @@ final class WriteAheadLog {
     private func append(_ pages: [Page], commit lastCommit: UInt32) throws(KuraError) -> UInt64 {
         precondition(hasHeader && !pages.isEmpty)
         var chain = uncommittedPages.isEmpty ? lastChecksum : uncommittedChain
-        // Every byte is written below (each frame's 24-byte header, then its
-        // page image), so the buffer is not zeroed first.
-        let buffer = [UInt8](unsafeUninitializedCapacity: pages.count * frameSize) { raw, initialized in
+        // The frame headers in one buffer (every byte written below, so it is
+        // not zeroed first); the page images are written from the pages
+        // themselves, which stay alive (and unchanged: they are sealed) in
+        // `pages` until the write returns.
+        let h = Self.frameHeaderSize
+        let headers = [UInt8](unsafeUninitializedCapacity: pages.count * h) { raw, initialized in
             let b = UnsafeMutableRawBufferPointer(raw)
             for (k, page) in pages.enumerated() {
-                let base = b.baseAddress! + k * frameSize
+                let base = b.baseAddress! + k * h
                 base.storeBytes(of: page.number.littleEndian, toByteOffset: 0, as: UInt32.self)
                 let commit: UInt32 = k == pages.count - 1 ? lastCommit : 0
                 base.storeBytes(of: commit.littleEndian, toByteOffset: 4, as: UInt32.self)
                 base.storeBytes(of: salt1.littleEndian, toByteOffset: 8, as: UInt32.self)
                 base.storeBytes(of: salt2.littleEndian, toByteOffset: 12, as: UInt32.self)
-                (base + Self.frameHeaderSize).copyMemory(from: page.bytes, byteCount: pageSize)
-                chain = Self.chain(of: base, pageSize: pageSize, previous: chain, version: version)
+                chain = Self.chain(header: base, image: page.bytes, pageSize: pageSize, previous: chain, version: version)
                 base.storeBytes(of: chain.littleEndian, toByteOffset: 16, as: UInt64.self)
             }
-            initialized = pages.count * frameSize
+            initialized = pages.count * h
         }
-        try buffer.withBytes { b throws(KuraError) in try file.write(b, at: frameOffset(maxFrame + 1 + uncommittedPages.count)) }
+        try headers.withBytes { hb throws(KuraError) in
+            var parts: [UnsafeRawBufferPointer] = []
+            parts.reserveCapacity(pages.count * 2)
+            for (k, page) in pages.enumerated() {
+                parts.append(UnsafeRawBufferPointer(rebasing: hb[k * h ..< (k + 1) * h]))
+                parts.append(UnsafeRawBufferPointer(start: page.bytes, count: pageSize))
+            }
+            try withExtendedLifetime(pages) { () throws(KuraError) in
+                try file.write(gathering: parts, at: frameOffset(maxFrame + 1 + uncommittedPages.count))
+            }
+        }
         return chain
     }
 
