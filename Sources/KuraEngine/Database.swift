@@ -154,6 +154,43 @@ public final class Database: Sendable {
         return try body(tx)
     }
 
+    /// The values of row `rowID` of table `name` (schema defaults filled in, as
+    /// `ReadTransaction.values(in:rowID:)` gives them), or nil if there is no
+    /// such row, read in a transaction of its own on the newest committed
+    /// state: the same answer as `read { tx in try tx.values(in: try
+    /// tx.table(name), rowID: rowID) }`. The object layer faults one object
+    /// in this way.
+    ///
+    /// When this connection already resolved the table on the newest snapshot
+    /// (the handle cache every read transaction shares) and the table has no
+    /// external columns, no transaction object is made: the row is found
+    /// straight through the pager. Otherwise it runs as `read` does.
+    ///
+    /// Thread rules: any thread, like `read`. Failure modes: as `read` and
+    /// `ReadTransaction.values(in:rowID:)` (`.notFound` for an unknown table,
+    /// `.corrupt` naming the page).
+    package func values(inTable name: String, rowID: Int64) throws(KuraError) -> [Value]? {
+        try gate.enter(path: path)
+        defer { gate.leave() }
+        let snapshot = try pager.beginTransaction()
+        defer { pager.endTransaction(snapshot) }
+        if let h = tableHandleCache.sharedHandle(name, snapshot: snapshot), !(h.schema?.hasExternal ?? false) {
+            let pages = DirectPages(pager: pager, snapshot: snapshot)
+            return try RowIDKey.withEncoded(rowID) { k throws(KuraError) in
+                try h.tree.withValue(k, pages) { b throws(KuraError) in
+                    var values = try RecordCodec.decode(b)
+                    if let schema = h.schema, values.count < schema.columns.count {
+                        for c in schema.columns[values.count...] { values.append(c.defaultValue) }
+                    }
+                    return values
+                }
+            }
+        }
+        let tx = ReadTransaction(database: self, pages: SnapshotPages(pager: pager, snapshot: snapshot))
+        defer { tx.invalidate() }
+        return try tx.values(in: try tx.table(name), rowID: rowID)
+    }
+
     /// Runs `body` as the only writer, then commits its changes atomically. If
     /// `body` throws, every change it made is discarded and the error rethrown.
     ///

@@ -52,6 +52,59 @@ final class ReadPathTests: XCTestCase {
         return model
     }
 
+    /// `Database.values(inTable:rowID:)` (one row in a transaction of its own,
+    /// straight through the pager once the table's handle is shared) gives what
+    /// a read transaction gives: present and missing rows, a column added after
+    /// rows were stored (its default), another connection's commit in between,
+    /// an external column, an unknown table.
+    func testPointReadsAgreeWithReadTransactions() throws {
+        let seed = testSeed("ReadPathTests.point")
+        var g = SplitMix64(seed: seed)
+        let db = try Database.inMemory(options: options(cache: 1 << 20))
+        var model = try fill(db, rows: 3000, &g)
+        func check(_ round: String) throws {
+            for _ in 0..<400 {
+                let id = Int64(g.next() % 3200)
+                let fast = try db.values(inTable: "t", rowID: id)
+                let slow = try db.read { tx in try tx.values(in: try tx.table("t"), rowID: id) }
+                XCTAssertEqual(fast, slow, "\(round): row \(id)")
+                XCTAssertEqual(fast, model[id], "\(round): row \(id)")
+            }
+        }
+        try check("first")
+        try db.write { tx in
+            let t = try tx.table("t")
+            try tx.addColumn(ColumnDefinition("note", .text, default: .text("none")), to: t)
+        }
+        for k in model.keys { model[k]?.append(.text("none")) }
+        try check("after a column was added")
+        try db.write { tx in
+            let t = try tx.table("t")
+            for id in model.keys.sorted().prefix(50) {
+                let v: [Value] = [.text("changed"), .integer(-1), .double(0), .text("set")]
+                _ = try tx.update(v, in: t, rowID: id)
+                model[id] = v
+            }
+            for id in model.keys.sorted().suffix(20) {
+                _ = try tx.delete(from: t, rowID: id)
+                model[id] = nil
+            }
+        }
+        try check("after updates and deletes")
+        XCTAssertThrowsError(try db.values(inTable: "nope", rowID: 1)) { error in
+            XCTAssertEqual((error as? KuraError)?.code, .notFound, "\(error)")
+        }
+        try db.write { tx in
+            try tx.createTable("photos", schema: TableSchema([ColumnDefinition("n", .integer), ColumnDefinition("data", .external)]))
+            try tx.insert([.integer(1), .blob([UInt8](repeating: 7, count: 70_000))], into: try tx.table("photos"))
+        }
+        for _ in 0..<2 {
+            let fast = try db.values(inTable: "photos", rowID: 1)
+            XCTAssertEqual(fast, try db.read { tx in try tx.values(in: try tx.table("photos"), rowID: 1) })
+            XCTAssertEqual(fast?[1], .blob([UInt8](repeating: 7, count: 70_000)))
+        }
+    }
+
     func testMemoGrowsAndAnswersStayRight() throws {
         let seed = testSeed("ReadPathTests.memo")
         var g = SplitMix64(seed: seed)

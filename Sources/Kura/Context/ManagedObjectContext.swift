@@ -467,8 +467,16 @@ public final class ManagedObjectContext {
             if !o.isFault { return }
         }
         let layout = self.layout(of: o.entity)
-        let row = try read { tx throws(KuraError) -> [Value]? in
-            try layout.values(tx, try tx.table(layout.table), rowID: o.objectID.rowID)
+        let row: [Value]?
+        if enclosingTransaction == nil {
+            // One row in a transaction of its own, without a transaction
+            // object when the engine can (`Database.values(inTable:rowID:)`).
+            readTransactionCount += 1
+            row = try database.values(inTable: layout.table, rowID: o.objectID.rowID)
+        } else {
+            row = try read { tx throws(KuraError) -> [Value]? in
+                try layout.values(tx, try tx.table(layout.table), rowID: o.objectID.rowID)
+            }
         }
         guard let row else {
             throw KuraError(.notFound, "\(o.objectID) no longer exists in the store (deleted by another context?)")

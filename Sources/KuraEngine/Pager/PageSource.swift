@@ -27,6 +27,21 @@ protocol PageSource {
     func page(_ number: UInt32) throws(KuraError) -> Page
 }
 
+/// Pages of a snapshot straight from the pager, without a memo: for one
+/// descent to one row (`Database.values(inTable:rowID:)`), where a memo costs
+/// more than it saves. Each page lives as long as its caller holds it (the
+/// tree code holds the leaf while it reads the value).
+struct DirectPages: PageSource {
+    let pager: Pager
+    let snapshot: Snapshot
+    var pageSize: Int { pager.pageSize }
+
+    @inline(__always)
+    func page(_ number: UInt32) throws(KuraError) -> Page {
+        try pager.page(number, snapshot)
+    }
+}
+
 /// Pages of a read transaction.
 ///
 /// A snapshot's pages never change, so the transaction keeps the last pages it
