@@ -76,8 +76,9 @@ final class Snapshot: @unchecked Sendable {
     /// is made, so a later checkpoint (which rewrites page 1 in the file)
     /// cannot change it. 0 in a probe snapshot, which never reaches a reader.
     let changeCounter: UInt64
-    var detached = false
-    var preserved: [UInt32: Page] = [:]
+    // Read by every page lookup: no runtime access check (`state` orders them).
+    @exclusivity(unchecked) var detached = false
+    @exclusivity(unchecked) var preserved: [UInt32: Page] = [:]
     var users = 0
     /// Set (before the pages go in) when a checkpoint preserves pages for this
     /// snapshot: a transaction ending on a snapshot without it need not take
@@ -147,9 +148,12 @@ final class Pager: @unchecked Sendable {
     /// `referenced` of a cached page is touched only under `state` exclusive,
     /// or under `state` shared plus this lock.
     private let markLock = ThreadLock()
-    private var cache: PageCache
-    private(set) var latest: Snapshot
-    private var checkpointEpoch = 0
+    // `@exclusivity(unchecked)` on the fields every page lookup reads: no
+    // runtime access check per read; `state` already orders every access
+    // (read under it shared, changed under it exclusively).
+    @exclusivity(unchecked) private var cache: PageCache
+    @exclusivity(unchecked) private(set) var latest: Snapshot
+    @exclusivity(unchecked) private var checkpointEpoch = 0
     /// Snapshots with at least one reader (checkpoints preserve pages for them).
     /// Guarded by `snapshotLock`.
     /// Snapshots with at least one user, each once (a few at most: the newest

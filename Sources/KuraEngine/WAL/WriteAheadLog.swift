@@ -105,18 +105,18 @@ final class WriteAheadLog {
     private(set) var hasHeader = false
     /// The version of the header this log has (valid while `hasHeader`).
     private(set) var version: UInt32 = 1
-    private(set) var generation: UInt32 = 0
+    @exclusivity(unchecked) private(set) var generation: UInt32 = 0
     private(set) var salt1: UInt32 = 0
     private(set) var salt2: UInt32 = 0
     private var headerChecksum: UInt64 = 0
 
     /// Last committed frame (0 when empty); frames after it are not part of the log.
-    private(set) var maxFrame = 0
+    @exclusivity(unchecked) private(set) var maxFrame = 0
     /// Chain checksum of frame `maxFrame` (or the header's when 0).
     private var lastChecksum: UInt64 = 0
     /// Database page count after the last committed transaction (0 if none).
     private(set) var committedPageCount: UInt32 = 0
-    private(set) var index = WALFrameIndex()
+    @exclusivity(unchecked) private(set) var index = WALFrameIndex()
     /// Frame numbers of the committed log's commit frames, ascending (one per
     /// transaction): the change counter is derived from them
     /// (`FileHeader.changeCounter`).
