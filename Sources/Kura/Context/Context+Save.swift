@@ -322,8 +322,10 @@ extension ManagedObjectContext {
         // returns: its reference is dropped while the object is in cache,
         // not in a pass of its own when the list is freed (a cache miss per
         // object in a large save). The context no longer holds the list
-        // (forgetPendingChanges), so reversing it copies nothing.
-        ins.reverse()
+        // (forgetPendingChanges), so reversing it copies nothing; reversed
+        // through its buffer, whose swaps move the references (an array's
+        // own swaps retain and release both objects, touching each one).
+        ins.withUnsafeMutableBufferPointer { $0.reverse() }
         while let o = ins.popLast() { o.didSave() }
         for o in upd + del {
             switch resolutions[ObjectIdentifier(o)] {
@@ -559,8 +561,12 @@ extension ManagedObject {
 final class SavedValuesStash {
     private let slots: UnsafeMutablePointer<AttributeValues>
     private let capacity: Int
-    private(set) var count = 0
-    private var taken = 0
+    // The counters are `@exclusivity(unchecked)`: the runtime's dynamic
+    // check was a call per object saved, and no access to them can overlap
+    // another (plain reads and writes on the saving thread, calling nothing
+    // while they last).
+    @exclusivity(unchecked) private(set) var count = 0
+    @exclusivity(unchecked) private var taken = 0
 
     init(capacity: Int) {
         self.capacity = capacity
