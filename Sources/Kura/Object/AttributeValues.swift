@@ -64,9 +64,9 @@ struct AttributeValues: Equatable {
             } else if !isKnownUniquelyReferenced(&storage) {
                 storage = storage.map { s in s.withUnsafeMutablePointerToElements { ValueSlots.make(count: count, from: $0) } }
             }
-            // Cannot fail: the branches above left a storage of `count` slots.
-            guard let storage else { preconditionFailure("attribute values without storage after a write (a Kura bug)") }
-            storage.withUnsafeMutablePointerToElements { $0[i] = newValue }
+            // The branches above left a storage of `count` slots (optional
+            // chaining, not a binding: a binding would retain and release it).
+            storage?.withUnsafeMutablePointerToElements { $0[i] = newValue }
         }
     }
 

@@ -110,7 +110,9 @@ open class ManagedObject: CustomStringConvertible {
     /// a copy: `_modify` lends the storage itself, so a setter changes the
     /// values' buffer in place.
     var values: AttributeValues {
-        @inline(__always) get { valueStorage }
+        // `_read` lends the storage (a getter would return a copy: a retain
+        // and release of the values' buffer per read).
+        @inline(__always) _read { yield valueStorage }
         @inline(__always) _modify {
             if willSaveWatch != 0 { keepWillSaveState() }
             yield &valueStorage
@@ -131,7 +133,7 @@ open class ManagedObject: CustomStringConvertible {
     /// The to-one targets by relationship name: `toOneStorage`, through
     /// accessors that keep the state `willSave()` saw (as `values`).
     var toOne: [String: ManagedObjectID] {
-        @inline(__always) get { toOneStorage }
+        @inline(__always) _read { yield toOneStorage }
         @inline(__always) _modify {
             if willSaveWatch != 0 { keepWillSaveState() }
             yield &toOneStorage
