@@ -30,6 +30,8 @@
 // the object had changes the policy settled) and a save whose merge policy
 // settled a conflict (Context+Save.swift).
 
+import Foundation
+
 /// What changed an object's values, for ``ManagedObject/awakeFromSnapshotEvents(_:)``
 /// (Core Data's `NSSnapshotEventType`).
 public struct SnapshotEvents: OptionSet, Sendable, Hashable {
@@ -236,19 +238,35 @@ extension ManagedObjectContext {
     func hookProblems(of o: ManagedObject, into problems: inout [String]) {
         let isNew = o.isNew
         let attributes = o.entity.attributes
+        let names = o.entity.attributeNames
         let types = o.entity.attributeStorageTypes
         for i in attributes.indices {
             let v = o.values[ordinal: i] ?? .null
             if isNew ? v.isNull : o.savedValues?[ordinal: i] == v { continue }
             do {
-                // Plain types convert by their type alone (no copy of the
+                // The common plain types are passed as their Swift values
+                // directly (the values `AttributeType.swiftValue` gives
+                // them): the argument's type is then known where it is
+                // made and destroyed, instead of an `Any?` made by a call
+                // and destroyed through its type's witnesses. Other plain
+                // types convert by their type alone (no copy of the
                 // description); composite, transformable, null and
                 // mismatched values take the attribute's own way.
-                let swift: Any?
-                if let t = types[i], t != .transformable, let s = t.swiftValue(v) { swift = s } else { swift = try attributes[i].swiftValue(v, of: o.objectID) }
-                try o.validateValue(swift, forKey: attributes[i].name)
+                switch (types[i], v) {
+                case (.string?, .text(let s)): try o.validateValue(s, forKey: names[i])
+                case (.int64?, .integer(let x)): try o.validateValue(x, forKey: names[i])
+                case (.int32?, .integer(let x)): try o.validateValue(Int32(truncatingIfNeeded: x), forKey: names[i])
+                case (.int16?, .integer(let x)): try o.validateValue(Int16(truncatingIfNeeded: x), forKey: names[i])
+                case (.double?, .double(let x)): try o.validateValue(x, forKey: names[i])
+                case (.bool?, .bool(let x)): try o.validateValue(x, forKey: names[i])
+                case (.date?, .double(let x)): try o.validateValue(Date(timeIntervalSinceReferenceDate: x), forKey: names[i])
+                default:
+                    let swift: Any?
+                    if let t = types[i], t != .transformable, let s = t.swiftValue(v) { swift = s } else { swift = try attributes[i].swiftValue(v, of: o.objectID) }
+                    try o.validateValue(swift, forKey: names[i])
+                }
             } catch {
-                problems.append("\(o.objectID): attribute \"\(attributes[i].name)\": \(error.message)")
+                problems.append("\(o.objectID): attribute \"\(names[i])\": \(error.message)")
             }
         }
         do {
