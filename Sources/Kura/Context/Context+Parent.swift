@@ -223,7 +223,7 @@ extension ManagedObjectContext {
             p.toOne = o.toOne
             p.order = o.order
             p.deferredErrors = o.deferredErrors
-            parent.inserted.append(p)
+            parent.inserted.append(p)  // a new instance: not deleted (ManagedObjectContext.insertedMayHoldDeleted)
             parent.track(p, as: p.objectID)
             parent.noteInserted(p)
             parent.recordPresence(.inserted, p)

@@ -40,7 +40,7 @@ extension ManagedObjectContext {
         guard hasChanges else { return }
         prefetched = [:]
         try container.refuseWritesIfReadOnly("save")
-        let ins = liveInserted
+        var ins = liveInserted
         let upd = updatedObjects
         let del = deletedObjects
 
@@ -318,7 +318,15 @@ extension ManagedObjectContext {
         for (o, keys) in tookStore { noteRefreshed(o, keys) }
         for o in gone { noteInvalidated(o) }
         processPendingChanges()
-        for o in ins { o.didSave() }
+        // In insertion order, each object leaving the list as its hook
+        // returns: its reference is dropped while the object is in cache,
+        // not in a pass of its own when the list is freed (a cache miss per
+        // object in a large save). The context no longer holds the list
+        // (forgetPendingChanges), so reversing it copies nothing; reversed
+        // through its buffer, whose swaps move the references (an array's
+        // own swaps retain and release both objects, touching each one).
+        ins.withUnsafeMutableBufferPointer { $0.reverse() }
+        while let o = ins.popLast() { o.didSave() }
         for o in upd + del {
             switch resolutions[ObjectIdentifier(o)] {
             case .write?, .delete?: o.didSave()
@@ -553,8 +561,12 @@ extension ManagedObject {
 final class SavedValuesStash {
     private let slots: UnsafeMutablePointer<AttributeValues>
     private let capacity: Int
-    private(set) var count = 0
-    private var taken = 0
+    // The counters are `@exclusivity(unchecked)`: the runtime's dynamic
+    // check was a call per object saved, and no access to them can overlap
+    // another (plain reads and writes on the saving thread, calling nothing
+    // while they last).
+    @exclusivity(unchecked) private(set) var count = 0
+    @exclusivity(unchecked) private var taken = 0
 
     init(capacity: Int) {
         self.capacity = capacity

@@ -311,6 +311,7 @@ extension ManagedObjectContext {
             case .uninserted:
                 o.managedObjectContext = self
                 inserted.append(o)
+                if o.isDeleted { insertedMayHoldDeleted = true }
                 track(o, as: o.objectID)
                 noteInserted(o)
                 back.presence.append((.inserted, o))

@@ -102,6 +102,19 @@ public final class ManagedObjectContext {
 
     /// Objects inserted since the last save, in insertion order.
     @exclusivity(unchecked) var inserted: [ManagedObject] = []
+    /// False only when no object of `inserted` is deleted, so that
+    /// `liveInserted` need not look at each one (a pass over what may be
+    /// many objects). Set by any object of this context becoming deleted
+    /// (`ManagedObject.isDeleted`) and by every append to `inserted` of a
+    /// deleted object; cleared when `inserted` is emptied or found to hold
+    /// no deleted object.
+    var insertedMayHoldDeleted = false
+    /// The epoch of the first pass of `willSave()` calls under way (0: none),
+    /// the last one made, and the objects that kept their state during it
+    /// (ManagedObject+Lifecycle.swift, `keepWillSaveState`).
+    var willSaveEpoch: UInt16 = 0
+    var lastWillSaveEpoch: UInt16 = 0
+    var willSaveKeptObjects: [ManagedObject] = []
     /// Saved objects changed since the last save (may have been changed back).
     var touched: [ObjectIdentifier: ManagedObject] = [:]
     var touchedOrder: [ManagedObject] = []
@@ -314,7 +327,10 @@ public final class ManagedObjectContext {
     /// `inserted` without the objects deleted since: the array itself
     /// (shared, not copied) when none was deleted, as in most saves.
     var liveInserted: [ManagedObject] {
-        inserted.contains(where: \.isDeleted) ? inserted.filter { !$0.isDeleted } : inserted
+        guard insertedMayHoldDeleted else { return inserted }
+        if inserted.contains(where: \.isDeleted) { return inserted.filter { !$0.isDeleted } }
+        insertedMayHoldDeleted = false
+        return inserted
     }
 
     /// The lists joined in order; the only non-empty one itself (shared, not
@@ -379,8 +395,9 @@ public final class ManagedObjectContext {
 
     func register(inserted o: ManagedObject) {
         o.managedObjectContext = self
-        // Defaults in stored form, computed once per entity (RowLayout.insertValues);
-        // a store that is not loaded has no layouts.
+        // Defaults in stored form, computed once per entity (RowLayout.insertSlots)
+        // and copied into the object's own slots (which the setters that
+        // follow then change in place); a store that is not loaded has no layouts.
         if let l = loadedLayout(of: o.entity), l.insertSlots.count == o.entity.attributes.count {
             o.values = AttributeValues(filled: l.insertSlots)
         } else {
@@ -531,23 +548,18 @@ public final class ManagedObjectContext {
         if o.isFault { o.transientRelated = .init() }
         // By ordinal, from the layout (iterating the descriptions would copy
         // each one); every slot gets a value, in order.
-        var slots: [Value?] = []
-        slots.reserveCapacity(layout.attributeColumns.count)
-        for k in layout.attributeColumns.indices {
+        let values = AttributeValues(count: layout.attributeColumns.count) { k in
             if let cols = layout.compositeColumns[k] {
-                slots.append(RowLayout.compositeValue(cols.map { $0 < row.count ? row[$0] : layout.defaults[$0] }))
-                continue
+                return RowLayout.compositeValue(cols.map { $0 < row.count ? row[$0] : layout.defaults[$0] })
             }
             // A transient attribute starts over from its default (AttributeDescription.isTransient).
-            guard let i = layout.attributeColumns[k] else { slots.append(layout.insertValues[k]); continue }
+            guard let i = layout.attributeColumns[k] else { return layout.insertValues[k] }
             let v = i < row.count ? row[i] : layout.defaults[i]
             if let x = layout.exactColumns[k] {
-                slots.append(AttributeType.storedDecimal(number: v, exact: x < row.count ? row[x] : nil))
-            } else {
-                slots.append(v)
+                return AttributeType.storedDecimal(number: v, exact: x < row.count ? row[x] : nil)
             }
+            return v
         }
-        let values = AttributeValues(filled: slots)
         for slot in layout.relationships {
             if slot.column < row.count, case .integer(let rid) = row[slot.column] {
                 toOne[slot.name] = targetID(slot, rowID: rid, row: row, of: o)
@@ -693,6 +705,7 @@ public final class ManagedObjectContext {
     /// edits and positions, the pending indexes and the undo stack.
     func forgetPendingChanges() {
         inserted = []
+        insertedMayHoldDeleted = false
         clearPendingIndexes()
         touched = [:]
         touchedOrder = []

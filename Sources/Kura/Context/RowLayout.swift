@@ -46,7 +46,8 @@ final class RowLayout: Sendable {
     /// Each attribute's value in a newly inserted object (its default in
     /// stored form, or null), parallel to the entity's `attributes`.
     let insertValues: [Value]
-    /// `insertValues` as an object's slots (AttributeValues.swift).
+    /// `insertValues` as an object's slots, copied into each inserted
+    /// object's values (AttributeValues.swift).
     let insertSlots: [Value?]
 
     init(table: String, attributeColumns: [Int?], compositeColumns: [[Int]?], exactColumns: [Int?], relationships: [Slot], version: Int,

@@ -30,6 +30,8 @@
 // the object had changes the policy settled) and a save whose merge policy
 // settled a conflict (Context+Save.swift).
 
+import Foundation
+
 /// What changed an object's values, for ``ManagedObject/awakeFromSnapshotEvents(_:)``
 /// (Core Data's `NSSnapshotEventType`).
 public struct SnapshotEvents: OptionSet, Sendable, Hashable {
@@ -98,6 +100,41 @@ extension ManagedObject {
     }
 }
 
+/// The state of an object's `values`, `toOne` and `isDeleted` when `save`
+/// called its `willSave()` (`ManagedObject.willSaveKept`).
+final class WillSaveState {
+    let values: AttributeValues
+    let toOne: [String: ManagedObjectID]
+    let isDeleted: Bool
+    init(values: AttributeValues, toOne: [String: ManagedObjectID], isDeleted: Bool) {
+        self.values = values
+        self.toOne = toOne
+        self.isDeleted = isDeleted
+    }
+}
+
+extension ManagedObject {
+    /// Called before `values`, `toOne` or `isDeleted` change on an object
+    /// ever watched (`willSaveWatch`): if the object is watched by its
+    /// context's current first pass of `willSave()` calls and has no kept
+    /// state yet, keeps the state from before this change, which is the
+    /// state its `willSave()` call saw (its watch was set and its kept state
+    /// dropped just before the call). The kept values hold their buffer, so
+    /// the change that follows copies it instead of writing into it.
+    ///
+    /// An object without a context (it left during the pass) keeps its
+    /// state all the same: keeping one that is not needed is harmless (it
+    /// is dropped before the object's next call), missing one is not.
+    @inline(never)
+    func keepWillSaveState() {
+        guard willSaveKept == nil else { return }
+        let c = contextLink?.context
+        if let c, c.willSaveEpoch != willSaveWatch { return }
+        willSaveKept = WillSaveState(values: values, toOne: toOne, isDeleted: isDeleted)
+        c?.willSaveKeptObjects.append(self)
+    }
+}
+
 extension ManagedObjectContext {
     /// How many times `save()` calls `willSave()` hooks that keep changing
     /// objects before it refuses the save.
@@ -121,19 +158,37 @@ extension ManagedObjectContext {
             let relinked = notices.toManyTouched.values.filter { $0.managedObjectContext === self && !$0.isDeleted && !$0.isNew && !$0.hasChangedValues }
             return Self.joined(liveInserted, updatedObjects, deletedObjects, relinked)
         }
-        // The first pass calls every pending object; its snapshots sit in an
-        // array, so the common case (no hook changed anything) is settled by
-        // comparing in order, without a dictionary, and without making the
-        // pending list again: it is walked in place (`samePending`).
+        // The first pass calls every pending object. Its objects are
+        // watched (`willSaveWatch`): the first change of one after its call
+        // keeps its state from before (`keepWillSaveState`), so the common
+        // case (no hook changed anything) copies no state at all, and is
+        // settled by walking the pending lists in place (`samePending`),
+        // without a dictionary and without making the pending list again.
         let first = pending()
-        var snapshots: ContiguousArray<(AttributeValues, [String: ManagedObjectID], Bool)> = []
-        snapshots.reserveCapacity(first.count)
+        let epoch = nextWillSaveEpoch()
+        defer {
+            // Stop watching (the epoch moves on) and drop the kept states.
+            willSaveEpoch = 0
+            let kept = willSaveKeptObjects
+            willSaveKeptObjects = []
+            for o in kept { o.willSaveKept = nil }
+        }
         for o in first {
-            snapshots.append((o.values, o.toOne, o.isDeleted))
+            o.willSaveKept = nil
+            o.willSaveWatch = epoch
             o.willSave()
         }
-        if samePending(first, snapshots) { return }
-        for (o, s) in zip(first, snapshots) { seen[ObjectIdentifier(o)] = s }
+        if samePending(first) { return }
+        // The state each object had at its call: kept if it changed since, else its current one.
+        for o in first {
+            if let k = o.willSaveKept {
+                seen[ObjectIdentifier(o)] = (k.values, k.toOne, k.isDeleted)
+            } else {
+                seen[ObjectIdentifier(o)] = (o.values, o.toOne, o.isDeleted)
+            }
+        }
+        // Later passes compare with `seen`: no watching.
+        willSaveEpoch = 0
         for _ in 1..<Self.maximumWillSavePasses {
             let due = pending().filter(changedSinceLastCall)
             if due.isEmpty { return }
@@ -147,15 +202,25 @@ extension ManagedObjectContext {
         throw KuraError(.validation, "save refused, nothing was written: willSave() hooks still changed \(still.prefix(5).map(\.objectID.description).joined(separator: ", ")) after \(Self.maximumWillSavePasses) passes")
     }
 
+    /// A new `willSaveEpoch` for a first pass of `willSave()` calls, made
+    /// current (never 0, which means "not watching").
+    private func nextWillSaveEpoch() -> UInt16 {
+        lastWillSaveEpoch = lastWillSaveEpoch == .max ? 1 : lastWillSaveEpoch + 1
+        willSaveEpoch = lastWillSaveEpoch
+        return lastWillSaveEpoch
+    }
+
     /// Whether the pending objects are still `first`, in order (what
-    /// `runWillSave`'s `pending()` would give), each as its snapshot says.
-    private func samePending(_ first: [ManagedObject], _ snapshots: ContiguousArray<(AttributeValues, [String: ManagedObjectID], Bool)>) -> Bool {
+    /// `runWillSave`'s `pending()` would give), each in the state it had
+    /// when its `willSave()` was called: unchanged since (no kept state),
+    /// or changed back to it.
+    private func samePending(_ first: [ManagedObject]) -> Bool {
         var k = 0
         func next(_ o: ManagedObject) -> Bool {
             guard k < first.count, first[k] === o else { return false }
-            let s = snapshots[k]
             k += 1
-            return s.2 == o.isDeleted && s.0 == o.values && s.1 == o.toOne
+            guard let s = o.willSaveKept else { return true }
+            return s.isDeleted == o.isDeleted && s.values == o.values && s.toOne == o.toOne
         }
         for o in inserted where !o.isDeleted { guard next(o) else { return false } }
         for o in touchedOrder where !o.isDeleted && o.hasChangedValues { guard next(o) else { return false } }
@@ -173,19 +238,35 @@ extension ManagedObjectContext {
     func hookProblems(of o: ManagedObject, into problems: inout [String]) {
         let isNew = o.isNew
         let attributes = o.entity.attributes
+        let names = o.entity.attributeNames
         let types = o.entity.attributeStorageTypes
         for i in attributes.indices {
             let v = o.values[ordinal: i] ?? .null
             if isNew ? v.isNull : o.savedValues?[ordinal: i] == v { continue }
             do {
-                // Plain types convert by their type alone (no copy of the
+                // The common plain types are passed as their Swift values
+                // directly (the values `AttributeType.swiftValue` gives
+                // them): the argument's type is then known where it is
+                // made and destroyed, instead of an `Any?` made by a call
+                // and destroyed through its type's witnesses. Other plain
+                // types convert by their type alone (no copy of the
                 // description); composite, transformable, null and
                 // mismatched values take the attribute's own way.
-                let swift: Any?
-                if let t = types[i], t != .transformable, let s = t.swiftValue(v) { swift = s } else { swift = try attributes[i].swiftValue(v, of: o.objectID) }
-                try o.validateValue(swift, forKey: attributes[i].name)
+                switch (types[i], v) {
+                case (.string?, .text(let s)): try o.validateValue(s, forKey: names[i])
+                case (.int64?, .integer(let x)): try o.validateValue(x, forKey: names[i])
+                case (.int32?, .integer(let x)): try o.validateValue(Int32(truncatingIfNeeded: x), forKey: names[i])
+                case (.int16?, .integer(let x)): try o.validateValue(Int16(truncatingIfNeeded: x), forKey: names[i])
+                case (.double?, .double(let x)): try o.validateValue(x, forKey: names[i])
+                case (.bool?, .bool(let x)): try o.validateValue(x, forKey: names[i])
+                case (.date?, .double(let x)): try o.validateValue(Date(timeIntervalSinceReferenceDate: x), forKey: names[i])
+                default:
+                    let swift: Any?
+                    if let t = types[i], t != .transformable, let s = t.swiftValue(v) { swift = s } else { swift = try attributes[i].swiftValue(v, of: o.objectID) }
+                    try o.validateValue(swift, forKey: names[i])
+                }
             } catch {
-                problems.append("\(o.objectID): attribute \"\(attributes[i].name)\": \(error.message)")
+                problems.append("\(o.objectID): attribute \"\(names[i])\": \(error.message)")
             }
         }
         do {

@@ -57,15 +57,21 @@ open class ManagedObject: CustomStringConvertible {
     // times (will-save hooks, validation, the row, the saved state), and in
     // a large save each visit finds the object out of the cache: what those
     // visits read sits together in the object's first two 64-byte lines
-    // (the header, entity, ID, flags and link; then the values, saved
-    // values, to-one keys, deferred errors and version). Rarely used state
-    // comes last, and the last read error, which is large, sits in a box.
+    // (the header, entity, ID, flags, will-save watch and link; then the
+    // values, the state kept for will-save, to-one keys, deferred errors
+    // and version), the saved values next. Rarely used state comes last,
+    // and the last read error, which is large, sits in a box.
     /// The object's ID (temporary until first saved).
     @exclusivity(unchecked) public internal(set) var objectID: ManagedObjectID
     /// Whether the object's values are not loaded yet (they load on first access).
     @exclusivity(unchecked) public internal(set) var isFault = false
     /// Set by `delete`.
-    @exclusivity(unchecked) public internal(set) var isDeleted = false
+    @exclusivity(unchecked) public internal(set) var isDeleted = false {
+        willSet { if willSaveWatch != 0 { keepWillSaveState() } }
+        // The context's inserted list may now hold a deleted object
+        // (ManagedObjectContext.liveInserted).
+        didSet { if isDeleted { contextLink?.context?.insertedMayHoldDeleted = true } }
+    }
     /// Whether the object was inserted in its context and not yet saved (to
     /// the store, or pushed to a parent context). Not the same as a temporary
     /// ID: `obtainPermanentIDs` gives an inserted object its store ID early,
@@ -77,6 +83,12 @@ open class ManagedObject: CustomStringConvertible {
     /// The list of its context's pending change batch this object is in, valid
     /// while `notedBatch` is the context's batch number (ContextNotifications.swift).
     @exclusivity(unchecked) var notedList: NoteList?
+    /// The context's `willSaveEpoch` when `save` last called this object's
+    /// `willSave()` (0: never): while it is the context's current one, the
+    /// first change of `values`, `toOne` or `isDeleted` keeps their state
+    /// from before it (`keepWillSaveState`, ManagedObject+Lifecycle.swift).
+    /// Two bytes, in what would be padding before `contextLink`.
+    @exclusivity(unchecked) var willSaveWatch: UInt16 = 0
     /// The context the object belongs to (nil once it was removed from it,
     /// or once the context was deallocated).
     public internal(set) var managedObjectContext: ManagedObjectContext? {
@@ -91,23 +103,57 @@ open class ManagedObject: CustomStringConvertible {
     /// destroy.
     @exclusivity(unchecked) var contextLink: ContextLink?
 
-    /// Attribute values by ordinal (AttributeValues.swift).
-    @exclusivity(unchecked) var values: AttributeValues {
-        // A pending object filed in its context's pending indexes is re-filed
-        // at the next fetch (PendingIndex.swift).
-        didSet { if indexWatch { managedObjectContext?.pendingValuesChanged(self) } }
+    /// Attribute values by ordinal (AttributeValues.swift): `valueStorage`,
+    /// through accessors that keep the state `willSave()` saw before the
+    /// first change after it (`keepWillSaveState`) and re-file an object
+    /// filed in its context's pending indexes (PendingIndex.swift), without
+    /// a copy: `_modify` lends the storage itself, so a setter changes the
+    /// values' buffer in place.
+    var values: AttributeValues {
+        // `_read` lends the storage (a getter would return a copy: a retain
+        // and release of the values' buffer per read).
+        @inline(__always) _read { yield valueStorage }
+        @inline(__always) _modify {
+            if willSaveWatch != 0 { keepWillSaveState() }
+            yield &valueStorage
+            if indexWatch { managedObjectContext?.pendingValuesChanged(self) }
+        }
+        @inline(__always) set {
+            if willSaveWatch != 0 { keepWillSaveState() }
+            valueStorage = newValue
+            if indexWatch { managedObjectContext?.pendingValuesChanged(self) }
+        }
     }
-    /// Last saved state (nil for an object never saved).
-    @exclusivity(unchecked) var savedValues: AttributeValues?
+    /// `values`' storage: read and written only through `values`.
+    @exclusivity(unchecked) private var valueStorage: AttributeValues
+    /// The state of `values`, `toOne` and `isDeleted` when `save` last
+    /// called `willSave()`, kept at the first change after it (nil: no
+    /// change since, or not watched): ManagedObject+Lifecycle.swift.
+    @exclusivity(unchecked) var willSaveKept: WillSaveState?
+    /// The to-one targets by relationship name: `toOneStorage`, through
+    /// accessors that keep the state `willSave()` saw (as `values`).
+    var toOne: [String: ManagedObjectID] {
+        @inline(__always) _read { yield toOneStorage }
+        @inline(__always) _modify {
+            if willSaveWatch != 0 { keepWillSaveState() }
+            yield &toOneStorage
+        }
+        @inline(__always) set {
+            if willSaveWatch != 0 { keepWillSaveState() }
+            toOneStorage = newValue
+        }
+    }
     // Empty dictionaries made with `init()`, not the `[:]` literal, which
     // calls the literal initializer for every object made.
-    @exclusivity(unchecked) var toOne = [String: ManagedObjectID]()
+    @exclusivity(unchecked) private var toOneStorage = [String: ManagedObjectID]()
     @exclusivity(unchecked) var savedToOne = [String: ManagedObjectID]()
     /// Errors from subscript assignments, reported by the next save.
     @exclusivity(unchecked) var deferredErrors: [KuraError] = []
     /// The row's version when this context last read or saved it (the store's
     /// `_version` column); `save` compares it with the stored one.
     @exclusivity(unchecked) var version: Int64 = 0
+    /// Last saved state (nil for an object never saved).
+    @exclusivity(unchecked) var savedValues: AttributeValues?
     /// Position in an ordered to-many of the target (`<relationship>_order`).
     @exclusivity(unchecked) var order = [String: Double]()
     @exclusivity(unchecked) var savedOrder = [String: Double]()
@@ -142,7 +188,7 @@ open class ManagedObject: CustomStringConvertible {
     public required init(entity: EntityDescription, objectID: ManagedObjectID) {
         self.entity = entity
         self.objectID = objectID
-        values = AttributeValues(entity)
+        valueStorage = AttributeValues(entity)
     }
 
     deinit {
