@@ -79,6 +79,11 @@ public struct TableSchema: Sendable, Hashable {
     /// Whether any column is `external` (kept by `append`, the only way a
     /// column comes in; every insert asks).
     private(set) var hasExternal = false
+    /// Each column's type and nullability, in order (kept by `append`):
+    /// `validate` reads these per row instead of copying each column's
+    /// definition (its name and default) out of `columns`.
+    private var columnTypes: [ColumnType] = []
+    private var columnNullable: [Bool] = []
 
     /// - Throws: `.invalidArgument` for duplicate or empty names, or a default
     ///   that does not fit its column.
@@ -100,6 +105,8 @@ public struct TableSchema: Sendable, Hashable {
         c.defaultValue = c.type.normalize(c.defaultValue)
         positions[c.name] = columns.count
         columns.append(c)
+        columnTypes.append(c.type)
+        columnNullable.append(c.isNullable)
         if c.type == .external { hasExternal = true }
     }
 
@@ -145,18 +152,22 @@ public struct TableSchema: Sendable, Hashable {
             out.reserveCapacity(columns.count)
             while out.count < columns.count { out.append(columns[out.count].defaultValue) }
         }
-        for (i, c) in columns.enumerated() {
-            let v = out[i]
-            if v.isNull {
-                if !c.isNullable {
-                    throw KuraError(.constraintViolation, "column \"\(c.name)\" of table \"\(table)\" may not be null")
+        for i in 0..<columnTypes.count {
+            let type = columnTypes[i]
+            let n: Value?
+            switch out[i] {
+            case .null:
+                if !columnNullable[i] {
+                    throw KuraError(.constraintViolation, "column \"\(columns[i].name)\" of table \"\(table)\" may not be null")
                 }
                 continue
+            case let v:
+                guard type.accepts(v) else {
+                    throw KuraError(.typeMismatch, "column \"\(columns[i].name)\" of table \"\(table)\" holds \(type.rawValue) values, not \(v.typeName) (\(v))")
+                }
+                n = type.normalized(v)
             }
-            guard c.type.accepts(v) else {
-                throw KuraError(.typeMismatch, "column \"\(c.name)\" of table \"\(table)\" holds \(c.type.rawValue) values, not \(v.typeName) (\(v))")
-            }
-            if let n = c.type.normalized(v) { out[i] = n }
+            if let n { out[i] = n }
         }
         return out
     }
