@@ -36,7 +36,12 @@
 //
 // Validation: every node loaded from disk passes `Node.validate` (cell count,
 // pointers, cell bounds) before any code reads it, so tree code can read cells
-// without further checks.
+// without further checks. Each cell is checked once, by a fast path for the
+// usual shapes or the general `cellEnd`, which decide alike (NodeValidationTests).
+// A page that passes gets a `NodeSummary` (Page.swift): its header fields and
+// first and last row IDs, which the accessors below and `rowIDLowerBound`
+// read from the Page object instead of the page's bytes. The pager keeps it
+// only on pages it caches (immutable); any setter of Page clears it.
 
 enum Node {
     static let kindOffset = 0
