@@ -45,7 +45,7 @@ struct BTree {
     @inline(__always)
     func node<S: PageSource>(_ number: UInt32, _ s: S) throws(KuraError) -> Page {
         let p = try s.page(number)
-        let k = p.u8(Node.kindOffset)
+        let k = p.kindByte
         guard k == kind.leaf.rawValue || k == kind.interior.rawValue else {
             throw KuraError(.corrupt, "page \(number) should be a \(kind) tree page but has kind \(k); run `kura check` on the store", page: number)
         }

@@ -36,7 +36,12 @@
 //
 // Validation: every node loaded from disk passes `Node.validate` (cell count,
 // pointers, cell bounds) before any code reads it, so tree code can read cells
-// without further checks.
+// without further checks. Each cell is checked once, by a fast path for the
+// usual shapes or the general `cellEnd`, which decide alike (NodeValidationTests).
+// A page that passes gets a `NodeSummary` (Page.swift): its header fields and
+// first and last row IDs, which the accessors below and `rowIDLowerBound`
+// read from the Page object instead of the page's bytes. The pager keeps it
+// only on pages it caches (immutable); any setter of Page clears it.
 
 enum Node {
     static let kindOffset = 0
@@ -93,25 +98,60 @@ enum Node {
         if p.u32(treeRootOffset) == 0 { throw bad("no tree root recorded") }
         if !kind.isLeaf && p.u32(rightChildOffset) == 0 { throw bad("interior page without a right-most child") }
         let maxK = maxKey(p.size)
+        let mc = maxCell(p.size)
+        let base = UnsafeRawPointer(p.bytes)
         var cellBytes = 0
-        for i in 0..<n {
-            let o = Int(p.u16(headerSize + 2 * i))
-            guard o >= start && o < use else { throw bad("cell \(i) pointer \(o) is outside the content area") }
-            var pos = o
-            if !kind.isLeaf {
-                guard pos + 4 <= use, p.u32(pos) != 0 else { throw bad("cell \(i) child pointer is missing") }
-                pos += 4
+        // Each cell is checked by a fast path for its usual shape (a one-byte
+        // key length; in a leaf, a one- or two-byte value length), which
+        // accepts exactly the cells `cellEnd` accepts with these shapes and
+        // computes the same size; any other cell, or one that fails a check,
+        // goes through `cellEnd`, which gives the verdict and the error.
+        if kind.isLeaf {
+            for i in 0..<n {
+                let o = Int(p.u16(headerSize + 2 * i))
+                if o >= start && o < use {
+                    let kl = Int(base.load(fromByteOffset: o, as: UInt8.self))
+                    let vAt = o + 1 + kl  // where the value length starts
+                    if kl < 0x80 && kl <= maxK && vAt < use {
+                        let v0 = Int(base.load(fromByteOffset: vAt, as: UInt8.self))
+                        var vl = v0
+                        var vb = 1
+                        if v0 >= 0x80 && vAt + 1 < use {
+                            let v1 = Int(base.load(fromByteOffset: vAt + 1, as: UInt8.self))
+                            // Canonical two-byte varints only (v1 != 0), so
+                            // that the bytes read equal `Varint.size(vl)`, as
+                            // `leafLayout` counts them.
+                            if v1 != 0 && v1 < 0x80 {
+                                vl = v0 & 0x7F | v1 << 7
+                                vb = 2
+                            }
+                        }
+                        if vl < 0x80 || vb == 2 {
+                            // leafLayout: whole when it fits in maxCell, else
+                            // exactly maxCell bytes (local part + overflow page).
+                            let full = 1 + kl + vb + vl
+                            let size = full <= mc ? full : mc
+                            if o + size <= use {
+                                cellBytes += size
+                                continue
+                            }
+                        }
+                    }
+                }
+                cellBytes += try cellEnd(p, i, kind: kind, start: start, use: use, maxKey: maxK) - o
             }
-            guard let (kl, a) = Varint.read(p.bytes, pos, use), kl <= UInt64(maxK) else { throw bad("cell \(i) key length is malformed") }
-            pos += a + Int(kl)
-            guard pos <= use else { throw bad("cell \(i) key runs past the page") }
-            if kind.isLeaf {
-                guard let (vl, b) = Varint.read(p.bytes, pos, use), vl <= UInt64(Int32.max) else { throw bad("cell \(i) value length is malformed") }
-                let layout = leafLayout(keyLength: Int(kl), valueLength: Int(vl), pageSize: p.size)
-                pos += b + layout.local + (layout.overflow ? 4 : 0)
-                guard pos <= use else { throw bad("cell \(i) value runs past the page") }
+        } else {
+            for i in 0..<n {
+                let o = Int(p.u16(headerSize + 2 * i))
+                if o >= start && o + 5 <= use && p.u32(o) != 0 {
+                    let kl = Int(base.load(fromByteOffset: o + 4, as: UInt8.self))
+                    if kl < 0x80 && kl <= maxK && o + 5 + kl <= use {
+                        cellBytes += 5 + kl
+                        continue
+                    }
+                }
+                cellBytes += try cellEnd(p, i, kind: kind, start: start, use: use, maxKey: maxK) - o
             }
-            cellBytes += pos - o
         }
         // The writer's free-space arithmetic (`freeSpace`, `defragment`) relies on
         // the cells and the fragmented bytes fitting in the content area.
@@ -119,16 +159,67 @@ enum Node {
         guard cellBytes + fragmented <= use - start else {
             throw bad("\(cellBytes) bytes of cells and \(fragmented) fragmented bytes do not fit in the \(use - start)-byte content area")
         }
+        summarize(p, kind: kind, cellCount: n)
+    }
+
+    /// Where node cell i ends, after checking that it lies in the content
+    /// area [start, use) with well-formed lengths; throws `corrupt` naming
+    /// the page otherwise. (The general check of one cell, for `validate`.)
+    private static func cellEnd(_ p: Page, _ i: Int, kind: PageKind, start: Int, use: Int, maxKey maxK: Int) throws(KuraError) -> Int {
+        func bad(_ why: String) -> KuraError {
+            KuraError(.corrupt, "tree page is malformed: \(why); run `kura check` on the store", page: p.number)
+        }
+        let o = Int(p.u16(headerSize + 2 * i))
+        guard o >= start && o < use else { throw bad("cell \(i) pointer \(o) is outside the content area") }
+        var pos = o
+        if !kind.isLeaf {
+            guard pos + 4 <= use, p.u32(pos) != 0 else { throw bad("cell \(i) child pointer is missing") }
+            pos += 4
+        }
+        guard let (kl, a) = Varint.read(p.bytes, pos, use), kl <= UInt64(maxK) else { throw bad("cell \(i) key length is malformed") }
+        pos += a + Int(kl)
+        guard pos <= use else { throw bad("cell \(i) key runs past the page") }
+        if kind.isLeaf {
+            guard let (vl, b) = Varint.read(p.bytes, pos, use), vl <= UInt64(Int32.max) else { throw bad("cell \(i) value length is malformed") }
+            let layout = leafLayout(keyLength: Int(kl), valueLength: Int(vl), pageSize: p.size)
+            pos += b + layout.local + (layout.overflow ? 4 : 0)
+            guard pos <= use else { throw bad("cell \(i) value runs past the page") }
+        }
+        return pos
+    }
+
+    /// Fills `p.summary` from a node page that has just passed `validate`:
+    /// kind, cell count, tree root and right-most child as the header has
+    /// them, and for a table-tree page with cells the row IDs of its first
+    /// and last cells when both keys decode as row-ID keys (else the unknown
+    /// values, which make `rowIDLowerBound` search by bytes).
+    private static func summarize(_ p: Page, kind: PageKind, cellCount n: Int) {
+        var s = NodeSummary.none
+        if n > 0 && (kind == .tableLeaf || kind == .tableInterior), let first = p.cellRowID(0), let last = p.cellRowID(n - 1) {
+            s.firstRowID = first
+            s.lastRowID = last
+        }
+        s.treeRoot = p.u32(treeRootOffset)
+        s.rightChild = p.u32(rightChildOffset)
+        s.cellCount = UInt16(n)
+        s.kind = kind.rawValue
+        p.summary = s
     }
 }
 
 /// Typed accessors for a node page. The page must have passed `Node.validate`
 /// (or have been built by this code).
 extension Page {
-    var nodeKind: PageKind? { PageKind(rawValue: u8(Node.kindOffset)) }
-    var isLeafNode: Bool { let k = u8(Node.kindOffset); return k == 2 || k == 4 }
+    var nodeKind: PageKind? { PageKind(rawValue: kindByte) }
+    /// The kind byte (from `summary` when the page has one).
+    @inline(__always)
+    var kindByte: UInt8 {
+        let k = summary.kind
+        return k != 0 ? k : u8(Node.kindOffset)
+    }
+    var isLeafNode: Bool { let k = kindByte; return k == 2 || k == 4 }
     var cellCount: Int {
-        get { Int(u16(Node.cellCountOffset)) }
+        get { summary.kind != 0 ? Int(summary.cellCount) : Int(u16(Node.cellCountOffset)) }
         set { setU16(Node.cellCountOffset, UInt16(newValue)) }
     }
     var contentStart: Int {
@@ -140,10 +231,10 @@ extension Page {
         set { setU16(Node.fragmentedOffset, UInt16(newValue)) }
     }
     var rightChild: UInt32 {
-        get { u32(Node.rightChildOffset) }
+        get { summary.kind != 0 ? summary.rightChild : u32(Node.rightChildOffset) }
         set { setU32(Node.rightChildOffset, newValue) }
     }
-    var treeRoot: UInt32 { u32(Node.treeRootOffset) }
+    var treeRoot: UInt32 { summary.kind != 0 ? summary.treeRoot : u32(Node.treeRootOffset) }
 
     @inline(__always) func cellOffset(_ i: Int) -> Int { Int(u16(Node.headerSize + 2 * i)) }
 
@@ -298,9 +389,25 @@ extension Page {
     /// Same answer as `lowerBound` on any node whose keys are sorted (only
     /// `compareKey` decides); on a damaged node it still returns an index in
     /// 0...cellCount, as `lowerBound` does.
+    ///
+    /// The first and last row IDs come from `summary` when the page has one
+    /// (a page read from disk), which saves reading the page's header line,
+    /// its first and last cell pointers and those two cells.
     func rowIDLowerBound(_ key: UnsafeRawBufferPointer, rowID: Int64) -> Int {
-        let n = cellCount
-        guard n > 8, let first = cellRowID(0), let last = cellRowID(n - 1), first < rowID, rowID <= last else {
+        let n: Int
+        let first: Int64
+        let last: Int64
+        if summary.kind != 0 {
+            n = Int(summary.cellCount)
+            first = summary.firstRowID
+            last = summary.lastRowID
+        } else {
+            n = cellCount
+            guard n > 8, let f = cellRowID(0), let l = cellRowID(n - 1) else { return lowerBound(key) }
+            first = f
+            last = l
+        }
+        guard n > 8, first < rowID, rowID <= last else {
             return lowerBound(key)
         }
         // Here key(0) < key <= key(n - 1): the answer is in 1...n-1.
@@ -331,7 +438,7 @@ extension Page {
 
     /// The row ID cell i's key encodes, or nil if it is not a row-ID key.
     @inline(__always)
-    private func cellRowID(_ i: Int) -> Int64? {
+    fileprivate func cellRowID(_ i: Int) -> Int64? {
         let (o, l) = cellKey(i)
         guard let (v, k) = RowIDKey.decode(UnsafeRawPointer(bytes), o, o + l), k == l else { return nil }
         return v

@@ -4,58 +4,155 @@
 //
 // Keys: a database-file page is its page number; a WAL frame is
 // `frameKeyFlag | generation << 32 | frame number`, so frames of a log that was
-// reset can never be confused with the new log's.
+// reset can never be confused with the new log's. No key is 0 (page numbers
+// start at 1, frame keys have the flag bit), so 0 marks an empty slot.
+//
+// The map is an open-addressing table with linear probing and a Fibonacci
+// (multiplicative) hash: one slot holds the key and the page side by side,
+// so a hit costs one multiply and usually one cache line, where a Dictionary
+// paid a SipHash of the key and a line each for its bitmap, keys and values
+// (every page lookup of a reader that misses its transaction's memo comes
+// here). At most half the slots are used, so probes stay short and always
+// end at an empty slot; removal shifts the following run back (no tombstones).
 
 struct PageCache {
     static let frameKeyFlag: UInt64 = 1 << 63
 
     let capacity: Int
-    private var map: [UInt64: Page] = [:]
+
+    private struct Slot {
+        var key: UInt64
+        var page: Page?
+    }
+
+    private var slots: [Slot]
+    /// slots.count - 1 (a power of two minus one).
+    private var mask: Int
+    /// 64 - log2(slots.count): the hash keeps the product's top bits.
+    private var shift: UInt64
+    private(set) var count = 0
     private var ring: [UInt64] = []
     private var hand = 0
 
     init(capacity: Int) {
         self.capacity = max(capacity, 8)
-        map.reserveCapacity(self.capacity)
+        (slots, mask, shift) = Self.table(for: self.capacity + 1)
+    }
+
+    /// An empty table with room for `entries` at a load of at most one half.
+    private static func table(for entries: Int) -> ([Slot], Int, UInt64) {
+        var n = 16
+        while n < 2 * entries { n <<= 1 }
+        return ([Slot](repeating: Slot(key: 0, page: nil), count: n), n - 1, UInt64(64 - n.trailingZeroBitCount))
     }
 
     static func frameKey(generation: UInt32, frame: Int) -> UInt64 {
         frameKeyFlag | UInt64(generation) << 32 | UInt64(UInt32(truncatingIfNeeded: frame))
     }
 
-    var count: Int { map.count }
+    @inline(__always)
+    private func home(_ key: UInt64) -> Int {
+        Int(truncatingIfNeeded: (key &* 0x9E37_79B9_7F4A_7C15) >> shift)
+    }
+
+    /// The slot holding `key`, or nil. Ends: at most half the slots are used.
+    @inline(__always)
+    private func find(_ key: UInt64) -> Int? {
+        guard key != 0 else { return nil }
+        var i = home(key)
+        while true {
+            let k = slots[i].key
+            if k == key { return i }
+            if k == 0 { return nil }
+            i = (i + 1) & mask
+        }
+    }
 
     /// The page under `key` without setting its clock bit: for callers that
     /// hold the pager's lock shared (Pager.page sets the bit itself).
     @inline(__always)
-    func peek(_ key: UInt64) -> Page? { map[key] }
+    func peek(_ key: UInt64) -> Page? {
+        guard let i = find(key) else { return nil }
+        return slots[i].page
+    }
 
     mutating func get(_ key: UInt64) -> Page? {
-        guard let p = map[key] else { return nil }
+        guard let i = find(key), let p = slots[i].page else { return nil }
         p.referenced = true
         return p
     }
 
     mutating func put(_ key: UInt64, _ page: Page) {
-        if map.updateValue(page, forKey: key) != nil { return }
-        if map.count > capacity { evictOne() }
+        guard key != 0 else { return }
+        if let i = find(key) {
+            slots[i].page = page
+            return
+        }
+        insertNew(key, page)
+        if count > capacity { evictOne() }
         ring.append(key)
         if ring.count > 2 * capacity + 64 { compactRing() }
     }
 
+    /// Adds `key`, which is not in the table.
+    private mutating func insertNew(_ key: UInt64, _ page: Page) {
+        if 2 * (count + 1) > slots.count { rehash(for: 2 * (count + 1)) }
+        var i = home(key)
+        while slots[i].key != 0 { i = (i + 1) & mask }
+        slots[i] = Slot(key: key, page: page)
+        count += 1
+    }
+
+    /// Rebuilds the table with room for `entries` (keeping every entry).
+    private mutating func rehash(for entries: Int) {
+        let old = slots
+        (slots, mask, shift) = Self.table(for: entries)
+        count = 0
+        for s in old where s.key != 0 {
+            if let p = s.page { insertNew(s.key, p) }
+        }
+    }
+
     mutating func remove(_ key: UInt64) {
-        map[key] = nil  // its ring slot is dropped lazily by evictOne
+        // Its ring slot is dropped lazily by evictOne.
+        if let i = find(key) { removeSlot(i) }
+    }
+
+    /// Empties slot `i`, then moves back each entry of the run after it that
+    /// may no longer be reached from its home slot (backward-shift deletion).
+    private mutating func removeSlot(_ slot: Int) {
+        var hole = slot
+        slots[hole] = Slot(key: 0, page: nil)
+        count -= 1
+        var j = hole
+        while true {
+            j = (j + 1) & mask
+            let k = slots[j].key
+            if k == 0 { return }
+            // The entry at j stays if its home lies cyclically in (hole, j].
+            let h = home(k)
+            let stays = hole <= j ? (h > hole && h <= j) : (h > hole || h <= j)
+            if !stays {
+                slots[hole] = slots[j]
+                slots[j] = Slot(key: 0, page: nil)
+                hole = j
+            }
+        }
     }
 
     mutating func removeAll() {
-        map.removeAll(keepingCapacity: true)
+        for i in slots.indices where slots[i].key != 0 { slots[i] = Slot(key: 0, page: nil) }
+        count = 0
         ring.removeAll(keepingCapacity: true)
         hand = 0
     }
 
     /// Removes every WAL-frame entry (after the log is reset).
     mutating func removeFrames() {
-        map = map.filter { $0.key & PageCache.frameKeyFlag == 0 }
+        let kept = slots.filter { $0.key != 0 && $0.key & PageCache.frameKeyFlag == 0 }
+        for i in slots.indices where slots[i].key != 0 { slots[i] = Slot(key: 0, page: nil) }
+        count = 0
+        for s in kept { if let p = s.page { insertNew(s.key, p) } }
         ring.removeAll(where: { $0 & PageCache.frameKeyFlag != 0 })
         hand = 0
     }
@@ -63,7 +160,7 @@ struct PageCache {
     /// Drops stale and duplicate ring slots left by `remove`.
     private mutating func compactRing() {
         var seen = Set<UInt64>()
-        ring = ring.filter { map[$0] != nil && seen.insert($0).inserted }
+        ring = ring.filter { find($0) != nil && seen.insert($0).inserted }
         hand = 0
     }
 
@@ -75,7 +172,7 @@ struct PageCache {
             steps -= 1
             if hand >= ring.count { hand = 0 }
             let key = ring[hand]
-            guard let page = map[key] else {
+            guard let i = find(key), let page = slots[i].page else {
                 ring.swapAt(hand, ring.count - 1)
                 ring.removeLast()
                 continue
@@ -84,7 +181,7 @@ struct PageCache {
                 page.referenced = false
                 hand += 1
             } else {
-                map[key] = nil
+                removeSlot(i)
                 ring.swapAt(hand, ring.count - 1)
                 ring.removeLast()
                 return

@@ -738,7 +738,7 @@ final class Pager: @unchecked Sendable {
             defer { fileLock.unlock() }
             let stillValid = state.withShared { epoch == checkpointEpoch }
             if !stillValid { continue }
-            let p = try load(number, frame: frame)
+            let p = try load(number, frame: frame, shared: true)
             state.withLock { if epoch == checkpointEpoch { cache.put(key, p) } }
             return p
         }
@@ -754,15 +754,19 @@ final class Pager: @unchecked Sendable {
             key = PageCache.frameKey(generation: wal.generation, frame: f)
         }
         if let p = cache.get(key) { return p }
-        let p = try load(number, frame: frame)
+        let p = try load(number, frame: frame, shared: true)
         cache.put(key, p)
         return p
     }
 
     /// Reads a page from the log (frame > 0) or the database file, verifying its
-    /// checksum and structure.
-    private func load(_ number: UInt32, frame: Int) throws(KuraError) -> Page {
-        let p = Page(number: number, size: pageSize)
+    /// checksum and structure. `shared`: the page goes to the cache, immutable;
+    /// otherwise (a writer's spilled page, which it goes on changing) the
+    /// summary the validator recorded (`Page.summary`) is dropped, so that no
+    /// change to the bytes can leave it stale.
+    private func load(_ number: UInt32, frame: Int, shared: Bool = false) throws(KuraError) -> Page {
+        // Not zeroed: both reads below fill the whole buffer or throw.
+        let p = Page(number: number, size: pageSize, toBeFilledEntirely: ())
         if frame > 0 {
             try wal.readFrame(frame, into: p)
         } else {
@@ -775,6 +779,7 @@ final class Pager: @unchecked Sendable {
             throw KuraError.corruption("checksum mismatch (stored \(hex(p.u64(pageSize - pageTrailerSize))), computed \(hex(p.computeChecksum())))" + (frame > 0 ? " in log frame \(frame)" : ""), page: number, path: path)
         }
         try validator(p)
+        if !shared { p.summary = .none }
         return p
     }
 

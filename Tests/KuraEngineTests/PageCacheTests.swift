@@ -1,0 +1,70 @@
+import XCTest
+@testable import KuraEngine
+
+/// The page cache's table (open addressing, backward-shift removal) against a
+/// Dictionary: a lookup finds the page last put under its key or nothing
+/// (evicted), never another key's page; the count stays within the capacity.
+final class PageCacheTests: XCTestCase {
+    func testRandomOperationsAgreeWithADictionary() {
+        var rng = SplitMix64(seed: testSeed("PageCacheTests.random"))
+        for round in 0..<20 {
+            let capacity = 8 + Int(rng.next() % 200)
+            var cache = PageCache(capacity: capacity)
+            var model: [UInt64: Page] = [:]
+            // Few distinct keys collide often in a small table; frame keys
+            // exercise removeFrames.
+            let keySpace = UInt64(capacity * (1 + round % 4))
+            func randomKey() -> UInt64 {
+                let k = 1 + rng.next() % keySpace
+                return rng.next() % 3 == 0 ? PageCache.frameKey(generation: UInt32(k % 3), frame: Int(k)) : k
+            }
+            for step in 0..<4000 {
+                switch rng.next() % 16 {
+                case 0..<8:
+                    let k = randomKey()
+                    let p = Page(number: UInt32(truncatingIfNeeded: k), size: 512)
+                    cache.put(k, p)
+                    model[k] = p
+                    XCTAssertTrue(cache.peek(k) === p, "a page just put is found (round \(round), step \(step))")
+                case 8..<12:
+                    let k = randomKey()
+                    if let p = cache.peek(k) {
+                        XCTAssertTrue(model[k] === p, "key \(k) found another key's page (round \(round), step \(step))")
+                    }
+                    if let p = cache.get(k) { XCTAssertTrue(p.referenced) }
+                case 12..<15:
+                    let k = randomKey()
+                    cache.remove(k)
+                    model[k] = nil
+                    XCTAssertNil(cache.peek(k))
+                default:
+                    if rng.next() % 4 == 0 {
+                        cache.removeAll()
+                        model.removeAll()
+                    } else {
+                        cache.removeFrames()
+                        model = model.filter { $0.key & PageCache.frameKeyFlag == 0 }
+                    }
+                }
+                XCTAssertLessThanOrEqual(cache.count, capacity + 1)
+                // Entries are evicted, never invented: every cached key is in the model.
+                if step % 500 == 0 {
+                    var found = 0
+                    for (k, p) in model where cache.peek(k) != nil {
+                        XCTAssertTrue(cache.peek(k) === p)
+                        found += 1
+                    }
+                    XCTAssertEqual(found, cache.count, "the cache holds keys the model does not (round \(round), step \(step))")
+                }
+            }
+        }
+    }
+
+    /// Key 0 (no page has it) is never cached.
+    func testKeyZeroIsNeverCached() {
+        var cache = PageCache(capacity: 8)
+        cache.put(0, Page(number: 1, size: 512))
+        XCTAssertNil(cache.peek(0))
+        XCTAssertEqual(cache.count, 0)
+    }
+}
