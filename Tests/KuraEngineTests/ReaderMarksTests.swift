@@ -255,11 +255,6 @@ final class ReaderMarksTests: XCTestCase {
         XCTAssertNotNil(next.pager.readerMarksForTesting)
     }
 
-    func fileVersion(_ path: String) throws -> UInt32 {
-        let data = try Data(contentsOf: URL(fileURLWithPath: path))
-        return data.withUnsafeBytes { UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: FileHeader.versionOffset, as: UInt32.self)) }
-    }
-
     func testStoresInMemoryUseTheReaderByte() throws {
         let db = try Database.inMemory()
         try db.write { tx in try tx.insert([.integer(1)], into: try tx.createTable("t")) }

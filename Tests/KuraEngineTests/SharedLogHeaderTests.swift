@@ -32,11 +32,6 @@ final class SharedLogHeaderTests: XCTestCase {
         db.pager.logReadCounts
     }
 
-    func fileVersion(_ path: String) throws -> UInt32 {
-        let data = try Data(contentsOf: URL(fileURLWithPath: path))
-        return data.withUnsafeBytes { UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: FileHeader.versionOffset, as: UInt32.self)) }
-    }
-
     /// Overwrites bytes of `path` in place (never truncates: another
     /// connection has the file mapped).
     func overwrite(_ path: String, at offset: UInt64, with bytes: [UInt8]) throws {

@@ -34,11 +34,6 @@ final class TableCountersTests: XCTestCase {
         try w.commit()
     }
 
-    func fileVersion(_ path: String) throws -> UInt32 {
-        let data = try Data(contentsOf: URL(fileURLWithPath: path))
-        return data.withUnsafeBytes { UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: FileHeader.versionOffset, as: UInt32.self)) }
-    }
-
     func testFormat1StoreOpensAndMigratesInFirstWrite() throws {
         let dir = try TemporaryDirectory()
         let path = dir.path + "/old.kura"

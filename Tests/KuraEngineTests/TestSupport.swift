@@ -22,6 +22,13 @@ func testSeed(_ name: String) -> UInt64 {
     return seed
 }
 
+/// The format version the store file at `path` holds in its header page
+/// (what a connection opening it reads first).
+func fileVersion(_ path: String) throws -> UInt32 {
+    let data = try Data(contentsOf: URL(fileURLWithPath: path))
+    return data.withUnsafeBytes { UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: FileHeader.versionOffset, as: UInt32.self)) }
+}
+
 /// A fresh directory under the system temporary directory, removed on deinit.
 final class TemporaryDirectory {
     let path: String

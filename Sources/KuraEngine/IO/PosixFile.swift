@@ -155,6 +155,7 @@ final class PosixFile: StorageFile, @unchecked Sendable {
         try vectors.withUnsafeMutableBufferPointer { v throws(KuraError) in
             while first < v.count {
                 let count = min(v.count - first, PosixFile.maxVectors)
+                // `v` is not empty here (first < v.count): it has a base address.
                 let n = pwritev(fd, v.baseAddress! + first, Int32(count), off_t(position))
                 if n < 0 {
                     if errno == EINTR { continue }

@@ -390,6 +390,7 @@ final class WriteAheadLog {
         let headers = [UInt8](unsafeUninitializedCapacity: pages.count * h) { raw, initialized in
             let b = UnsafeMutableRawBufferPointer(raw)
             for (k, page) in pages.enumerated() {
+                // `pages` is not empty (checked above): the buffer has a base address.
                 let base = b.baseAddress! + k * h
                 base.storeBytes(of: page.number.littleEndian, toByteOffset: 0, as: UInt32.self)
                 let commit: UInt32 = k == pages.count - 1 ? lastCommit : 0
