@@ -6,7 +6,18 @@ import XCTest
 /// (evicted), never another key's page; the count stays within the capacity.
 final class PageCacheTests: XCTestCase {
     func testRandomOperationsAgreeWithADictionary() {
-        var rng = SplitMix64(seed: testSeed("PageCacheTests.random"))
+        randomOperations(seed: testSeed("PageCacheTests.random"))
+    }
+
+    /// Regression (CI, seed 2325286899): a key removed and put again was
+    /// evicted by the put itself, when the clock reached the ring slot its
+    /// earlier entry had left; a put now evicts before it inserts.
+    func testAPageJustPutIsNeverTheOneEvicted() {
+        randomOperations(seed: 2325286899)
+    }
+
+    func randomOperations(seed: UInt64) {
+        var rng = SplitMix64(seed: seed)
         for round in 0..<20 {
             let capacity = 8 + Int(rng.next() % 200)
             var cache = PageCache(capacity: capacity)

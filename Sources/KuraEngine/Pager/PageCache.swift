@@ -88,8 +88,11 @@ struct PageCache {
             slots[i].page = page
             return
         }
+        // Evict before inserting: the page being put is then never the one
+        // evicted (a ring slot left by an earlier, removed entry under the
+        // same key would otherwise reach it, and give it no second chance).
+        if count >= capacity { evictOne() }
         insertNew(key, page)
-        if count > capacity { evictOne() }
         ring.append(key)
         if ring.count > 2 * capacity + 64 { compactRing() }
     }
