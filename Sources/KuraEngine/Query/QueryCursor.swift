@@ -273,6 +273,12 @@ struct CandidateSource {
     private var runPosition = 0
     /// The order values (key prefix) of the current run.
     private var runKey: [UInt8] = []
+    /// A backward walk over every column of its index reads each run of tied
+    /// entries forward from the run's first entry (lowest row ID), one entry
+    /// per row asked for (`nextInForwardRun`), instead of collecting and
+    /// sorting the whole run: `limit` rows then cost about `limit` entries.
+    private var inForwardRun = false
+    private var forwardRunStarted = false
     /// An index plan's index, key ranges and direction, taken out of `plan.access`
     /// once (matching the enum per row would copy them per row); the index is
     /// held by reference, as a copy of its definition retains each of its
@@ -326,7 +332,17 @@ struct CandidateSource {
         // key), sorted, and its rows are read one by one as they are asked
         // for, so `limit` rows cost about `limit` row reads.
         let needsRun = plan.orderColumns > 0 && (reverse || plan.orderColumns < search.definition.columns.count)
+        // Backward over every column, the entries of a run differ only in
+        // their row-ID suffix, so walking the run forward gives its row IDs in
+        // order. Read transactions only: a writer's changes could move a run
+        // between its entries.
+        let forwardRuns = needsRun && reverse && borrowsPages && plan.orderColumns >= search.definition.columns.count
         while true {
+            if inForwardRun {
+                if let row = try nextInForwardRun(s, search, matching) { return row }
+                // The run is over; the cursor is back on its first entry.
+                continue
+            }
             while runPosition < run.count {
                 let rowID = run[runPosition]
                 runPosition += 1
@@ -347,6 +363,20 @@ struct CandidateSource {
                 // The entry's key, borrowed from the page the cursor holds.
                 let key = cursor!.key
                 let orderKey = UnsafeRawBufferPointer(rebasing: key[0..<(try search.prefixLength(key, columns: plan.orderColumns))])
+                if forwardRuns {
+                    // The run's last entry: go to its first (every key with
+                    // this prefix is at or after the prefix, and any key at or
+                    // after it without the prefix is after every key with it)
+                    // and read forward. Every entry of the run is inside the
+                    // current key range: range bounds cover index columns
+                    // only, which the prefix holds whole.
+                    runKey.removeAll(keepingCapacity: true)
+                    runKey.append(contentsOf: orderKey)
+                    try runKey.withBytes { b throws(KuraError) in try cursor!.seek(b, s) }
+                    inForwardRun = true
+                    forwardRunStarted = false
+                    break
+                }
                 if haveRunKey {
                     if !Self.sameBytes(orderKey, runKey) {
                         // One past the run: step back so it is read again next time.
@@ -360,8 +390,35 @@ struct CandidateSource {
                 }
                 run.append(rowID)
             }
+            if inForwardRun { continue }
             if run.isEmpty { return nil }
             if run.count > 1 { run.sort() }
+        }
+    }
+
+    /// The next row of the current forward run (see `inForwardRun`) whose
+    /// record passes `matching`, or nil once the run is over; the cursor is
+    /// then back on the run's first entry, from which the backward walk
+    /// (`nextIndexEntry`) goes on to the entry before it.
+    private mutating func nextInForwardRun<S: PageSource>(_ s: S, _ search: SearchIndex,
+                                                          _ matching: (UnsafeRawBufferPointer, Int64) throws(KuraError) -> Bool) throws(KuraError) -> Row? {
+        while true {
+            if forwardRunStarted { try cursor!.next(s) } else { forwardRunStarted = true }
+            if cursor!.isValid {
+                let key = cursor!.key
+                let n = try search.prefixLength(key, columns: plan.orderColumns)
+                if Self.sameBytes(UnsafeRawBufferPointer(rebasing: key[0..<n]), runKey) {
+                    let rowID = try search.rowID(key)
+                    guard let record = try rowLocated(rowID, s) else {
+                        throw KuraError(.corrupt, "index \"\(search.definition.name)\" names row \(rowID), which table \"\(table.name)\" does not have", page: search.definition.info.rootPage)
+                    }
+                    if let row = try Self.row(rowID, record, matching) { return row }
+                    continue
+                }
+            }
+            try runKey.withBytes { b throws(KuraError) in try cursor!.seek(b, s) }
+            inForwardRun = false
+            return nil
         }
     }
 
