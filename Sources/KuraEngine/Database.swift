@@ -97,8 +97,9 @@ public final class Database: Sendable {
     /// right-most leaves, a log of version 2, reader marks; FORMAT.md,
     /// "Version history"): one write transaction, then a checkpoint, so that
     /// the store file says 7 before any other connection can open it, and the
-    /// log is reset in version 2. Returns whether the transaction committed. Called only while this connection is the only one with the
-    /// store open (`Pager.openedAlone`): a connection of an older build would
+    /// log is reset in version 2. Returns whether the transaction committed.
+    /// Called only while this connection is the only one with the store open
+    /// (`Pager.openedAlone`): a connection of an older build would
     /// look for the counters tree or take the new log for garbage. A failure
     /// (a full disk, an I/O error, a damaged tree) leaves the old format, which
     /// works as before; the next connection that opens the store alone tries again.
@@ -179,9 +180,7 @@ public final class Database: Sendable {
             return try RowIDKey.withEncoded(rowID) { k throws(KuraError) in
                 try h.tree.withValue(k, pages) { b throws(KuraError) in
                     var values = try RecordCodec.decode(b)
-                    if let schema = h.schema, values.count < schema.columns.count {
-                        for c in schema.columns[values.count...] { values.append(c.defaultValue) }
-                    }
+                    h.schema?.appendDefaults(to: &values)
                     return values
                 }
             }

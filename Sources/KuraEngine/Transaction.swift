@@ -176,9 +176,7 @@ public class ReadTransaction {
     @inline(__always)
     func complete(_ values: inout [Value], _ schema: TableSchema?, table: String, rowID: Int64?) throws(KuraError) {
         guard let schema else { return }
-        if values.count < schema.columns.count {
-            for c in schema.columns[values.count...] { values.append(c.defaultValue) }
-        }
+        schema.appendDefaults(to: &values)
         if schema.hasExternal { try resolveExternal(&values, schema, table: table, rowID: rowID) }
     }
 

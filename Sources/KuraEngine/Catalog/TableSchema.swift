@@ -148,10 +148,7 @@ public struct TableSchema: Sendable, Hashable {
         // `out` shares `values`' storage until a value changes (a short row
         // padded with defaults, a value normalized): a valid full row is not copied.
         var out = values
-        if out.count < columns.count {
-            out.reserveCapacity(columns.count)
-            while out.count < columns.count { out.append(columns[out.count].defaultValue) }
-        }
+        appendDefaults(to: &out)
         for i in 0..<columnTypes.count {
             let type = columnTypes[i]
             let n: Value?
@@ -170,6 +167,14 @@ public struct TableSchema: Sendable, Hashable {
             if let n { out[i] = n }
         }
         return out
+    }
+
+    /// Pads a row that stores fewer values than the table has columns (they
+    /// were added after it was written) with the missing columns' defaults.
+    func appendDefaults(to values: inout [Value]) {
+        guard values.count < columns.count else { return }
+        values.reserveCapacity(columns.count)
+        for c in columns[values.count...] { values.append(c.defaultValue) }
     }
 
     /// `value` checked and normalized for column `position`, as `validate`

@@ -230,14 +230,9 @@ final class PosixFile: StorageFile, @unchecked Sendable {
     func lock(_ byte: LockByte, _ mode: LockMode) throws(KuraError) -> Bool {
         try stateLock.withLock { () throws(KuraError) -> Bool in
             if held[byte] == mode { return true }
-            var fl = PosixFile.lockRecord(mode == .shared ? F_RDLCK : F_WRLCK, byte)
-            if fcntl(fd, PosixFile.setLockCommand, &fl) == 0 {
-                held[byte] = mode
-                return true
-            }
-            let e = errno
-            if e == EAGAIN || e == EACCES || e == EINTR { return false }
-            throw posixError(e, "fcntl lock", path)
+            guard try setLock(mode, at: byte.rawValue) else { return false }
+            held[byte] = mode
+            return true
         }
     }
 
@@ -257,12 +252,19 @@ final class PosixFile: StorageFile, @unchecked Sendable {
     func lockRange(_ offset: Int64, _ mode: LockMode) throws(KuraError) -> Bool {
         try stateLock.withLock { () throws(KuraError) -> Bool in
             guard fd >= 0 else { throw KuraError(.misuse, "file is closed", path: path) }
-            var fl = PosixFile.lockRecord(mode == .shared ? F_RDLCK : F_WRLCK, offset)
-            if fcntl(fd, PosixFile.setLockCommand, &fl) == 0 { return true }
-            let e = errno
-            if e == EAGAIN || e == EACCES || e == EINTR { return false }
-            throw posixError(e, "fcntl lock", path)
+            return try setLock(mode, at: offset)
         }
+    }
+
+    /// One `fcntl` lock of the byte at `offset` without waiting: false on a
+    /// conflicting lock (or an interrupted call), an error otherwise. Caller
+    /// holds `stateLock`.
+    private func setLock(_ mode: LockMode, at offset: Int64) throws(KuraError) -> Bool {
+        var fl = PosixFile.lockRecord(mode == .shared ? F_RDLCK : F_WRLCK, offset)
+        if fcntl(fd, PosixFile.setLockCommand, &fl) == 0 { return true }
+        let e = errno
+        if e == EAGAIN || e == EACCES || e == EINTR { return false }
+        throw posixError(e, "fcntl lock", path)
     }
 
     /// Releases a lock taken with `lockRange`.

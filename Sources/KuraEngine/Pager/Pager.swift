@@ -269,9 +269,8 @@ final class Pager: @unchecked Sendable {
         cache = PageCache(capacity: max(cacheBytes / ps, 8))
         spillThreshold = max(cacheBytes / ps, 8)
         latest = Snapshot(generation: 0, maxFrame: 0, pageCount: 1, changeCounter: 0)
-        let shared = Pager.openSharedHeader(path, fs, file, databaseID: databaseID, busyTimeout: busyTimeout)
-        sharedHeader = shared?.header
-        shmFile = shared?.file ?? nil
+        self.fs = fs
+        sharedHeader = Pager.openSharedHeader(path, fs, file, databaseID: databaseID, busyTimeout: busyTimeout)
         success = true
         // Recovery: index the committed frames of the log. The snapshot is
         // released, or it would stay active for the connection's lifetime and
@@ -306,57 +305,52 @@ final class Pager: @unchecked Sendable {
     /// mapped (a directory without write access, no shared memory): not an
     /// error, readers then read the log at every transaction start.
     private static func openSharedHeader(_ path: String, _ fs: FileSystem, _ file: StorageFile, databaseID: UInt64,
-                                         busyTimeout: Double) -> (header: SharedLogHeader, file: StorageFile?)? {
+                                         busyTimeout: Double) -> SharedLogHeader? {
         guard file is PosixFile else { return nil }
         let size = Int64(SharedLogHeader.fileSize)
-        var opened: StorageFile?
         do {
             let shm = try fs.open(path + "-shm", create: true, permissionsOf: file)
-            opened = shm
+            defer { shm.close() }  // the mapping keeps the file
             if try shm.size() < size {
                 try waitForLock(file, .create, .exclusive, timeout: busyTimeout, what: "size the shared log header")
                 defer { file.unlock(.create) }
                 if try shm.size() < size { try shm.truncate(to: size) }
             }
-            let mapping = SharedMapping.map(shm, length: SharedLogHeader.fileSize)
-            shm.close()
-            opened = nil
-            guard let mapping else { return nil }
-            // A second handle, only for the reader marks' slot locks
-            // (`claimReaderMarks`): the mapping keeps the first one's open file
-            // description alive until it is unmapped, and with it any OFD lock
-            // taken through it, which must go when the connection closes.
-            var locks: StorageFile?
-            do {
-                locks = try fs.open(path + "-shm", create: false, permissionsOf: nil)
-            } catch {
-                // No slot locks: the connection takes the reader byte.
-                locks = nil
-            }
-            return (SharedLogHeader(mapping: mapping, databaseID: databaseID), locks)
+            guard let mapping = SharedMapping.map(shm, length: SharedLogHeader.fileSize) else { return nil }
+            return SharedLogHeader(mapping: mapping, databaseID: databaseID)
         } catch {
             // Only a hint: without it every reader takes the slow path.
-            opened?.close()
             return nil
         }
     }
 
-    /// The `PATH-shm` file, open from init until a slot of its reader table is
-    /// claimed (then ReaderMarks keeps it) or found not needed (closed).
-    /// Guarded by `txnLock` after init.
-    private var shmFile: StorageFile?
+    /// The file system the store is in (for the `-shm` file's slot locks).
+    private let fs: FileSystem
 
     /// Claims a slot in the reader table (FORMAT.md, "Reader marks") for a
     /// store of format 7 or later; without the shared memory or a free slot,
     /// the connection's transactions take the reader byte. Called from init
-    /// and, after an upgrade to format 7, by `adoptReaderMarks`.
+    /// and, after an upgrade to format 7, by `adoptReaderMarks`. Caller holds
+    /// `txnLock`.
+    ///
+    /// The slot locks go through a handle of their own, not the one the
+    /// header was mapped from: a mapping keeps its file's open description
+    /// alive until it is unmapped, and with it any OFD lock taken through it,
+    /// which must go when the connection closes. The `-shm` file exists (the
+    /// header is mapped) and cannot be removed meanwhile (a destroy needs the
+    /// open byte exclusively).
     private func claimReaderMarks() {
-        if let shm = shmFile, let header = sharedHeader {
-            marks = ReaderMarks.claim(mapping: header.mapping, file: shm)
-            // ReaderMarks closes the file when it goes; without a slot it is not needed.
-            if marks == nil { shm.close() }
+        guard let header = sharedHeader else { return }
+        let locks: StorageFile
+        do {
+            locks = try fs.open(path + "-shm", create: false, permissionsOf: nil)
+        } catch {
+            // No slot locks: the connection takes the reader byte.
+            return
         }
-        shmFile = nil
+        marks = ReaderMarks.claim(mapping: header.mapping, file: locks)
+        // ReaderMarks closes the handle when it goes; without a slot it is not needed.
+        if marks == nil { locks.close() }
     }
 
     /// After the database moved the store to format 7 or later while this
@@ -369,10 +363,6 @@ final class Pager: @unchecked Sendable {
             claimReaderMarks()
         }
     }
-
-    /// Whether this connection marks its transactions in the reader table
-    /// (for tests).
-    var usesReaderMarks: Bool { txnLock.withLock { marks != nil } }
 
     /// Test hook: the reader table through this connection's slot.
     var readerMarksForTesting: ReaderMarks? { txnLock.withLock { marks } }
@@ -431,12 +421,22 @@ final class Pager: @unchecked Sendable {
     func finishOpening() throws(KuraError) {
         guard openedAlone else { return }
         openedAlone = false
-        // The conversion cannot meet a conflicting lock (this handle holds
-        // the byte exclusively).
+        do {
+            try retakeSharedOpenLock()
+        } catch {
+            close()
+            throw error
+        }
+    }
+
+    /// Turns this connection's exclusive open byte back into a shared one.
+    /// The conversion cannot meet a conflicting lock (this handle holds the
+    /// byte exclusively); should the system still refuse it three times, an
+    /// `.io` error says so.
+    private func retakeSharedOpenLock() throws(KuraError) {
         var shared = false
         for _ in 0..<3 where !shared { shared = try file.lock(.open, .shared) }
         guard shared else {
-            close()
             throw KuraError(.io, "fcntl refused to turn this connection's exclusive open lock back into a shared one; retry", path: path)
         }
     }
@@ -1029,11 +1029,7 @@ final class Pager: @unchecked Sendable {
     private func storeOpenAlone() throws(KuraError) -> Bool {
         if openedAlone { return true }
         guard try file.lock(.open, .exclusive) else { return false }
-        var shared = false
-        for _ in 0..<3 where !shared { shared = try file.lock(.open, .shared) }
-        if !shared {
-            throw KuraError(.io, "fcntl refused to turn this connection's exclusive open lock back into a shared one; retry", path: path)
-        }
+        try retakeSharedOpenLock()
         return true
     }
 
@@ -1280,8 +1276,6 @@ final class Pager: @unchecked Sendable {
             closed = true
             marks?.leave()
             marks = nil
-            shmFile?.close()
-            shmFile = nil
             return c
         }
         if wasClosed { return }

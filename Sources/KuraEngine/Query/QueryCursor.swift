@@ -347,7 +347,7 @@ struct CandidateSource {
                 let rowID = run[runPosition]
                 runPosition += 1
                 guard let record = try rowLocated(rowID, s) else {
-                    throw KuraError(.corrupt, "index \"\(search.definition.name)\" names row \(rowID), which table \"\(table.name)\" does not have", page: search.definition.info.rootPage)
+                    throw missingRow(rowID, search)
                 }
                 if let row = try Self.row(rowID, record, matching) { return row }
             }
@@ -396,6 +396,11 @@ struct CandidateSource {
         }
     }
 
+    /// The error for an index entry whose row the table does not have.
+    private func missingRow(_ rowID: Int64, _ search: SearchIndex) -> KuraError {
+        KuraError(.corrupt, "index \"\(search.definition.name)\" names row \(rowID), which table \"\(table.name)\" does not have", page: search.definition.info.rootPage)
+    }
+
     /// The next row of the current forward run (see `inForwardRun`) whose
     /// record passes `matching`, or nil once the run is over; the cursor is
     /// then back on the run's first entry, from which the backward walk
@@ -410,7 +415,7 @@ struct CandidateSource {
                 if Self.sameBytes(UnsafeRawBufferPointer(rebasing: key[0..<n]), runKey) {
                     let rowID = try search.rowID(key)
                     guard let record = try rowLocated(rowID, s) else {
-                        throw KuraError(.corrupt, "index \"\(search.definition.name)\" names row \(rowID), which table \"\(table.name)\" does not have", page: search.definition.info.rootPage)
+                        throw missingRow(rowID, search)
                     }
                     if let row = try Self.row(rowID, record, matching) { return row }
                     continue

@@ -73,7 +73,7 @@ final class ReaderMarks: @unchecked Sendable {
     /// the `-shm` file, kept open (it carries the slot locks) until this
     /// object goes.
     static func claim(mapping: SharedMapping, file: StorageFile) -> ReaderMarks? {
-        guard let posix = file as? PosixFile, mapping.length >= slotsOffset + slotStride * slotCount else { return nil }
+        guard let posix = file as? PosixFile, mapping.length >= slotOffset(slotCount) else { return nil }
         guard #available(macOS 15.0, iOS 18.0, *) else { return nil }
         for i in 0..<slotCount {
             // A lock the system refuses (an error, not a conflict) is one slot
@@ -84,7 +84,7 @@ final class ReaderMarks: @unchecked Sendable {
                 continue
             }
             let marks = ReaderMarks(mapping: mapping, file: posix, slot: i)
-            marks.word(slotsOffset + slotStride * i).pointee.store(0, ordering: .sequentiallyConsistent)
+            marks.word(slotOffset(i)).pointee.store(0, ordering: .sequentiallyConsistent)
             return marks
         }
         return nil
