@@ -42,6 +42,20 @@ final class LogVersionTests: XCTestCase {
         }
     }
 
+    /// A frame the log no longer has (reset under a running transaction,
+    /// which only a connection ignoring the locks can do) is an I/O error
+    /// naming the frame and the page, not a trap.
+    func testReadingAFrameTheLogNoLongerHasIsAnError() throws {
+        let fs = MemoryFileSystem()
+        let file = try fs.open("/gone.kura-wal", create: true, permissionsOf: nil)
+        let wal = WriteAheadLog(file: file, pageSize: 512, databaseID: 1, reuseFrames: 16)
+        XCTAssertThrowsError(try wal.readFrame(3, into: Page(number: 7, size: 512))) { error in
+            XCTAssertEqual((error as? KuraError)?.code, .io, "\(error)")
+            XCTAssertEqual((error as? KuraError)?.page, 7)
+            XCTAssertTrue("\(error)".contains("log frame 3 is no longer in the log"), "\(error)")
+        }
+    }
+
     func testNewStoresWriteVersion2AndRecoverEveryCommit() throws {
         let dir = try TemporaryDirectory()
         let path = try killedStore(dir, commits: 5)
