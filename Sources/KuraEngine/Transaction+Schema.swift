@@ -308,19 +308,10 @@ extension WriteTransaction {
         let tree = BTree(root: table.rootPage, kind: .table)
         let maxKey = Node.maxKey(database.pageSize)
         var fields = RecordFields(columns: index.columns.map { $0.position + 1 }.max() ?? 0)
-        func add(_ record: UnsafeRawBufferPointer, rowID: Int64) throws(KuraError) {
-            try fields.load(record)
-            var (key, hasNull) = try index.valuePrefix { (i: Int) throws(KuraError) -> Value in
-                if i < fields.loaded { return try fields.value(i) }
-                return i < schema.columns.count ? schema.columns[i].defaultValue : .null
-            }
-            let prefix = key.count
-            RowIDKey.append(rowID, to: &key)
-            if key.count > maxKey {
-                throw KuraError(.tooBig, "row \(rowID)'s key for index \"\(index.name)\" is \(key.count) bytes; keys may be at most \(maxKey) bytes at this page size (index a shorter column, or use larger pages)")
-            }
-            try sorter.add(key: key, prefix: prefix, hasNull: hasNull, rowID: rowID)
-        }
+        // One key buffer for every row: the sorter copies each key into its
+        // arena, so no array is made per row.
+        var key: [UInt8] = []
+        key.reserveCapacity(64)
         var cursor = TreeCursor(tree: tree)
         try cursor.first(w)
         while cursor.isValid {
@@ -331,12 +322,34 @@ extension WriteTransaction {
             }
             let v = leaf.leafValue(i)
             if v.overflow == 0 {
-                try add(UnsafeRawBufferPointer(start: leaf.bytes + v.offset, count: v.length), rowID: rowID)
+                try Self.addIndexEntry(UnsafeRawBufferPointer(start: leaf.bytes + v.offset, count: v.length), rowID: rowID, index: index, schema: schema,
+                                       maxKey: maxKey, fields: &fields, key: &key, sorter)
             } else {
-                try tree.value(leaf, i, w).withBytes { r throws(KuraError) in try add(r, rowID: rowID) }
+                try tree.value(leaf, i, w).withBytes { r throws(KuraError) in
+                    try Self.addIndexEntry(r, rowID: rowID, index: index, schema: schema, maxKey: maxKey, fields: &fields, key: &key, sorter)
+                }
             }
             try cursor.next(w)
         }
+    }
+
+    /// Adds row `rowID`'s entry for `index` (its `record`) to `sorter`, built
+    /// in `key` (cleared first). `fields` and `key` are the build's scratch
+    /// state, passed in so the per-row work touches no captured variable.
+    private static func addIndexEntry(_ record: UnsafeRawBufferPointer, rowID: Int64, index: IndexDefinition, schema: TableSchema, maxKey: Int,
+                                      fields: inout RecordFields, key: inout [UInt8], _ sorter: KeySorter) throws(KuraError) {
+        try fields.load(record)
+        key.removeAll(keepingCapacity: true)
+        let hasNull = try index.appendValuePrefix(to: &key) { (i: Int) throws(KuraError) -> Value in
+            if i < fields.loaded { return try fields.value(i) }
+            return i < schema.columns.count ? schema.columns[i].defaultValue : .null
+        }
+        let prefix = key.count
+        RowIDKey.append(rowID, to: &key)
+        if key.count > maxKey {
+            throw KuraError(.tooBig, "row \(rowID)'s key for index \"\(index.name)\" is \(key.count) bytes; keys may be at most \(maxKey) bytes at this page size (index a shorter column, or use larger pages)")
+        }
+        try key.withBytes { k throws(KuraError) in try sorter.add(keyBytes: k, prefix: prefix, hasNull: hasNull, rowID: rowID) }
     }
 
     /// Drops an index.

@@ -195,4 +195,63 @@ final class KeySorterTests: XCTestCase {
             XCTAssertEqual(WriteTransaction.inKeyOrder(keys), keys.sorted(by: bytesPrecede), "seed \(seed)")
         }
     }
+    /// Entries added in row-ID order are radix-sorted on their column-value
+    /// bytes alone (the row-ID bytes cost no pass); entries added out of
+    /// row-ID order on the whole head. Both must give `bytesPrecede`'s order
+    /// of the whole keys, in memory and through runs on disk: keys of integer,
+    /// double, short and long text columns, nulls and descending columns, as
+    /// an index build makes them (IndexKey segments, then the row ID). Seeded.
+    func testSortOrderOfIndexKeysAddedInAndOutOfRowIDOrder() throws {
+        let seed = testSeed("KeySorterTests.rowIDOrder")
+        var rng = SplitMix64(seed: seed)
+        func value(_ kind: Int) -> Value {
+            if rng.next() % 12 == 0 { return .null }
+            switch kind {
+            case 0: return .integer(Int64(rng.next() % 2000) - 300)
+            case 1: return .double(Double(Int64(rng.next() % 400) - 200) / 8)
+            case 2: return .text(String((0..<Int(rng.next() % 5)).map { _ in "ab"[String.Index(utf16Offset: Int(rng.next() % 2), in: "ab")] }))
+            default: return .text(String(repeating: "k", count: 6 + Int(rng.next() % 6)) + String(rng.next() % 4))
+            }
+        }
+        for round in 0..<12 {
+            let kinds = (0..<(1 + Int(rng.next() % 2))).map { _ in Int(rng.next() % 4) }
+            let descending = kinds.map { _ in rng.next() % 3 == 0 }
+            let ordered = round % 3 != 2
+            let n = 600 + Int(rng.next() % 1500)
+            var rowIDs: [Int64] = []
+            var r = Int64(rng.next() % 50) - 25
+            for _ in 0..<n { r += 1 + Int64(rng.next() % 3); rowIDs.append(r) }
+            if !ordered { rowIDs.shuffle(using: &rng) }
+            var keys: [[UInt8]] = []
+            var prefixes: [Int] = []
+            for id in rowIDs {
+                var k: [UInt8] = []
+                for (c, kind) in kinds.enumerated() { IndexKey.append(value(kind), descending: descending[c], folded: false, to: &k) }
+                prefixes.append(k.count)
+                RowIDKey.append(id, to: &k)
+                keys.append(k)
+            }
+            let expected = keys.sorted(by: bytesPrecede)
+            for budget in [1 << 20, 2048] {
+                let fs = FaultInjectingFileSystem()
+                let sorter = KeySorter(fileSystem: fs, storePath: "/s.kura", permissionsOf: nil, budget: budget, maxKey: 1000)
+                for (j, k) in keys.enumerated() {
+                    try sorter.add(key: k, prefix: prefixes[j], hasNull: false, rowID: rowIDs[j])
+                }
+                try sorter.finish()
+                var got: [[UInt8]] = []
+                let inMemory = sorter.isInMemory
+                if inMemory {
+                    try sorter.forEachInMemory { k, _ in got.append(Array(k)) }
+                } else {
+                    let m = try sorter.merged()
+                    while let e = try m.next() { got.append(e.key) }
+                }
+                try sorter.close()
+                XCTAssertEqual(inMemory, budget > 2048, "round \(round), seed \(seed)")
+                XCTAssertEqual(got.count, expected.count, "round \(round), seed \(seed)")
+                XCTAssertTrue(got == expected, "round \(round) (kinds \(kinds), descending \(descending), in row-ID order \(ordered), budget \(budget)): not in key order; seed \(seed)")
+            }
+        }
+    }
 }

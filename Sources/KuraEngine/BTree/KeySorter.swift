@@ -16,6 +16,13 @@
 // Zero-padding the head of a shorter key keeps the order: a key that ends inside
 // the head is a prefix of any longer key with the same head bytes, and sorts
 // first in both orders. Index keys end in their row ID, so no two are equal.
+// An index build adds its entries in row-ID order; then the radix passes look
+// only at the bytes of the column values (the row-ID bytes are zeroed in the
+// sorted head), the sort being stable: entries with the same values keep the
+// order they came in, which is their key order. Every run of equal sorted
+// heads is still checked against the whole keys (and sorted if it is not in
+// order), and a sorter that sees a row ID not above the one before sorts on
+// the whole head.
 //
 // In memory, entries are `HeldEntry`s (head, row ID, arena offset, key length,
 // prefix length with the null flag) whose keys lie back to back in one byte
@@ -121,16 +128,27 @@ final class KeySorter {
     let path: String
     private let budget: Int
     private let maxKey: Int
-    private var arena: [UInt8] = []
-    private var pending: [HeldEntry] = []
-    private var pendingBytes = 0
+    // The fields `add` touches for every entry skip the runtime's exclusivity
+    // checks: a KeySorter is used by one thread at a time (it is not
+    // Sendable), and no method hands out access to them across a call back
+    // into code that could reach this sorter (`forEachInMemory`'s body gets
+    // bytes of the arena; the builds that call it feed a BTree.BulkLoader).
+    @exclusivity(unchecked) private var arena: [UInt8] = []
+    @exclusivity(unchecked) private var pending: [HeldEntry] = []
+    @exclusivity(unchecked) private var pendingBytes = 0
     private var file: StorageFile?
     /// Byte ranges of the runs in the file.
     private(set) var runs: [(start: Int64, end: Int64)] = []
     private var fileEnd: Int64 = 0
     private var finished = false
     /// Entries added.
-    private(set) var count = 0
+    @exclusivity(unchecked) private(set) var count = 0
+    /// Whether every entry so far came with a larger row ID than the one
+    /// before (an index build reads its table in row-ID order): then the
+    /// key order is the order of the column values, ties in the order added,
+    /// and a stable sort on the column-value bytes alone is enough.
+    @exclusivity(unchecked) private var addedInRowIDOrder = true
+    @exclusivity(unchecked) private var lastRowID = Int64.min
 
     /// A sorter whose run file, if one is needed, is `storePath + "-sort"` on `fs`,
     /// created with the permissions of `template` (the store file: the runs hold
@@ -151,6 +169,11 @@ final class KeySorter {
 
     /// Adds an entry given by its parts (see `SortEntry`).
     func add(key: [UInt8], prefix: Int, hasNull: Bool, rowID: Int64) throws(KuraError) {
+        try key.withBytes { k throws(KuraError) in try add(keyBytes: k, prefix: prefix, hasNull: hasNull, rowID: rowID) }
+    }
+
+    /// Adds an entry whose key is `key`'s bytes (copied into the arena).
+    func add(keyBytes key: UnsafeRawBufferPointer, prefix: Int, hasNull: Bool, rowID: Int64) throws(KuraError) {
         precondition(!finished, "KeySorter.add after finish")
         precondition(prefix <= key.count)
         guard key.count <= min(maxKey, 0x7FFF) else {
@@ -158,7 +181,10 @@ final class KeySorter {
         }
         if arena.count + key.count > Int(UInt32.max) { try spill() }
         pendingBytes += key.count + Self.entryOverhead
-        let h = SortEntry.head(of: key)
+        var h: UInt64 = 0
+        for j in 0..<8 { h = h << 8 | UInt64(j < key.count ? key[j] : 0) }
+        if rowID <= lastRowID { addedInRowIDOrder = false }
+        lastRowID = rowID
         // Both fit: key.count <= 0x7FFF (checked above), arena.count <= UInt32.max (a spill empties it first).
         pending.append(HeldEntry(head: h, rowID: rowID, offset32: UInt32(arena.count), length16: UInt16(key.count),
                                  prefixAndNull: UInt16(prefix) | (hasNull ? 0x8000 : 0)))
@@ -247,15 +273,19 @@ final class KeySorter {
     /// Sorts `pending` by head, then by the keys' arena bytes (memcmp, then
     /// length: `bytesPrecede`'s order).
     ///
-    /// Many entries: a stable radix sort on the heads (a byte per pass,
+    /// Many entries: a stable radix sort on a sort head (a byte per pass,
     /// passes whose byte is the same in every entry skipped), then each run
-    /// of equal heads is put in key order, which it mostly already is (entries
-    /// come in row-ID order, and keys end in the row ID), so a run is only
-    /// checked unless it is out of order. Few entries: one comparison sort.
+    /// of equal sort heads is checked and, only if out of order, sorted. The
+    /// sort head is the head itself, or, when the entries came in row-ID
+    /// order (`addedInRowIDOrder`), the head with every byte past the column
+    /// values zeroed: the row-ID bytes then cost no pass, and entries with
+    /// the same column values keep the order they came in, which is their
+    /// key order. Few entries: one comparison sort.
     private func sortPending() {
         let n = pending.count
         guard n > 1 else { return }
-        if n >= 512 { radixSortByHead() }
+        let masked = addedInRowIDOrder
+        if n >= 512 { radixSortByHead(masked: masked) }
         arena.withUnsafeBytes { a in
             let base = a.baseAddress
             if n < 512 {
@@ -265,8 +295,9 @@ final class KeySorter {
             pending.withUnsafeMutableBufferPointer { p in
                 var i = 0
                 while i < n {
+                    let h = Self.sortHead(p[i], masked: masked)
                     var j = i + 1
-                    while j < n && p[j].head == p[i].head { j += 1 }
+                    while j < n && Self.sortHead(p[j], masked: masked) == h { j += 1 }
                     if j - i > 1 {
                         var ordered = true
                         for k in (i + 1)..<j where Self.precedes(p[k], p[k - 1], base) { ordered = false; break }
@@ -276,6 +307,16 @@ final class KeySorter {
                 }
             }
         }
+    }
+
+    /// What the radix passes order `e` by: its head, or (`masked`) its head
+    /// with the bytes past its column values (its row ID's) zeroed.
+    @inline(__always)
+    private static func sortHead(_ e: HeldEntry, masked: Bool) -> UInt64 {
+        guard masked else { return e.head }
+        let p = e.prefix
+        if p >= 8 { return e.head }
+        return p == 0 ? 0 : e.head & ~(UInt64.max >> UInt64(8 * p))
     }
 
     /// Whether `x`'s key sorts before `y`'s (head, then the arena bytes).
@@ -291,15 +332,21 @@ final class KeySorter {
         return x.length < y.length
     }
 
-    /// Orders `pending` by head alone, stably (least significant byte first).
-    private func radixSortByHead() {
+    /// Orders `pending` by `sortHead` alone, stably (least significant byte first).
+    private func radixSortByHead(masked: Bool) {
         let n = pending.count
         var counts = [Int](repeating: 0, count: 8 * 256)
-        for e in pending {
-            var h = e.head
-            for d in 0..<8 {
-                counts[d * 256 + Int(h & 0xff)] += 1
-                h >>= 8
+        counts.withUnsafeMutableBufferPointer { c in
+            pending.withUnsafeBufferPointer { entries in
+                // c has 8 * 256 slots and d * 256 + (a byte) < 8 * 256.
+                let cp = c.baseAddress!
+                for e in entries {
+                    var h = Self.sortHead(e, masked: masked)
+                    for d in 0..<8 {
+                        cp[d &* 256 &+ Int(h & 0xff)] &+= 1
+                        h >>= 8
+                    }
+                }
             }
         }
         var other = pending
@@ -317,9 +364,9 @@ final class KeySorter {
             let shift = UInt64(8 * d)
             next.withUnsafeMutableBufferPointer { slots in
                 if fromPending {
-                    pending.withUnsafeMutableBufferPointer { src in other.withUnsafeMutableBufferPointer { dst in Self.scatter(src, dst, slots, shift) } }
+                    pending.withUnsafeMutableBufferPointer { src in other.withUnsafeMutableBufferPointer { dst in Self.scatter(src, dst, slots, shift, masked) } }
                 } else {
-                    other.withUnsafeMutableBufferPointer { src in pending.withUnsafeMutableBufferPointer { dst in Self.scatter(src, dst, slots, shift) } }
+                    other.withUnsafeMutableBufferPointer { src in pending.withUnsafeMutableBufferPointer { dst in Self.scatter(src, dst, slots, shift, masked) } }
                 }
             }
             fromPending.toggle()
@@ -331,9 +378,9 @@ final class KeySorter {
     /// (`next`, advanced) in `dst`. Through buffer pointers, so the loop
     /// has no exclusivity checks.
     private static func scatter(_ src: UnsafeMutableBufferPointer<HeldEntry>, _ dst: UnsafeMutableBufferPointer<HeldEntry>,
-                                _ next: UnsafeMutableBufferPointer<Int>, _ shift: UInt64) {
+                                _ next: UnsafeMutableBufferPointer<Int>, _ shift: UInt64, _ masked: Bool) {
         for e in src {
-            let b = Int((e.head >> shift) & 0xff)
+            let b = Int((sortHead(e, masked: masked) >> shift) & 0xff)
             dst[next[b]] = e
             next[b] += 1
         }

@@ -66,6 +66,15 @@ public struct IndexDefinition: Sendable, Hashable {
     /// The key segments of a row's values (without the row ID).
     func valuePrefix(_ values: (Int) throws(KuraError) -> Value) throws(KuraError) -> (key: [UInt8], hasNull: Bool) {
         var key: [UInt8] = []
+        let hasNull = try appendValuePrefix(to: &key, values)
+        return (key, hasNull)
+    }
+
+    /// Appends the key segments of a row's values (without the row ID) to
+    /// `key`, and returns whether a value is null. An index build reuses one
+    /// buffer for every row this way. On a thrown error `key` holds a partial
+    /// prefix.
+    func appendValuePrefix(to key: inout [UInt8], _ values: (Int) throws(KuraError) -> Value) throws(KuraError) -> Bool {
         var hasNull = false
         for c in columns {
             let v = try values(c.position)
@@ -75,6 +84,6 @@ public struct IndexDefinition: Sendable, Hashable {
             }
             IndexKey.append(v, descending: c.descending, folded: c.folded, to: &key)
         }
-        return (key, hasNull)
+        return hasNull
     }
 }
