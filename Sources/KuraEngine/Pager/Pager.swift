@@ -847,7 +847,10 @@ final class Pager: @unchecked Sendable {
                 // commit retries, and recovery replays the log after a crash).
             }
         }
-        state.withLock { ownWriterActive = false }
+        // Cleared by the commit unless a checkpoint was due. Only a writer
+        // (holding the writer slot, as this thread does) sets or clears the
+        // flag, so reading it here without `state` sees the last write.
+        if ownWriterActive { state.withLock { ownWriterActive = false } }
         file.unlock(.writer)
         releaseWriterSlot()
     }
@@ -901,6 +904,11 @@ final class Pager: @unchecked Sendable {
             }
             latest = Snapshot(generation: wal.generation, maxFrame: wal.maxFrame, pageCount: pageCount, changeCounter: changeCounter)
             if !skipsSharedPublishForTesting { sharedHeader?.publish(wal.state) }
+            // A write transaction commits once, and writes no frame after
+            // its commit: unless the checkpoint `endWrite` runs is due, this
+            // connection's readers may read the log again from here on, and
+            // `endWrite` need not take `state` a third time to say so.
+            if wal.maxFrame < checkpointThreshold { ownWriterActive = false }
         }
     }
 
