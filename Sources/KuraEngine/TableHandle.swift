@@ -141,10 +141,18 @@ final class TableHandleCache: @unchecked Sendable {
     /// transactions never change a handle's `info`, `dirty` or field buffers
     /// (only a write transaction's `HotTable`, which is never stored here).
     private var snapshotHandles: [String: TableHandle] = [:]
+    /// The handle of `snapshotHandles` stored last: most transactions of a
+    /// connection use the table the one before used, and comparing a name
+    /// costs less than hashing it.
+    private var lastShared: TableHandle?
 
     /// The read handle of table `name` stored for `snapshot`, if any.
     func sharedHandle(_ name: String, snapshot: Snapshot) -> TableHandle? {
-        lock.withShared { countersSnapshot == snapshot.serial ? snapshotHandles[name] : nil }
+        lock.withShared {
+            guard countersSnapshot == snapshot.serial else { return nil }
+            if let h = lastShared, h.info.name == name { return h }
+            return snapshotHandles[name]
+        }
     }
 
     /// Stores read handle `h`, made in a read transaction of `snapshot`, for
@@ -152,7 +160,10 @@ final class TableHandleCache: @unchecked Sendable {
     func share(_ h: TableHandle, snapshot: Snapshot) {
         _ = h.columns
         lock.withLock {
-            if moveTo(snapshot) { snapshotHandles[h.info.name] = h }
+            if moveTo(snapshot) {
+                snapshotHandles[h.info.name] = h
+                lastShared = h
+            }
         }
     }
 
@@ -169,6 +180,7 @@ final class TableHandleCache: @unchecked Sendable {
         countersSnapshot = snapshot.serial
         counters.removeAll(keepingCapacity: true)
         snapshotHandles.removeAll(keepingCapacity: true)
+        lastShared = nil
         return true
     }
 

@@ -85,11 +85,40 @@ final class SharedLogHeader: @unchecked Sendable {
     /// store (checksum, magic, version, database ID): garbage, a torn copy
     /// taken while the writer stored a new image, or another store's file.
     func read() -> Contents? {
-        withUnsafeTemporaryAllocation(byteCount: Self.size, alignment: 8) { (b: UnsafeMutableRawBufferPointer) -> Contents? in
+        Self.decode(copyImage(), databaseID: databaseID)
+    }
+
+    /// The 80 bytes of a header, as one value (copied from the mapping, or
+    /// built by `store`).
+    struct Image: Equatable {
+        var words: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+
+        static func == (a: Image, b: Image) -> Bool {
+            let x = a.words, y = b.words
+            return (x.0 ^ y.0) | (x.1 ^ y.1) | (x.2 ^ y.2) | (x.3 ^ y.3) | (x.4 ^ y.4)
+                | (x.5 ^ y.5) | (x.6 ^ y.6) | (x.7 ^ y.7) | (x.8 ^ y.8) | (x.9 ^ y.9) == 0
+        }
+    }
+
+    /// A copy of the mapped header (a torn one if the writer stores a new
+    /// image meanwhile, which its checksum then fails).
+    private func copyImage() -> Image {
+        var image = Image()
+        withUnsafeMutableBytes(of: &image.words) { b in
+            // 80 bytes of local storage: the base address exists.
             b.baseAddress!.copyMemory(from: mapping.base, byteCount: Self.size)
-            let p = UnsafeRawPointer(b.baseAddress!)
-            func u32(_ o: Int) -> UInt32 { UInt32(littleEndian: p.load(fromByteOffset: o, as: UInt32.self)) }
-            func u64(_ o: Int) -> UInt64 { UInt64(littleEndian: p.load(fromByteOffset: o, as: UInt64.self)) }
+        }
+        return image
+    }
+
+    /// The header `image` holds, or nil if it is not a valid header of the
+    /// store `databaseID` names.
+    private static func decode(_ image: Image, databaseID: UInt64) -> Contents? {
+        withUnsafeBytes(of: image.words) { b -> Contents? in
+            // 80 bytes of local storage: the base address exists.
+            let p = b.baseAddress!
+            func u32(_ o: Int) -> UInt32 { UInt32(littleEndian: p.loadUnaligned(fromByteOffset: o, as: UInt32.self)) }
+            func u64(_ o: Int) -> UInt64 { UInt64(littleEndian: p.loadUnaligned(fromByteOffset: o, as: UInt64.self)) }
             guard u64(Self.checksumOffset) == Checksum.xxh64(p, count: Self.checksumOffset, seed: 0),
                   u64(0) == Self.magic, u32(8) == Self.version, u64(16) == databaseID else { return nil }
             let flags = u32(12)
@@ -105,9 +134,20 @@ final class SharedLogHeader: @unchecked Sendable {
         }
     }
 
+    /// The last image this connection stored or found current with the
+    /// trusted flag and an even sequence, and the state it holds: a copy of
+    /// the mapped header equal to it byte for byte is that same header (every
+    /// change moves the sequence on), so `isCurrent` need not hash it again.
+    /// Written only by `publish` and `initialize`, whose callers hold the
+    /// pager's `state` lock exclusively; read by `isCurrent`, whose callers
+    /// hold it shared or exclusively.
+    private var verified: (image: Image, state: LogState)?
+
     /// Whether the header says, right now, that the committed log is `state`.
     func isCurrent(_ state: LogState) -> Bool {
-        guard let c = read() else { return false }
+        let image = copyImage()
+        if let v = verified, v.state == state, v.image == image { return true }
+        guard let c = Self.decode(image, databaseID: databaseID) else { return false }
         return c.trusted && c.sequence & 1 == 0 && c.state == state
     }
 
@@ -122,11 +162,15 @@ final class SharedLogHeader: @unchecked Sendable {
     /// Writer, after a change (or after reading the log under the writer lock):
     /// `state` is the committed log now.
     func publish(_ state: LogState) {
-        guard var c = read(), c.trusted else { return }
-        if c.sequence & 1 == 0 && c.state == state { return }
+        let image = copyImage()
+        guard var c = Self.decode(image, databaseID: databaseID), c.trusted else { return }
+        if c.sequence & 1 == 0 && c.state == state {
+            verified = (image, state)
+            return
+        }
         c.sequence = (c.sequence | 1) &+ 1
         c.state = state
-        store(c)
+        verified = (store(c), state)
     }
 
     /// Writes a whole new header. Only for a connection that holds the store's
@@ -136,12 +180,16 @@ final class SharedLogHeader: @unchecked Sendable {
         c.trusted = trusted
         c.sequence = ((read()?.sequence ?? 0) | 1) &+ 1
         c.state = state
-        store(c)
+        let image = store(c)
+        verified = trusted ? (image, state) : nil
     }
 
-    private func store(_ c: Contents) {
-        withUnsafeTemporaryAllocation(byteCount: Self.size, alignment: 8) { (b: UnsafeMutableRawBufferPointer) in
-            b.initializeMemory(as: UInt8.self, repeating: 0)
+    /// Writes `c` as the mapped header; returns the image written.
+    @discardableResult
+    private func store(_ c: Contents) -> Image {
+        var image = Image()
+        withUnsafeMutableBytes(of: &image.words) { (b: UnsafeMutableRawBufferPointer) in
+            // 80 bytes of local storage, zeroed: the base address exists.
             let p = b.baseAddress!
             func put32(_ o: Int, _ v: UInt32) { p.storeBytes(of: v.littleEndian, toByteOffset: o, as: UInt32.self) }
             func put64(_ o: Int, _ v: UInt64) { p.storeBytes(of: v.littleEndian, toByteOffset: o, as: UInt64.self) }
@@ -162,5 +210,6 @@ final class SharedLogHeader: @unchecked Sendable {
             put64(Self.checksumOffset, Checksum.xxh64(UnsafeRawPointer(p), count: Self.checksumOffset, seed: 0))
             mapping.base.copyMemory(from: UnsafeRawPointer(p), byteCount: Self.size)
         }
+        return image
     }
 }
