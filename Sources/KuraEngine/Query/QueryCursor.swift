@@ -500,8 +500,9 @@ struct CandidateSource {
             var i = cursor!.index
             let n = leaf.cellCount
             while i < n {
-                let v = leaf.leafValue(i)
-                let (ko, kl) = leaf.cellKey(i)
+                // Key and value from one read of the cell's header.
+                let v = leaf.leafCell(i)
+                let (ko, kl) = (v.keyOffset, v.keyLength)
                 guard let (rowID, used) = RowIDKey.decode(leaf.bytes, ko, ko + kl), used == kl else {
                     throw KuraError(.corrupt, "table \"\(table.name)\" has a key that is not a row ID", page: leaf.number)
                 }
