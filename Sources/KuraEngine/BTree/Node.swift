@@ -267,6 +267,26 @@ extension Page {
         return (vo, Int(vl), layout.local, layout.overflow ? u32(vo + layout.local) : 0)
     }
 
+    /// Leaf cell i read in one pass over its header: its key's place and its
+    /// value's layout, as `cellKey` and `leafValue` give them (which read the
+    /// key length twice and size both lengths again). Leaf pages only; for
+    /// scans, which read every cell of a leaf.
+    @inline(__always)
+    func leafCell(_ i: Int) -> (keyOffset: Int, keyLength: Int, offset: Int, length: Int, local: Int, overflow: UInt32) {
+        let o = cellOffset(i)
+        // The cell passed Node.validate (its lengths are readable varints inside the page), as `cellKey` assumes.
+        let (kl, a) = Varint.read(bytes, o, size)!
+        let ko = o + a
+        let (vl, b) = Varint.read(bytes, ko + Int(kl), size)!
+        let vo = ko + Int(kl) + b
+        // The cell as stored is at least as long as `leafLayout` counts it
+        // (its varints are no shorter than the fewest bytes), so a stored
+        // size within `maxCell` means the value is whole, as `leafLayout` says.
+        if vo - o + Int(vl) <= Node.maxCell(size) { return (ko, Int(kl), vo, Int(vl), Int(vl), 0) }
+        let layout = Node.leafLayout(keyLength: Int(kl), valueLength: Int(vl), pageSize: size)
+        return (ko, Int(kl), vo, Int(vl), layout.local, layout.overflow ? u32(vo + layout.local) : 0)
+    }
+
     /// Size in bytes of cell i.
     func cellSize(_ i: Int) -> Int {
         let o = cellOffset(i)

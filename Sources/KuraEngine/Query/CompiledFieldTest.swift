@@ -139,6 +139,7 @@ struct CompiledFieldTest {
         case .endsWith: return !n.isEmpty && n.count <= h.count && matchesAt(h.count - n.count)
         case .contains:
             guard !n.isEmpty, n.count <= h.count else { return false }
+            if !lower { return containsBytes(h, n) }
             let first = n[0]
             var i = 0
             let last = h.count - n.count
@@ -151,6 +152,28 @@ struct CompiledFieldTest {
             if h.contains(0x0D) { return nil }
             return like(pattern, count: h.count, at)
         }
+    }
+
+    /// Whether `n` (not empty, at most as long as `h`) occurs in `h`, bytes as
+    /// they are: a scan for `n`'s first byte, then the rest compared in place.
+    @inline(__always)
+    private static func containsBytes(_ h: UnsafeRawBufferPointer, _ n: UnsafeBufferPointer<UInt8>) -> Bool {
+        // Both are non-empty (the caller checked), so both have a base address.
+        let hp = h.baseAddress!
+        let np = n.baseAddress!
+        let m = n.count
+        let first = np[0]
+        let last = h.count - m
+        var i = 0
+        while i <= last {
+            if hp.load(fromByteOffset: i, as: UInt8.self) == first {
+                var k = 1
+                while k < m, hp.load(fromByteOffset: i + k, as: UInt8.self) == np[k] { k += 1 }
+                if k == m { return true }
+            }
+            i += 1
+        }
+        return false
     }
 
     /// LikePattern's two-pointer wildcard match, on bytes.

@@ -54,6 +54,8 @@ final class CompiledPredicate {
     private let fields: UnsafeMutablePointer<RecordFields>
     /// How many leading columns a row's header walk locates (0: none is read).
     private let wanted: Int
+    /// The test `root` is, when it is a single `.test`; else -1.
+    private let singleTest: Int
     /// Whether any node needs the interpreter (then the raw record is passed on).
     let usesInterpreter: Bool
 
@@ -69,6 +71,7 @@ final class CompiledPredicate {
         self.tests = UnsafeMutableBufferPointer.allocate(capacity: tests.count)
         _ = self.tests.initialize(from: tests)
         usesInterpreter = interpreted
+        if case .test(let i) = root { singleTest = i } else { singleTest = -1 }
         wanted = maxOrdinal + 1
         fields = UnsafeMutablePointer.allocate(capacity: 1)
         fields.initialize(to: RecordFields(columns: maxOrdinal + 1))
@@ -94,19 +97,28 @@ final class CompiledPredicate {
                 throw KuraError(.corrupt, "a row of table \"\(columns.table)\" has a malformed record: \(error.message)", page: error.page)
             }
         }
+        // A predicate that is one comparison (the common case) runs it
+        // directly, without walking `root`.
+        if singleTest >= 0 { return try test(singleTest) }
         return try run(root, record)
+    }
+
+    /// Test `i` on the loaded fields; a malformed record names the table.
+    @inline(__always)
+    private func test(_ i: Int) throws(KuraError) -> Bool {
+        do {
+            // `tests` is not empty: `compile` made `.test(i)` for its element i.
+            return try CompiledFieldTest.holds(tests.baseAddress! + i, fields.pointee)
+        } catch where error.code == .corrupt {
+            throw KuraError(.corrupt, "a row of table \"\(columns.table)\" has a malformed record: \(error.message)", page: error.page)
+        }
     }
 
     private func run(_ node: Node, _ record: UnsafeRawBufferPointer) throws(KuraError) -> Bool {
         switch node {
         case .constant(let b): return b
         case .test(let i):
-            do {
-                // `tests` is not empty: `compile` made `.test(i)` for its element i.
-                return try CompiledFieldTest.holds(tests.baseAddress! + i, fields.pointee)
-            } catch where error.code == .corrupt {
-                throw KuraError(.corrupt, "a row of table \"\(columns.table)\" has a malformed record: \(error.message)", page: error.page)
-            }
+            return try test(i)
         case .and(let xs):
             for x in xs where !(try run(x, record)) { return false }
             return true

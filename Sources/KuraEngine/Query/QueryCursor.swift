@@ -60,6 +60,13 @@ public final class QueryCursor {
     }
 
     private func step<S: PageSource>(_ s: S) throws(KuraError) -> Row? {
+        // The test below runs for every candidate row. The predicate is
+        // reached unretained (`self` holds it while the cursor steps) and the
+        // joins only when there are some: reading either through `self` there
+        // retained and released it per row. (Closure literals at each call: a
+        // closure kept in a constant was allocated on the heap per step.)
+        let compiled = compiled.map { Unmanaged.passUnretained($0) }
+        let joined = !filters.isEmpty
         if !plan.ordered {
             if sorted == nil {
                 if query.sort.isEmpty, case .index = plan.access {
@@ -77,7 +84,7 @@ public final class QueryCursor {
                 guard let record = try source.rowLocated(id, s) else { continue }
                 let row: Row
                 if testOnRead {
-                    guard let r = try CandidateSource.row(id, record, { b, id throws(KuraError) in try self.matches(b, rowID: id, s) }) else { continue }
+                    guard let r = try CandidateSource.row(id, record, { b, id throws(KuraError) in try joined ? self.matches(b, rowID: id, s) : Self.matches(b, compiled) }) else { continue }
                     row = r
                 } else {
                     row = CandidateSource.row(id, record)
@@ -88,7 +95,7 @@ public final class QueryCursor {
             }
             return nil
         }
-        while let row = try source.next(s, matching: { b, id throws(KuraError) in try self.matches(b, rowID: id, s) }) {
+        while let row = try source.next(s, matching: { b, id throws(KuraError) in try joined ? self.matches(b, rowID: id, s) : Self.matches(b, compiled) }) {
             if skipped < query.offset { skipped += 1; continue }
             returned += 1
             return row
@@ -145,6 +152,16 @@ public final class QueryCursor {
         return true
     }
 
+    /// `matches` for a query without joins, with its predicate passed
+    /// unretained: `compiled` must be held (by the cursor) during the call.
+    @inline(__always)
+    private static func matches(_ record: UnsafeRawBufferPointer, _ compiled: Unmanaged<CompiledPredicate>?) throws(KuraError) -> Bool {
+        guard let compiled else { return true }
+        return try compiled._withUnsafeGuaranteedRef { c -> Result<Bool, KuraError> in
+            do throws(KuraError) { return .success(try c.matches(record)) } catch { return .failure(error) }
+        }.get()
+    }
+
     /// Row IDs of every index candidate, in row-ID order (no row is read).
     private func candidateRowIDs<S: PageSource>(_ s: S) throws(KuraError) -> [Int64] {
         var source = CandidateSource(plan: plan, table: info)
@@ -182,7 +199,9 @@ public final class QueryCursor {
             return a.rowID < b.rowID
         }
         var source = CandidateSource(plan: plan, table: info)
-        while let row = try source.next(s, matching: { b, id throws(KuraError) in try self.matches(b, rowID: id, s) }) {
+        let compiled = compiled.map { Unmanaged.passUnretained($0) }
+        let joined = !filters.isEmpty
+        while let row = try source.next(s, matching: { b, id throws(KuraError) in try joined ? self.matches(b, rowID: id, s) : Self.matches(b, compiled) }) {
             var values: [Value] = []
             values.reserveCapacity(positions.count)
             try row.record.withBytes { b throws(KuraError) in
@@ -481,8 +500,9 @@ struct CandidateSource {
             var i = cursor!.index
             let n = leaf.cellCount
             while i < n {
-                let v = leaf.leafValue(i)
-                let (ko, kl) = leaf.cellKey(i)
+                // Key and value from one read of the cell's header.
+                let v = leaf.leafCell(i)
+                let (ko, kl) = (v.keyOffset, v.keyLength)
                 guard let (rowID, used) = RowIDKey.decode(leaf.bytes, ko, ko + kl), used == kl else {
                     throw KuraError(.corrupt, "table \"\(table.name)\" has a key that is not a row ID", page: leaf.number)
                 }

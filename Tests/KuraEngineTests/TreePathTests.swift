@@ -1,0 +1,78 @@
+// TreePathTests: point reads through a kept path (TreePath, BTree.swift: each
+// descent reuses the pages of the previous one where they are still on the
+// path) agree with BTree.get and a model, on table trees several levels deep
+// (512-byte pages), for row IDs read in increasing order, in decreasing order,
+// in random order and in runs of near neighbours; the row IDs include
+// negatives, Int64.min and Int64.max - 1 (Int64.max is reserved; it is
+// probed), gaps left by deleted rows, and IDs the table does not have.
+// Prints its seed; KURA_SEED=<n> replays one.
+
+import Foundation
+import XCTest
+@testable import KuraEngine
+
+final class TreePathTests: XCTestCase {
+    func testKeptPathReadsAgreeWithTheModel() throws {
+        let seed = testSeed("TreePathTests.reads")
+        var g = SplitMix64(seed: seed)
+        var o = Database.Options()
+        o.fileSystem = MemoryFileSystem()
+        o.pageSize = 512
+        o.cacheSize = 1 << 20
+        o.durability = .off
+        let db = try Database(path: "/treepath.kura", options: o)
+        try db.write { tx in _ = try tx.createTable("t") }
+        // Row IDs: dense runs, sparse ones, negatives and both extremes.
+        var ids = Set<Int64>([Int64.min, Int64.min + 1, -1, 0, 1, Int64.max - 2, Int64.max - 1])
+        var next = Int64(-5000)
+        while ids.count < 3000 {
+            next += Int64(g.next() % 4 == 0 ? g.next() % 5000 : 1 + g.next() % 3)
+            ids.insert(next)
+        }
+        var model: [Int64: [Value]] = [:]
+        try db.write { tx in
+            let t = try tx.table("t")
+            for id in ids.shuffled(using: &g) {
+                let v: [Value] = [.integer(id), .text(String(repeating: "x", count: Int(g.next() % 40)))]
+                try tx.insert(v, into: t, rowID: id)
+                model[id] = v
+            }
+            // Gaps: delete a tenth of the rows.
+            for id in ids.shuffled(using: &g).prefix(ids.count / 10) {
+                _ = try tx.delete(from: t, rowID: id)
+                model[id] = nil
+            }
+        }
+        let present = model.keys.sorted()
+        // Probes: the rows, their neighbours (often absent), and the extremes.
+        var probes = present
+        for id in present.prefix(500) { probes.append(id &+ 1); probes.append(id &- 1) }
+        probes += [Int64.min, Int64.max, 0]
+        let increasing = probes.sorted()
+        try db.read { tx in
+            let info = try tx.table("t")
+            let s = tx.snapshotPages!
+            let tree = BTree(root: info.rootPage, kind: .table)
+            func check(_ order: [Int64], _ what: String) throws {
+                var path = TreePath(tree: tree)
+                for id in order {
+                    let got = try RowIDKey.withEncoded(id) { k throws(KuraError) in try path.get(k, s) }
+                    let expected = try RowIDKey.withEncoded(id) { k throws(KuraError) in try tree.get(k, s) }
+                    XCTAssertEqual(got, expected, "row \(id), \(what), seed \(seed)")
+                    XCTAssertEqual(got != nil, model[id] != nil, "row \(id), \(what), seed \(seed)")
+                    if let got { XCTAssertEqual(try RecordCodec.decode(got), model[id], "row \(id), \(what), seed \(seed)") }
+                }
+            }
+            try check(increasing, "increasing")
+            try check(increasing.reversed(), "decreasing")
+            try check(probes.shuffled(using: &g), "random")
+            // Runs of near neighbours from random starting points.
+            var runs: [Int64] = []
+            for _ in 0..<200 {
+                let start = Int(g.next() % UInt64(increasing.count))
+                runs += increasing[start..<min(start + Int(g.next() % 30), increasing.count)]
+            }
+            try check(runs, "runs")
+        }
+    }
+}
