@@ -257,6 +257,21 @@ extension BTree {
             return
         }
 
+        if node.isLeafNode && i > 0 && i == node.cellCount && !node.hasCounters, let (parentNo, parentIndex) = path.last,
+           try parentIndex == w.page(parentNo).cellCount {
+            // An append's split (below, `appending`), taken without copying
+            // the cells out: the old page keeps all its cells as they lie
+            // and the new page holds the new cell alone. Copying each cell
+            // into an array and rebuilding the old page with the same cells
+            // cost more than every other append to the page together. A
+            // page with counters goes the general way (rebuilding drops them).
+            let sibling = try w.allocate()
+            sibling.rebuild(kind: kind.leaf, treeRoot: root, cells: [cell][...], rightChild: 0)
+            let up = Self.interiorCell(child: number, key: node.keyBytes(i - 1)[...])
+            try w.writable(parentNo).setChild(parentIndex, sibling.number)
+            try insertCell(up, at: parentIndex, into: parentNo, path: path.dropLast(), w)
+            return
+        }
         var cells: [[UInt8]] = []
         cells.reserveCapacity(node.cellCount + 1)
         for k in 0..<node.cellCount { cells.append(node.cellBytes(k)) }

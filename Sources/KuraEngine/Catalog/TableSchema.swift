@@ -145,6 +145,11 @@ public struct TableSchema: Sendable, Hashable {
         guard values.count <= columns.count else {
             throw KuraError(.invalidArgument, "table \"\(table)\" has \(columns.count) columns, got \(values.count) values")
         }
+        // The common case, a full row already valid and in normal form, is
+        // checked in place: the values are borrowed (not copied out one by
+        // one, which retains and releases each text and blob) and the row
+        // is returned as it came. Anything else takes the general way below.
+        if values.count == columns.count, inNormalForm(values) { return values }
         // `out` shares `values`' storage until a value changes (a short row
         // padded with defaults, a value normalized): a valid full row is not copied.
         var out = values
@@ -167,6 +172,56 @@ public struct TableSchema: Sendable, Hashable {
             if let n { out[i] = n }
         }
         return out
+    }
+
+    /// Whether `values`, one per column, are all accepted by their columns
+    /// (nulls only in nullable ones) and already in normal form: what
+    /// `validate` would return unchanged. False sends the row the general
+    /// way, which finds and reports the problem, or normalizes.
+    private func inNormalForm(_ values: [Value]) -> Bool {
+        values.withUnsafeBufferPointer { vs in
+            columnTypes.withUnsafeBufferPointer { types in
+                columnNullable.withUnsafeBufferPointer { nullable in
+                    for i in 0..<vs.count {
+                        switch (types[i], vs[i]) {
+                        case (_, .null): if !nullable[i] { return false }
+                        case (.integer, .integer), (.double, .double), (.blob, .blob), (.external, .blob), (.bool, .bool), (.date, .double):
+                            break
+                        case (.text, .text(let s)):
+                            // Text outside ASCII may need its NFC form (`normalized`).
+                            if !Self.isASCII(s) { return false }
+                        default:
+                            // A mismatch, or a value `normalized` changes (an integer in a double or date column).
+                            return false
+                        }
+                    }
+                    return true
+                }
+            }
+        }
+    }
+
+    /// Whether every byte of `s`'s UTF-8 is below 0x80 (eight bytes at a time
+    /// where the string's storage is contiguous, as native strings' is).
+    @inline(__always)
+    static func isASCII(_ s: String) -> Bool {
+        let fast = s.utf8.withContiguousStorageIfAvailable { b -> Bool in
+            guard let base = b.baseAddress else { return true }
+            let p = UnsafeRawPointer(base)
+            let n = b.count
+            var i = 0
+            var bits: UInt64 = 0
+            while i + 8 <= n {
+                bits |= p.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                i += 8
+            }
+            while i < n {
+                bits |= UInt64(p.load(fromByteOffset: i, as: UInt8.self))
+                i += 1
+            }
+            return bits & 0x8080_8080_8080_8080 == 0
+        }
+        return fast ?? s.utf8.allSatisfy { $0 < 0x80 }
     }
 
     /// Pads a row that stores fewer values than the table has columns (they

@@ -63,11 +63,30 @@ public enum RecordCodec {
         }
     }
 
+    /// The largest record `encode` writes into a temporary buffer and copies.
+    static let copiedRecordLimit = 1024
+
     /// Encodes `values` as a record.
     public static func encode(_ values: [Value]) -> [UInt8] {
         let n = values.count
         return withUnsafeTemporaryAllocation(of: UInt64.self, capacity: max(n, 1)) { types in
             let size = measure(values, types)
+            // A small record is written into a temporary buffer and copied
+            // into an array made from it: on Linux,
+            // `[UInt8](unsafeUninitializedCapacity:)` calls the standard
+            // library's unspecialized buffer allocation, which looks the
+            // array's type metadata up by hash on every call (a few hundred
+            // instructions per record, about 4% of an object insert), while
+            // `Array(UnsafeRawBufferPointer)` is specialized for UInt8 and
+            // finds the metadata in a cache. A large record (a blob) is
+            // written in place, sparing the copy.
+            if size.total <= Self.copiedRecordLimit {
+                return withUnsafeTemporaryAllocation(byteCount: size.total, alignment: 8) { buf in
+                    // `buf` has `size.total` >= 1 bytes (a record has at least its header's size).
+                    write(values, types, headerSize: size.header, to: buf.baseAddress!)
+                    return Array(UnsafeRawBufferPointer(buf))
+                }
+            }
             return [UInt8](unsafeUninitializedCapacity: size.total) { buf, count in
                 // `buf` has room for `size.total` bytes (its capacity).
                 write(values, types, headerSize: size.header, to: UnsafeMutableRawPointer(buf.baseAddress!))
