@@ -146,13 +146,11 @@ struct BTree {
     func value<S: PageSource>(_ leaf: Page, _ i: Int, _ s: S) throws(KuraError) -> [UInt8] {
         let v = leaf.leafValue(i)
         if v.overflow == 0 {
-            // One allocation of the exact size and one copy (the common case).
-            return [UInt8](unsafeUninitializedCapacity: v.local) { buf, count in
-                if v.local > 0, let base = buf.baseAddress {
-                    UnsafeMutableRawPointer(base).copyMemory(from: leaf.bytes + v.offset, byteCount: v.local)
-                }
-                count = v.local
-            }
+            // One allocation of the exact size and one copy (the common case),
+            // through `Array(UnsafeRawBufferPointer)`, which is specialized for
+            // bytes (`[UInt8](unsafeUninitializedCapacity:)` looks the array's
+            // metadata up on every call on Linux).
+            return Array(UnsafeRawBufferPointer(start: leaf.bytes + v.offset, count: v.local))
         }
         var out = [UInt8]()
         out.reserveCapacity(v.length)

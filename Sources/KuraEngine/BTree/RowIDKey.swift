@@ -37,10 +37,31 @@ enum RowIDKey {
     }
 
     static func encode(_ n: Int64) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(9)
-        append(n, to: &out)
-        return out
+        // Built on the stack and copied into an array of the exact size:
+        // `Array(UnsafeRawBufferPointer)` is specialized for bytes, while
+        // growing an empty array (`reserveCapacity`, `append`) goes through
+        // the standard library's unspecialized allocation, which looks the
+        // array's metadata up on every call (Linux).
+        var storage: (UInt64, UInt64) = (0, 0)
+        return withUnsafeMutableBytes(of: &storage) { raw in
+            Array(UnsafeRawBufferPointer(rebasing: raw[0..<write(n, to: raw)]))
+        }
+    }
+
+    /// Writes the encoding of `n` at the start of `raw` (at least 9 bytes);
+    /// returns its length.
+    @inline(__always)
+    private static func write(_ n: Int64, to raw: UnsafeMutableRawBufferPointer) -> Int {
+        let m = n >= 0 ? UInt64(n) : UInt64(~n)
+        let k = byteCount(m)
+        raw[0] = n >= 0 ? 0x80 + UInt8(k) : 0x7F - UInt8(k)
+        let v = UInt64(bitPattern: n)
+        var s = 0
+        while s < k {
+            raw[1 + s] = UInt8(truncatingIfNeeded: v >> (8 * UInt64(k - 1 - s)))
+            s += 1
+        }
+        return 1 + k
     }
 
     /// `body` applied to the encoding of `n`, built on the stack (no array).
@@ -48,16 +69,8 @@ enum RowIDKey {
     static func withEncoded<T>(_ n: Int64, _ body: (UnsafeRawBufferPointer) throws(KuraError) -> T) throws(KuraError) -> T {
         var storage: (UInt64, UInt64) = (0, 0)
         return try withUnsafeMutableBytes(of: &storage) { raw in
-            let m = n >= 0 ? UInt64(n) : UInt64(~n)
-            let k = byteCount(m)
-            raw[0] = n >= 0 ? 0x80 + UInt8(k) : 0x7F - UInt8(k)
-            let v = UInt64(bitPattern: n)
-            var s = 0
-            while s < k {
-                raw[1 + s] = UInt8(truncatingIfNeeded: v >> (8 * UInt64(k - 1 - s)))
-                s += 1
-            }
-            return Result { () throws(KuraError) in try body(UnsafeRawBufferPointer(rebasing: raw[0..<(1 + k)])) }
+            let length = write(n, to: raw)
+            return Result { () throws(KuraError) in try body(UnsafeRawBufferPointer(rebasing: raw[0..<length])) }
         }.get()
     }
 
