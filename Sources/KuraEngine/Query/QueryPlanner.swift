@@ -335,8 +335,16 @@ enum QueryPlanner {
         }
     }
 
+    /// `prefix + segment`, sharing `segment`'s storage when there is no prefix.
+    @inline(__always)
+    static func joined(_ prefix: [UInt8], _ segment: [UInt8]) -> [UInt8] {
+        prefix.isEmpty ? segment : prefix + segment
+    }
+
     static func segment(_ v: Value, _ c: IndexColumn) -> [UInt8] {
         var out: [UInt8] = []
+        // A number's segment is 9 bytes: one allocation instead of growing.
+        out.reserveCapacity(16)
         IndexKey.append(v, descending: c.descending, folded: c.folded, to: &out)
         return out
     }
@@ -376,17 +384,16 @@ enum QueryPlanner {
         var terminalColumn = index.columns.count
         columns: for (k, col) in index.columns.enumerated() {
             let type = schema.columns[col.position].type
-            let mine = constraints.filter { $0.column == col.name }
             // Equality first.
-            for c in mine {
+            for c in constraints where c.column == col.name {
                 guard case .equal(let v) = c.kind else { continue }
                 if v.isNull {
-                    prefixes = prefixes.map { $0 + segment(.null, col) }
+                    prefixes = prefixes.map { joined($0, segment(.null, col)) }
                 } else {
                     guard let b = bound(v, type, roundDown: true), b == v || type != .integer else { continue }
                     if type == .text && !textUsable(col, c.options) { continue }
                     if type != .text && !c.options.isEmpty { continue }
-                    prefixes = prefixes.map { $0 + segment(b, col) }
+                    prefixes = prefixes.map { joined($0, segment(b, col)) }
                 }
                 usedCount += 1
                 if !c.text.isEmpty { used.append(c.text) }
@@ -395,7 +402,7 @@ enum QueryPlanner {
                 continue columns
             }
             terminalColumn = k
-            for c in mine {
+            for c in constraints where c.column == col.name {
                 switch c.kind {
                 case .oneOf(let vs):
                     if type == .text && !textUsable(col, c.options) { continue }
@@ -430,7 +437,7 @@ enum QueryPlanner {
                     }
                     if col.descending { swap(&lower, &upper) }
                     if ranges == nil {
-                        ranges = prefixes.map { p in KeyRange(lower: p + (lower ?? []), upper: p + (upper ?? [])) }
+                        ranges = prefixes.map { p in KeyRange(lower: joined(p, lower ?? []), upper: joined(p, upper ?? [])) }
                     }
                 case .prefix(let s):
                     guard type == .text, textUsable(col, c.options) else { continue }
@@ -438,7 +445,7 @@ enum QueryPlanner {
                     let folded = col.folded ? TextFolding.fold(s, caseInsensitive: true, diacriticInsensitive: true) : s
                     for b in folded.utf8 { seg.append(b); if b == 0 { seg.append(0xFF) } }
                     if col.descending { seg = seg.map { ~$0 } }
-                    ranges = prefixes.map { p in KeyRange(lower: p + seg, upper: p + seg) }
+                    ranges = prefixes.map { p in KeyRange(lower: joined(p, seg), upper: joined(p, seg)) }
                 case .equal:
                     continue
                 }
