@@ -178,6 +178,15 @@ extension ReadTransaction {
             return r
         }
         let info = try table(query.table)
+        // A write transaction's hot table (TableHandle.swift) holds the
+        // table's schema, indexes and column map resolved; every schema
+        // change drops it (`flushHotTable`), so it is this schema's.
+        if let w = self as? WriteTransaction, let h = w.resolvedHandle(info) {
+            let r = ResolvedQuery(info: info, schema: h.schema, indexes: h.indexes, columns: h.columns,
+                                  fingerprint: try schemaFingerprint(of: info.name))
+            try Self.validate(query, r)
+            return r
+        }
         let schema = try self.schema(of: info)
         let r = ResolvedQuery(info: info, schema: schema, indexes: try indexes(of: info.name),
                               columns: ColumnMap(table: info.name, schema: schema),
