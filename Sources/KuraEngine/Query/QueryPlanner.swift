@@ -139,12 +139,12 @@ enum QueryPlanner {
         let constraints = conjunctConstraints.compactMap { $0 }
         let n = Double(max(rowCount, 1))
         let keep = q.limit.map { Double(q.offset + $0) }
-        // Key ranges found for the selectivity, per index, when the predicate
-        // has one constraint: the candidates loop asks `indexRanges` the same
-        // question (same index, same single constraint) and takes them from here.
-        var rangesFound: [IndexRanges?] = []
+        // Key ranges found for the selectivity (at most one index's: the loop
+        // stops at the first), when the predicate has one constraint: the
+        // candidates loop asks `indexRanges` the same question for that index
+        // (same index, same single constraint) and takes them from here.
+        var rangesFound: (index: Int, ranges: IndexRanges)?
         let reuseRanges = constraints.count == 1 && schema != nil
-        if reuseRanges { rangesFound = Array(repeating: nil, count: indexes.count) }
         // Share of rows the whole predicate keeps: per top-level conjunct, from an
         // index whose first column it constrains, else a fixed guess.
         var selectivity = 1.0
@@ -152,10 +152,10 @@ enum QueryPlanner {
             var s = QueryCost.unknownSelectivity
             if case .truePredicate = c { s = 1 }
             if let schema, let cc = constrained {
-                for (i, index) in indexes.enumerated() where index.columns.first?.name == cc.column {
-                    if let found = indexRanges(index, [cc], schema: schema) {
-                        if reuseRanges { rangesFound[i] = found }
-                        s = min(1, try estimate(index, found.ranges) / n)
+                for i in indexes.indices where indexes[i].columns.first?.name == cc.column {
+                    if let found = indexRanges(indexes[i], constraints.count == 1 ? constraints : [cc], schema: schema) {
+                        if reuseRanges { rangesFound = (i, found) }
+                        s = min(1, try estimate(indexes[i], found.ranges) / n)
                         break
                     }
                 }
@@ -194,7 +194,7 @@ enum QueryPlanner {
 
         for (i, index) in indexes.enumerated() {
             guard let schema else { continue }
-            let maybeFound = reuseRanges && rangesFound[i] != nil ? rangesFound[i] : indexRanges(index, constraints, schema: schema)
+            let maybeFound = reuseRanges && rangesFound?.index == i ? rangesFound?.ranges : indexRanges(index, constraints, schema: schema)
             guard let searched = maybeFound, var plan = indexPlan(index, searched, schema: schema, sort: q.sort, explaining: explaining)?.plan else { continue }
             let ranges = searched.ranges
             if !allConjuncts.isEmpty && plan.exactConjuncts == allConjuncts.count {
