@@ -21,7 +21,8 @@ extension ReadTransaction {
     ///   `.invalidArgument` for a negative offset or limit, or a key path that
     ///   crosses a relationship (tables have none; the object layer resolves them).
     public func select(_ query: TableQuery) throws(KuraError) -> QueryCursor {
-        try select(query, resolved: try resolve(query))
+        // `resolve` validated `query` against the resolution it returns.
+        try select(query, resolved: try resolve(query), validated: true)
     }
 
     /// All rows matching `query`, decoded.
@@ -43,8 +44,9 @@ extension ReadTransaction {
 
     // MARK: Running resolved queries
 
-    func select(_ query: TableQuery, resolved r: ResolvedQuery) throws(KuraError) -> QueryCursor {
-        try Self.validate(query, r)
+    /// `validated`: `query` was validated against `r` already (`resolve` does).
+    func select(_ query: TableQuery, resolved r: ResolvedQuery, validated: Bool = false) throws(KuraError) -> QueryCursor {
+        if !validated { try Self.validate(query, r) }
         if query.joins.isEmpty && query.lookups.isEmpty {
             let plan = try self.plan(query, r, explaining: false)
             return QueryCursor(transaction: self, query: query, resolved: r, plan: plan)
@@ -176,6 +178,15 @@ extension ReadTransaction {
             return r
         }
         let info = try table(query.table)
+        // A write transaction's hot table (TableHandle.swift) holds the
+        // table's schema, indexes and column map resolved; every schema
+        // change drops it (`flushHotTable`), so it is this schema's.
+        if let w = self as? WriteTransaction, let h = w.resolvedHandle(info) {
+            let r = ResolvedQuery(info: info, schema: h.schema, indexes: h.indexes, columns: h.columns,
+                                  fingerprint: try schemaFingerprint(of: info.name))
+            try Self.validate(query, r)
+            return r
+        }
         let schema = try self.schema(of: info)
         let r = ResolvedQuery(info: info, schema: schema, indexes: try indexes(of: info.name),
                               columns: ColumnMap(table: info.name, schema: schema),
@@ -193,7 +204,7 @@ extension ReadTransaction {
         for k in query.sort where r.columns.positions[k.column] == nil && !query.lookups.contains(where: { $0.name == k.column }) {
             throw KuraError(.notFound, "cannot sort by \"\(k.column)\": table \"\(r.info.name)\" has no such column")
         }
-        for k in query.sort {
+        for k in query.sort where r.schema?.hasExternal == true {
             if let schema = r.schema, let i = schema.position(of: k.column), schema.columns[i].type == .external {
                 throw KuraError(.unsupported, "cannot sort by \"\(k.column)\": its values are stored externally (large binary values in files)")
             }
@@ -205,12 +216,15 @@ extension ReadTransaction {
     func plan(_ query: TableQuery, _ r: ResolvedQuery, explaining: Bool) throws(KuraError) -> QueryPlan {
         let rows = try rowCount(r.info)
         // The planner asks for the same estimate twice (selectivity, then the
-        // index's cost): the second is the first one's answer.
-        var last: (index: Int64, ranges: [KeyRange], entries: Double)?
+        // index's cost): the second is the first one's answer. (Three plain
+        // variables: an optional tuple was copied through generic witnesses.)
+        var lastIndex: Int64 = 0
+        var lastRanges: [KeyRange] = []
+        var lastEntries = -1.0
         return try QueryPlanner.plan(query, schema: r.schema, indexes: r.indexes, rowCount: rows, explaining: explaining) { index, ranges throws(KuraError) in
-            if let l = last, l.index == index.info.id, l.ranges == ranges { return l.entries }
+            if lastEntries >= 0, lastIndex == index.info.id, lastRanges == ranges { return lastEntries }
             let entries = try self.estimateEntries(index, ranges, total: rows)
-            last = (index.info.id, ranges, entries)
+            (lastIndex, lastRanges, lastEntries) = (index.info.id, ranges, entries)
             return entries
         }
     }
@@ -262,7 +276,8 @@ extension ReadTransaction {
                 default: return false
                 }
             }()
-            if !nilTest, let name = externalColumn(in: c.left, schema) ?? externalColumn(in: c.right, schema) {
+            // Only a schema with an external column has one to find.
+            if schema?.hasExternal == true, !nilTest, let name = externalColumn(in: c.left, schema) ?? externalColumn(in: c.right, schema) {
                 throw KuraError(.unsupported, "column \"\(name)\" of table \"\(table)\" is stored externally (large binary values in files): a predicate can only test it against nil, not in \"\(KuraPredicate.comparison(c).predicateFormat)\"")
             }
         }

@@ -65,7 +65,10 @@ struct KeyRange: Hashable {
 struct QueryPlan {
     enum Access {
         case tableScan
-        case index(IndexDefinition, ranges: [KeyRange], reverse: Bool)
+        /// Boxed: a plan is copied several times per query (planner, cursor,
+        /// candidate source), and an inline index definition made each copy
+        /// retain its every string and array; the box is one retain.
+        indirect case index(IndexDefinition, ranges: [KeyRange], reverse: Bool)
         /// Rows read by row ID, in this order (a join's candidates: SemiJoin.swift).
         case rowIDs([Int64])
     }
@@ -131,27 +134,33 @@ enum QueryPlanner {
     static func plan(_ q: TableQuery, schema: TableSchema?, indexes: [IndexDefinition], rowCount: Int, explaining: Bool = false,
                      estimate: (IndexDefinition, [KeyRange]) throws(KuraError) -> Double) throws(KuraError) -> QueryPlan {
         let allConjuncts = q.predicate.map(conjuncts) ?? []
-        let constraints = allConjuncts.compactMap { constraint($0, explaining: explaining) }
+        // Each conjunct's constraint, made once (selectivity and candidates both use them).
+        let conjunctConstraints = allConjuncts.map { constraint($0, explaining: explaining) }
+        let constraints = conjunctConstraints.compactMap { $0 }
         let n = Double(max(rowCount, 1))
         let keep = q.limit.map { Double(q.offset + $0) }
+        // Key ranges found for the selectivity (at most one index's: the loop
+        // stops at the first), when the predicate has one constraint: the
+        // candidates loop asks `indexRanges` the same question for that index
+        // (same index, same single constraint) and takes them from here.
+        var rangesFound: (index: Int, ranges: IndexRanges)?
+        let reuseRanges = constraints.count == 1 && schema != nil
         // Share of rows the whole predicate keeps: per top-level conjunct, from an
         // index whose first column it constrains, else a fixed guess.
         var selectivity = 1.0
-        if let p = q.predicate {
-            for c in conjuncts(p) {
-                var s = QueryCost.unknownSelectivity
-                if case .truePredicate = c { s = 1 }
-                if let schema, let cc = constraint(c, explaining: false) {
-                    for index in indexes where index.columns.first?.name == cc.column {
-                        if let (_, p) = indexPlan(index, [cc], schema: schema, sort: [], explaining: false),
-                           case .index(_, let ranges, _) = p.access {
-                            s = min(1, try estimate(index, ranges) / n)
-                            break
-                        }
+        for (c, constrained) in zip(allConjuncts, conjunctConstraints) {
+            var s = QueryCost.unknownSelectivity
+            if case .truePredicate = c { s = 1 }
+            if let schema, let cc = constrained {
+                for i in indexes.indices where indexes[i].columns.first?.name == cc.column {
+                    if let found = indexRanges(indexes[i], constraints.count == 1 ? constraints : [cc], schema: schema) {
+                        if reuseRanges { rangesFound = (i, found) }
+                        s = min(1, try estimate(indexes[i], found.ranges) / n)
+                        break
                     }
                 }
-                selectivity *= s
             }
+            selectivity *= s
         }
         let matches = max(1, n * selectivity)
         func sortCost(_ m: Double) -> Double {
@@ -160,17 +169,34 @@ enum QueryPlanner {
         }
         func fmt(_ x: Double) -> String { estimateText(x) }
 
-        var candidates: [(cost: Double, plan: QueryPlan, note: String)] = []
-        let scanCost = n + (q.sort.isEmpty ? 0 : sortCost(matches))
-        var scan = QueryPlan(access: .tableScan, ordered: q.sort.isEmpty)
-        if explaining { scan.notes = ["scan table \"\(q.table)\" in row-ID order"] }
-        // Notes are text for `explain` only: building them cost every query a
-        // few string interpolations.
-        candidates.append((scanCost, scan, explaining ? "table scan: \(fmt(n)) rows, about \(fmt(matches)) matching" : ""))
+        // The cheapest candidate so far, kept as it is found (no list of plans
+        // to copy out of); `explain` lists every candidate's cost and note.
+        var bestCost = n + (q.sort.isEmpty ? 0 : sortCost(matches))
+        var chosen = QueryPlan(access: .tableScan, ordered: q.sort.isEmpty)
+        var bestIndex = 0
+        var candidateNotes: [(cost: Double, note: String)] = []
+        if explaining {
+            chosen.notes = ["scan table \"\(q.table)\" in row-ID order"]
+            // Notes are text for `explain` only: building them cost every query a
+            // few string interpolations.
+            candidateNotes.append((bestCost, "table scan: \(fmt(n)) rows, about \(fmt(matches)) matching"))
+        }
+        var candidateCount = 1
+        func consider(_ cost: Double, _ plan: QueryPlan, _ note: @autoclosure () -> String) {
+            if cost < bestCost {
+                bestCost = cost
+                chosen = plan
+                bestIndex = candidateCount
+            }
+            if explaining { candidateNotes.append((cost, note())) }
+            candidateCount += 1
+        }
 
-        for index in indexes {
-            guard let schema, var (_, plan) = indexPlan(index, constraints, schema: schema, sort: q.sort, explaining: explaining),
-                  case .index(_, let ranges, _) = plan.access else { continue }
+        for (i, index) in indexes.enumerated() {
+            guard let schema else { continue }
+            let maybeFound = reuseRanges && rangesFound?.index == i ? rangesFound?.ranges : indexRanges(index, constraints, schema: schema)
+            guard let searched = maybeFound, var plan = indexPlan(index, searched, schema: schema, sort: q.sort, explaining: explaining)?.plan else { continue }
+            let ranges = searched.ranges
             if !allConjuncts.isEmpty && plan.exactConjuncts == allConjuncts.count {
                 plan.exact = true
                 if explaining { plan.notes.append("the key ranges are exactly the predicate: rows are not tested again") }
@@ -188,7 +214,7 @@ enum QueryPlanner {
             } else {
                 cost = entries * (QueryCost.indexEntry + QueryCost.rowLookup) + sortCost(found)
             }
-            candidates.append((cost, plan, explaining ? "index \"\(index.name)\": about \(fmt(entries)) entries in \(ranges.count) key range\(ranges.count == 1 ? "" : "s")" : ""))
+            consider(cost, plan, "index \"\(index.name)\": about \(fmt(entries)) entries in \(ranges.count) key range\(ranges.count == 1 ? "" : "s")")
         }
         // An index that gives the sort, walked until the limit is reached.
         if let keep, !q.sort.isEmpty {
@@ -197,18 +223,15 @@ enum QueryPlanner {
                 let visited = min(n, keep / max(selectivity, 1 / n))
                 var plan = QueryPlan(access: .index(index, ranges: [KeyRange(lower: [], upper: [])], reverse: reverse), ordered: true, orderColumns: k)
                 if explaining { plan.notes = ["walk index \"\(index.name)\" \(reverse ? "backward" : "forward") in sort order, stopping at the limit"] }
-                candidates.append((visited * (QueryCost.indexEntry + QueryCost.rowLookup), plan, explaining ? "walk of index \"\(index.name)\" in sort order: about \(fmt(visited)) entries until the limit" : ""))
+                consider(visited * (QueryCost.indexEntry + QueryCost.rowLookup), plan, "walk of index \"\(index.name)\" in sort order: about \(fmt(visited)) entries until the limit")
             }
         }
-        var best = 0
-        for (i, c) in candidates.enumerated() where c.cost < candidates[best].cost { best = i }
-        var chosen = candidates[best].plan
-        chosen.estimatedCost = candidates[best].cost
+        chosen.estimatedCost = bestCost
         chosen.estimatedRows = matches
         if explaining {
             chosen.notes.append("estimated costs (1 = one row scanned):")
-            for (i, c) in candidates.enumerated() {
-                chosen.notes.append("  \(i == best ? "*" : " ") \(c.note): cost \(fmt(c.cost))")
+            for (i, c) in candidateNotes.enumerated() {
+                chosen.notes.append("  \(i == bestIndex ? "*" : " ") \(c.note): cost \(fmt(c.cost))")
             }
         }
         return chosen
@@ -312,8 +335,16 @@ enum QueryPlanner {
         }
     }
 
+    /// `prefix + segment`, sharing `segment`'s storage when there is no prefix.
+    @inline(__always)
+    static func joined(_ prefix: [UInt8], _ segment: [UInt8]) -> [UInt8] {
+        prefix.isEmpty ? segment : prefix + segment
+    }
+
     static func segment(_ v: Value, _ c: IndexColumn) -> [UInt8] {
         var out: [UInt8] = []
+        // A number's segment is 9 bytes: one allocation instead of growing.
+        out.reserveCapacity(16)
         IndexKey.append(v, descending: c.descending, folded: c.folded, to: &out)
         return out
     }
@@ -323,34 +354,55 @@ enum QueryPlanner {
         c.folded || options.intersection([.caseInsensitive, .diacriticInsensitive]).isEmpty
     }
 
+    /// The key ranges of `index` that `constraints` select, and what made
+    /// them (`indexRanges`); the sort does not change them.
+    struct IndexRanges {
+        var ranges: [KeyRange]
+        /// Texts of the constraints used (for `explain`; empty when the
+        /// constraints were made without text).
+        var used: [String]
+        var usedCount: Int
+        var exactUsed: Int
+        var equalities: Int
+        var terminalColumn: Int
+    }
+
     static func indexPlan(_ index: IndexDefinition, _ constraints: [ColumnConstraint], schema: TableSchema, sort: [SortKey], explaining: Bool) -> (score: Int, plan: QueryPlan)? {
+        guard let found = indexRanges(index, constraints, schema: schema) else { return nil }
+        return indexPlan(index, found, schema: schema, sort: sort, explaining: explaining)
+    }
+
+    /// The key ranges `constraints` select in `index`: an equality prefix,
+    /// then one IN, range or prefix constraint; nil when no constraint applies.
+    static func indexRanges(_ index: IndexDefinition, _ constraints: [ColumnConstraint], schema: TableSchema) -> IndexRanges? {
         var prefixes: [[UInt8]] = [[]]
         var ranges: [KeyRange]?
         var used: [String] = []
+        var usedCount = 0
         var exactUsed = 0
         var equalities = 0
         var terminalColumn = index.columns.count
         columns: for (k, col) in index.columns.enumerated() {
             let type = schema.columns[col.position].type
-            let mine = constraints.filter { $0.column == col.name }
             // Equality first.
-            for c in mine {
+            for c in constraints where c.column == col.name {
                 guard case .equal(let v) = c.kind else { continue }
                 if v.isNull {
-                    prefixes = prefixes.map { $0 + segment(.null, col) }
+                    prefixes = prefixes.map { joined($0, segment(.null, col)) }
                 } else {
                     guard let b = bound(v, type, roundDown: true), b == v || type != .integer else { continue }
                     if type == .text && !textUsable(col, c.options) { continue }
                     if type != .text && !c.options.isEmpty { continue }
-                    prefixes = prefixes.map { $0 + segment(b, col) }
+                    prefixes = prefixes.map { joined($0, segment(b, col)) }
                 }
-                used.append(c.text)
+                usedCount += 1
+                if !c.text.isEmpty { used.append(c.text) }
                 if Self.exact(c, type, col) { exactUsed += 1 }
                 equalities += 1
                 continue columns
             }
             terminalColumn = k
-            for c in mine {
+            for c in constraints where c.column == col.name {
                 switch c.kind {
                 case .oneOf(let vs):
                     if type == .text && !textUsable(col, c.options) { continue }
@@ -385,7 +437,7 @@ enum QueryPlanner {
                     }
                     if col.descending { swap(&lower, &upper) }
                     if ranges == nil {
-                        ranges = prefixes.map { p in KeyRange(lower: p + (lower ?? []), upper: p + (upper ?? [])) }
+                        ranges = prefixes.map { p in KeyRange(lower: joined(p, lower ?? []), upper: joined(p, upper ?? [])) }
                     }
                 case .prefix(let s):
                     guard type == .text, textUsable(col, c.options) else { continue }
@@ -393,11 +445,12 @@ enum QueryPlanner {
                     let folded = col.folded ? TextFolding.fold(s, caseInsensitive: true, diacriticInsensitive: true) : s
                     for b in folded.utf8 { seg.append(b); if b == 0 { seg.append(0xFF) } }
                     if col.descending { seg = seg.map { ~$0 } }
-                    ranges = prefixes.map { p in KeyRange(lower: p + seg, upper: p + seg) }
+                    ranges = prefixes.map { p in KeyRange(lower: joined(p, seg), upper: joined(p, seg)) }
                 case .equal:
                     continue
                 }
-                used.append(c.text)
+                usedCount += 1
+                if !c.text.isEmpty { used.append(c.text) }
                 if Self.exact(c, type, col) { exactUsed += 1 }
                 break columns
             }
@@ -407,7 +460,15 @@ enum QueryPlanner {
             guard equalities > 0 else { return nil }
             ranges = prefixes.map { KeyRange(lower: $0, upper: $0) }
         }
-        let terminal = used.count > equalities
+        return IndexRanges(ranges: ranges!, used: used, usedCount: usedCount, exactUsed: exactUsed, equalities: equalities, terminalColumn: terminalColumn)
+    }
+
+    /// The plan searching `index` over `found`'s key ranges, in `sort` order
+    /// when the index gives it.
+    static func indexPlan(_ index: IndexDefinition, _ found: IndexRanges, schema: TableSchema, sort: [SortKey], explaining: Bool) -> (score: Int, plan: QueryPlan)? {
+        let ranges: [KeyRange]? = found.ranges
+        let (used, equalities, terminalColumn, exactUsed) = (found.used, found.equalities, found.terminalColumn, found.exactUsed)
+        let terminal = found.usedCount > equalities
         var score = equalities * 4 + (terminal ? 2 : 0)
         if index.isUnique && equalities == index.columns.count { score += 100 }
         // Order: after the equality prefix, the index orders by the next columns.
