@@ -22,14 +22,9 @@ final class AppendSplitTests: XCTestCase {
     struct Rollback: Error {}
 
     func testAppendSplitsKeepEveryRowReachableAndPagesFull() throws {
-        let seed = ProcessInfo.processInfo.environment["KURA_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(UInt32.max))
-        print("AppendSplitTests seed \(seed) (replay with KURA_SEED=\(seed))")
+        let seed = testSeed("AppendSplitTests")
         var rng = SplitMix64(seed: seed)
-        var o = Database.Options()
-        o.fileSystem = MemoryFileSystem()
-        o.pageSize = 512
-        o.durability = .off
-        let db = try Database(path: "/split.kura", options: o)
+        let db = try memoryStore("/split.kura")
         try db.write { tx in
             let t = try tx.createTable("t", schema: TableSchema([ColumnDefinition("name", .text), ColumnDefinition("seq", .integer)]))
             try tx.createIndex("by_seq", on: t, columns: [IndexColumn("seq")])

@@ -14,11 +14,7 @@ final class LeafCellTests: XCTestCase {
     func testLeafCellAgreesWithCellKeyAndLeafValue() throws {
         let seed = testSeed("LeafCellTests.cells")
         var g = SplitMix64(seed: seed)
-        var o = Database.Options()
-        o.fileSystem = MemoryFileSystem()
-        o.pageSize = 512
-        o.durability = .off
-        let db = try Database(path: "/leafcell.kura", options: o)
+        let db = try memoryStore("/leafcell.kura")
         let maxCell = Node.maxCell(512)
         try db.write { tx in _ = try tx.createTable("t", schema: try TableSchema([ColumnDefinition("b", .blob)])) }
         var model: [Int64: [Value]] = [:]

@@ -22,6 +22,17 @@ func testSeed(_ name: String) -> UInt64 {
     return seed
 }
 
+/// A store in memory (its own `MemoryFileSystem`, durability off) with
+/// `pageSize`-byte pages: small pages give deep trees from few rows.
+func memoryStore(_ path: String, pageSize: Int = 512, cacheSize: Int? = nil) throws -> Database {
+    var o = Database.Options()
+    o.fileSystem = MemoryFileSystem()
+    o.pageSize = pageSize
+    if let cacheSize { o.cacheSize = cacheSize }
+    o.durability = .off
+    return try Database(path: path, options: o)
+}
+
 /// The format version the store file at `path` holds in its header page
 /// (what a connection opening it reads first).
 func fileVersion(_ path: String) throws -> UInt32 {

@@ -15,12 +15,7 @@ final class TreePathTests: XCTestCase {
     func testKeptPathReadsAgreeWithTheModel() throws {
         let seed = testSeed("TreePathTests.reads")
         var g = SplitMix64(seed: seed)
-        var o = Database.Options()
-        o.fileSystem = MemoryFileSystem()
-        o.pageSize = 512
-        o.cacheSize = 1 << 20
-        o.durability = .off
-        let db = try Database(path: "/treepath.kura", options: o)
+        let db = try memoryStore("/treepath.kura", cacheSize: 1 << 20)
         try db.write { tx in _ = try tx.createTable("t") }
         // Row IDs: dense runs, sparse ones, negatives and both extremes.
         var ids = Set<Int64>([Int64.min, Int64.min + 1, -1, 0, 1, Int64.max - 2, Int64.max - 1])
