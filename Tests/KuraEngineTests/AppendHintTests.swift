@@ -108,13 +108,7 @@ final class AppendHintTests: XCTestCase {
             try db.read { tx in
                 let t = try tx.table("t")
                 XCTAssertEqual(try tx.rowCount(t), model.count)
-                let c = try tx.rows(in: t)
-                var ids: [Int64] = []
-                while let r = try c.next() {
-                    XCTAssertEqual(try r.values(), model[r.rowID], "row \(r.rowID), seed \(seed)")
-                    ids.append(r.rowID)
-                }
-                XCTAssertEqual(ids, model.keys.sorted(), "seed \(seed)")
+                try assertScanMatches(tx, t, model, "seed \(seed)")
                 if round % 4 == 3 { XCTAssertEqual(try tx.checkIntegrity(), [], "seed \(seed)") }
             }
         }

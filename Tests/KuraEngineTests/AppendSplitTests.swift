@@ -57,13 +57,7 @@ final class AppendSplitTests: XCTestCase {
             try db.read { tx in
                 let t = try tx.table("t")
                 XCTAssertEqual(try tx.rowCount(t), model.count, "seed \(seed)")
-                let c = try tx.rows(in: t)
-                var ids: [Int64] = []
-                while let r = try c.next() {
-                    XCTAssertEqual(try r.values(), model[r.rowID], "row \(r.rowID), seed \(seed)")
-                    ids.append(r.rowID)
-                }
-                XCTAssertEqual(ids, model.keys.sorted(), "seed \(seed)")
+                try assertScanMatches(tx, t, model, "seed \(seed)")
                 // Point reads descend through every separator the splits wrote.
                 for id in model.keys.sorted() {
                     XCTAssertEqual(try tx.values(in: t, rowID: id), model[id], "row \(id), seed \(seed)")

@@ -1,4 +1,5 @@
 import Foundation
+import XCTest
 @testable import KuraEngine
 
 /// Deterministic random numbers (SplitMix64), so failures reproduce by seed.
@@ -31,6 +32,19 @@ func memoryStore(_ path: String, pageSize: Int = 512, cacheSize: Int? = nil) thr
     if let cacheSize { o.cacheSize = cacheSize }
     o.durability = .off
     return try Database(path: path, options: o)
+}
+
+/// Asserts that a scan of `table` gives exactly `model`'s rows, in row-ID
+/// order (`context` names the run in each failure: its seed).
+func assertScanMatches(_ tx: ReadTransaction, _ table: TableInfo, _ model: [Int64: [Value]], _ context: String,
+                       file: StaticString = #filePath, line: UInt = #line) throws {
+    let c = try tx.rows(in: table)
+    var ids: [Int64] = []
+    while let r = try c.next() {
+        XCTAssertEqual(try r.values(), model[r.rowID], "row \(r.rowID), \(context)", file: file, line: line)
+        ids.append(r.rowID)
+    }
+    XCTAssertEqual(ids, model.keys.sorted(), context, file: file, line: line)
 }
 
 /// The format version the store file at `path` holds in its header page
