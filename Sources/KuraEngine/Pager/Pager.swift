@@ -693,8 +693,16 @@ final class Pager: @unchecked Sendable {
 
     private var latestIsCurrent = false
     /// True from the moment this connection's writer has refreshed under the
-    /// write lock until it releases it. Guarded by `state`.
-    private var ownWriterActive = false
+    /// write lock until it releases it. Only a writer (holding the writer
+    /// slot) stores it, under `state` in either mode: a reader that reads the
+    /// log under `state` held exclusively (`refreshLocked`) is ordered with
+    /// every store, and one that only checks it under `state` shared
+    /// (`unchangedSinceIndexed`) is right with either value (the log has not
+    /// changed until the writer publishes, under `state` exclusively). An
+    /// atomic, so that `beginWrite` sets it without waiting for the readers'
+    /// page lookups to drain.
+    private let writerFlag = AtomicFlag()
+    private var ownWriterActive: Bool { writerFlag.load() }
 
     // MARK: Reading pages
 
@@ -809,10 +817,15 @@ final class Pager: @unchecked Sendable {
             // publish left. (Reading the file at every write held `state`, which
             // every reader's page lookup needs, across an fstat and a pread.)
             let snapshot = try beginTransaction()
-            state.withLock {
-                ownWriterActive = true
-                sharedHeader?.publish(wal.state)
+            // Shared, as readers' lookups take it: the flag is atomic, and the
+            // header needs a publish (under `state` exclusively) only when it
+            // does not already say the log is the one this connection indexed.
+            let publish = state.withShared { () -> Bool in
+                writerFlag.store(true)
+                guard let shm = sharedHeader else { return false }
+                return !shm.isCurrent(wal.state)
             }
+            if publish { state.withLock { sharedHeader?.publish(wal.state) } }
             return snapshot
         } catch {
             file.unlock(.writer)
@@ -850,7 +863,7 @@ final class Pager: @unchecked Sendable {
         // Cleared by the commit unless a checkpoint was due. Only a writer
         // (holding the writer slot, as this thread does) sets or clears the
         // flag, so reading it here without `state` sees the last write.
-        if ownWriterActive { state.withLock { ownWriterActive = false } }
+        if ownWriterActive { state.withLock { writerFlag.store(false) } }
         file.unlock(.writer)
         releaseWriterSlot()
     }
@@ -908,7 +921,7 @@ final class Pager: @unchecked Sendable {
             // its commit: unless the checkpoint `endWrite` runs is due, this
             // connection's readers may read the log again from here on, and
             // `endWrite` need not take `state` a third time to say so.
-            if wal.maxFrame < checkpointThreshold { ownWriterActive = false }
+            if wal.maxFrame < checkpointThreshold { writerFlag.store(false) }
         }
     }
 
@@ -1301,7 +1314,7 @@ final class Pager: @unchecked Sendable {
         let s = try beginWrite(timeout: waiting ? nil : 0)
         endTransaction(s)
         defer {
-            state.withLock { ownWriterActive = false }
+            state.withLock { writerFlag.store(false) }
             file.unlock(.writer)
             releaseWriterSlot()
         }
