@@ -75,11 +75,15 @@ struct SortEntry {
     /// (see the order note at the top of this file).
     @inline(__always)
     static func head(of key: [UInt8]) -> UInt64 {
-        key.withUnsafeBufferPointer { k in
-            var h: UInt64 = 0
-            for j in 0..<8 { h = h << 8 | UInt64(j < k.count ? k[j] : 0) }
-            return h
-        }
+        key.withUnsafeBytes { head(of: $0) }
+    }
+
+    /// The same for a key given by its bytes.
+    @inline(__always)
+    static func head(of key: UnsafeRawBufferPointer) -> UInt64 {
+        var h: UInt64 = 0
+        for j in 0..<8 { h = h << 8 | UInt64(j < key.count ? key[j] : 0) }
+        return h
     }
 
     @inline(__always)
@@ -181,8 +185,7 @@ final class KeySorter {
         }
         if arena.count + key.count > Int(UInt32.max) { try spill() }
         pendingBytes += key.count + Self.entryOverhead
-        var h: UInt64 = 0
-        for j in 0..<8 { h = h << 8 | UInt64(j < key.count ? key[j] : 0) }
+        let h = SortEntry.head(of: key)
         if rowID <= lastRowID { addedInRowIDOrder = false }
         lastRowID = rowID
         // Both fit: key.count <= 0x7FFF (checked above), arena.count <= UInt32.max (a spill empties it first).
