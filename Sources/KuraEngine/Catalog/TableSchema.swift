@@ -47,10 +47,23 @@ public enum ColumnType: String, Sendable, CaseIterable, Hashable {
     /// `value` normalized, or nil when it is already in normal form (most
     /// values: then a row's array need not be copied).
     func normalized(_ value: Value) -> Value? {
+        guard !isNormal(value) else { return nil }
         switch value {
-        case .integer(let i) where self == .double || self == .date: return .double(Double(i))
-        case .text(let s) where !s.utf8.allSatisfy({ $0 < 0x80 }): return .text(s.precomposedStringWithCanonicalMapping)
+        case .integer(let i): return .double(Double(i))
+        case .text(let s): return .text(s.precomposedStringWithCanonicalMapping)
         default: return nil
+        }
+    }
+
+    /// Whether `value` is in the form a column of this type stores it (what
+    /// `normalized` leaves alone): not an integer in a double or date column,
+    /// not text outside ASCII (which may need its NFC form).
+    @inline(__always)
+    func isNormal(_ value: Value) -> Bool {
+        switch value {
+        case .integer: return self != .double && self != .date
+        case .text(let s): return TableSchema.isASCII(s)
+        default: return true
         }
     }
 }
@@ -183,15 +196,9 @@ public struct TableSchema: Sendable, Hashable {
             columnTypes.withUnsafeBufferPointer { types in
                 columnNullable.withUnsafeBufferPointer { nullable in
                     for i in 0..<vs.count {
-                        switch (types[i], vs[i]) {
-                        case (_, .null): if !nullable[i] { return false }
-                        case (.integer, .integer), (.double, .double), (.blob, .blob), (.external, .blob), (.bool, .bool), (.date, .double):
-                            break
-                        case (.text, .text(let s)):
-                            // Text outside ASCII may need its NFC form (`normalized`).
-                            if !Self.isASCII(s) { return false }
-                        default:
-                            // A mismatch, or a value `normalized` changes (an integer in a double or date column).
+                        if case .null = vs[i] {
+                            if !nullable[i] { return false }
+                        } else if !types[i].accepts(vs[i]) || !types[i].isNormal(vs[i]) {
                             return false
                         }
                     }
