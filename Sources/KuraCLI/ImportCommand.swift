@@ -165,19 +165,7 @@ enum ImportCommand {
                             t = try tx.table(entity)
                         }
                     }
-                    let defaults = plan.columns.map(\.defaultValue)
-                    var values = defaults
-                    for _ in start..<end {
-                        guard try feed.next() else { throw ctx.changed() }
-                        for i in values.indices { values[i] = defaults[i] }
-                        let rowID = try feed.convert(plan, into: &values)
-                        do throws(KuraError) {
-                            if let rowID { try tx.insert(values, into: t, rowID: rowID) }
-                            else { try tx.insert(values, into: t) }
-                        } catch {
-                            throw CLIError.problems("\(file), line \(feed.line): \(describe(error))")
-                        }
-                    }
+                    try feed.insert(end - start, plan: plan, into: t, tx)
                     if end == total {
                         guard try !feed.next() else { throw ctx.changed() }
                         try createIndexes(indexSpecs, entity: entity, tx)

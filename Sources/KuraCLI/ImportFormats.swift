@@ -75,7 +75,7 @@ struct CSVTypeGuess {
         any = true
         guard allInt || allNumber || allBool else { return }
         if allInt && ImportReader.parseInt64(b) == nil { allInt = false }
-        if allNumber && !allInt && ImportReader.parseDouble(b) == nil { allNumber = false }
+        if allNumber && !allInt && !ImportReader.isPlainDecimal(b) && ImportReader.parseDouble(b) == nil { allNumber = false }
         if allBool && !(ImportReader.asciiLowercased(b, equals: "true") || ImportReader.asciiLowercased(b, equals: "false")) { allBool = false }
     }
 }
@@ -86,19 +86,27 @@ struct CSVTypeGuess {
 struct CSVRecordReader {
     let source: ImportSource
     private var line = 1
-    /// The current record: the line it starts on, its fields' bytes end to
-    /// end, where each field ends, and whether it was quoted.
+    /// The current record: the line it starts on; its fields' bytes, each
+    /// followed by one separator byte but the last (a record without quotes
+    /// is its line's bytes as they are, commas included); where each field
+    /// ends; and whether it was quoted (`quoted` is filled only when
+    /// `quotedKnown`: a record read by the fast path has no quoted field).
     private(set) var recordLine = 0
     private(set) var bytes: [UInt8] = []
     private(set) var ends: [Int] = []
-    private(set) var quoted: [Bool] = []
+    private var quoted: [Bool] = []
+    private var quotedKnown = false
 
     init(_ source: ImportSource) { self.source = source }
 
     var count: Int { ends.count }
-    func isEmpty(_ i: Int) -> Bool { ends[i] == (i == 0 ? 0 : ends[i - 1]) }
+    /// Where field `i` starts in `bytes`: after the previous field's separator.
+    private func start(_ i: Int) -> Int { i == 0 ? 0 : ends[i - 1] + 1 }
+    func isEmpty(_ i: Int) -> Bool { ends[i] == start(i) }
+    /// Whether field `i` was quoted (`""` is an empty string, an empty field null).
+    func isQuoted(_ i: Int) -> Bool { quotedKnown && quoted[i] }
     func withField<T>(_ i: Int, _ body: (UnsafeBufferPointer<UInt8>) throws -> T) rethrows -> T {
-        let start = i == 0 ? 0 : ends[i - 1]
+        let start = start(i)
         return try bytes.withUnsafeBufferPointer { b in try body(UnsafeBufferPointer(rebasing: b[start..<ends[i]])) }
     }
     func text(_ i: Int) -> String { withField(i) { String(decoding: $0, as: UTF8.self) } }
@@ -113,38 +121,39 @@ struct CSVRecordReader {
         bytes.removeAll(keepingCapacity: true)
         ends.removeAll(keepingCapacity: true)
         quoted.removeAll(keepingCapacity: true)
+        quotedKnown = false
         // Fast path: a record without quotes or carriage returns whose line
-        // feed is held already, split at its commas as the loop below would.
-        // Anything else consumes nothing here and goes through the loop.
+        // feed is held already, split at its commas as the loop below would,
+        // its bytes copied in one step. Anything else consumes nothing here
+        // and goes through the loop.
         var done = false
         s.consumeHeld { b in
-            var start = 0, i = 0
+            var i = 0
             while i < b.count {
                 let c = b[i]
-                if c == comma || c == lf {
-                    bytes.append(contentsOf: UnsafeBufferPointer(rebasing: b[start..<i]))
-                    ends.append(bytes.count)
-                    quoted.append(false)
-                    if c == lf {
-                        done = true
-                        return i + 1
-                    }
-                    start = i + 1
+                if c == comma {
+                    ends.append(i)
+                } else if c == lf {
+                    ends.append(i)
+                    bytes.append(contentsOf: UnsafeBufferPointer(rebasing: b[0..<i]))
+                    done = true
+                    return i + 1
                 } else if c == quote || c == cr {
                     break
                 }
                 i += 1
             }
-            bytes.removeAll(keepingCapacity: true)
             ends.removeAll(keepingCapacity: true)
-            quoted.removeAll(keepingCapacity: true)
             return 0
         }
         if done {
             line += 1
             return true
         }
+        quotedKnown = true
         while true {
+            // The separator after the previous field.
+            if !ends.isEmpty { bytes.append(comma) }
             var isQuoted = false
             if try s.peek() == quote {
                 isQuoted = true
@@ -257,7 +266,7 @@ enum ImportReader {
     /// Whether the current record is an empty line, skipped when there is more
     /// than one column.
     static func isBlank(_ r: CSVRecordReader, columns: Int) -> Bool {
-        r.count == 1 && r.isEmpty(0) && !r.quoted[0] && columns > 1
+        r.count == 1 && r.isEmpty(0) && !r.isQuoted(0) && columns > 1
     }
 
     /// The error of a record whose field count is not the header's, if it is not.
@@ -269,7 +278,7 @@ enum ImportReader {
     /// error as `value(field(r, i), ...)`, without the intermediate string for
     /// plain integers and text.
     static func csvValue(_ r: CSVRecordReader, _ i: Int, type: ColumnType, column: String, line: Int) throws(ImportError) -> Value {
-        if r.isEmpty(i) && !r.quoted[i] { return .null }
+        if r.isEmpty(i) && !r.isQuoted(i) { return .null }
         switch type {
         case .text:
             return .text(r.text(i))
@@ -285,7 +294,7 @@ enum ImportReader {
         default:
             break
         }
-        return try value(.csv(r.text(i), quoted: r.quoted[i]), type: type, column: column, line: line, decidedAt: nil)
+        return try value(.csv(r.text(i), quoted: r.isQuoted(i)), type: type, column: column, line: line, decidedAt: nil)
     }
 
     /// `Int64(String(decoding: b, as: UTF8.self))` without the string: an
@@ -338,6 +347,28 @@ enum ImportReader {
             guard let end, end.pointee == 0 else { return nil }
             return d
         }
+    }
+
+    /// Whether `b` is a decimal number without an exponent, at most 63 bytes:
+    /// an optional sign, then digits with at most one decimal point and at
+    /// least one digit (`12`, `-0.5`, `.5`, `5.`). Every such field converts
+    /// (`parseDouble` is not nil): `strtod` consumes all of it, and within 63
+    /// bytes its magnitude is between 1e-62 and 1e63, so it neither overflows
+    /// nor underflows. Type inference asks this first and calls `parseDouble`
+    /// only for the rest, so a column of decimals is typed without converting
+    /// each value twice (pass 2 converts it).
+    static func isPlainDecimal(_ b: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard b.count <= 63, var i = b.indices.first else { return false }
+        if b[i] == UInt8(ascii: "-") || b[i] == UInt8(ascii: "+") { i += 1 }
+        var digits = 0, points = 0
+        while i < b.count {
+            let c = b[i]
+            if c &- UInt8(ascii: "0") < 10 { digits += 1 }
+            else if c == UInt8(ascii: ".") { points += 1 }
+            else { return false }
+            i += 1
+        }
+        return digits > 0 && points <= 1
     }
 
     /// Whether the process locale's decimal point is "." (as in the C locale

@@ -54,7 +54,7 @@ extension ImportCommand {
                         if ImportReader.isBlank(r, columns: n) { continue }
                         if let e = ImportReader.fieldCountError(r, columns: n) { countError = e; continue }
                         data.rowCount += 1
-                        for c in 0..<n where !(r.isEmpty(c) && !r.quoted[c]) {
+                        for c in 0..<n where !(r.isEmpty(c) && !r.isQuoted(c)) {
                             if guess[c] { r.withField(c) { data.guesses[c].add($0) } }
                             if conversionError == nil, let t = checks[c], t != .text {
                                 do throws(ImportError) { _ = try ImportReader.csvValue(r, c, type: t, column: data.columns[c], line: r.recordLine) }
@@ -147,6 +147,74 @@ extension ImportCommand {
                 return false
             } catch let e as ImportError {
                 throw ctx.problem(e)
+            }
+        }
+
+        /// Reads the next `count` rows, converts them to `plan`'s columns and
+        /// inserts them into `t`.
+        /// - Throws: `CLIError.problems` naming the line of a row that does not
+        ///   convert or insert, or saying the input changed since pass 1 (fewer
+        ///   rows, a different field count).
+        func insert(_ count: Int, plan: Plan, into t: TableInfo, _ tx: WriteTransaction) throws {
+            let defaults = plan.columns.map(\.defaultValue)
+            var values = defaults
+            guard ctx.isCSV else {
+                for _ in 0..<count {
+                    guard try next() else { throw ctx.changed() }
+                    for i in values.indices { values[i] = defaults[i] }
+                    let rowID = try convert(plan, into: &values)
+                    try insert(values, rowID: rowID, into: t, tx)
+                }
+                return
+            }
+            // The reader moves into a local for the batch and back at the end:
+            // passed from this class's stored property, it would be copied
+            // (its source and three arrays retained and released) at each call
+            // that reads it, several per row.
+            var r = csv
+            csv = CSVRecordReader(r.source)
+            defer { csv = r }
+            let columns = data.columns, n = columns.count
+            do {
+                if !headerRead {
+                    // The header, checked by pass 1.
+                    guard try r.next() else { throw ctx.changed() }
+                    headerRead = true
+                }
+                for _ in 0..<count {
+                    var found = false
+                    while try r.next() {
+                        if ImportReader.isBlank(r, columns: n) { continue }
+                        if r.count != n { throw ctx.changed() }
+                        found = true
+                        break
+                    }
+                    guard found else { throw ctx.changed() }
+                    line = r.recordLine
+                    for i in values.indices { values[i] = defaults[i] }
+                    var rowID: Int64?
+                    for c in 0..<n {
+                        if c == plan.rowIDColumn {
+                            rowID = try ImportReader.csvValue(r, c, type: .integer, column: "_rowid", line: line).integerValue
+                            continue
+                        }
+                        guard let target = plan.target[c] else { continue }
+                        values[target.position] = try ImportReader.csvValue(r, c, type: target.type, column: columns[c], line: line)
+                    }
+                    try insert(values, rowID: rowID, into: t, tx)
+                }
+            } catch let e as ImportError {
+                throw ctx.problem(e)
+            }
+        }
+
+        /// Inserts one converted row; an engine error names the current line.
+        private func insert(_ values: [Value], rowID: Int64?, into t: TableInfo, _ tx: WriteTransaction) throws {
+            do throws(KuraError) {
+                if let rowID { try tx.insert(values, into: t, rowID: rowID) }
+                else { try tx.insert(values, into: t) }
+            } catch {
+                throw CLIError.problems("\(ctx.file), line \(line): \(describe(error))")
             }
         }
 

@@ -299,4 +299,83 @@ final class ImportTests: XCTestCase {
         XCTAssertEqual(try kura(["query", "s.kura", "t", "v == 2.5 AND b == 'maybe' AND t == 61", "--count"]).stdout, "1\n")
         XCTAssertEqual(try kura(["query", "s.kura", "t", "b == 'TRUE'", "--count"]).stdout, "30\n")
     }
+
+    /// Inference and conversion of number-like CSV fields agree with Swift's
+    /// parsers (seeded; replay with KURA_SEED=n): each untyped column holds
+    /// decimals (`12`, `-0.5`, `.5`, `5.`), decimals with exponents, or those
+    /// with one malformed value among them (`1.2.3`, `-`, `.`, `+-1`); a
+    /// column is integer when `Int64(_:)` takes every value, else double when
+    /// `Double(_:)` takes every value (with exactly those doubles stored),
+    /// else text.
+    func testNumberLikeFieldsInferAndConvertAsSwiftParsesThem() throws {
+        let seed = ProcessInfo.processInfo.environment["KURA_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(UInt32.max))
+        print("testNumberLikeFieldsInferAndConvertAsSwiftParsesThem seed \(seed) (replay with KURA_SEED=\(seed))")
+        var rng = SplitMix64(seed: seed)
+        func below(_ n: Int) -> Int { Int(rng.next() % UInt64(n)) }
+        func digits(_ n: Int) -> String { String((0..<n).map { _ in Character(String(below(10))) }) }
+        func decimal() -> String {
+            let sign = ["", "", "-", "+"][below(4)]
+            switch below(5) {
+            case 0: return sign + digits(1 + below(9))
+            case 1: return sign + "." + digits(1 + below(6))
+            case 2: return sign + digits(1 + below(6)) + "."
+            default: return sign + digits(1 + below(6)) + "." + digits(1 + below(12))
+            }
+        }
+        func malformed() -> String {
+            let alphabet = Array("0123456789.-+")
+            return String((0..<(1 + below(6))).map { _ in alphabet[below(alphabet.count)] })
+        }
+        let rows = 25
+        var cells = Array(repeating: [String](), count: 40)
+        for c in 0..<cells.count {
+            let kind = below(4)
+            for _ in 0..<rows {
+                switch kind {
+                case 0: cells[c].append(decimal())
+                case 1: cells[c].append(decimal() + "e" + ["", "-", "+"][below(3)] + String(below(20)))
+                case 2: cells[c].append(below(rows) == 0 ? malformed() : decimal())
+                default: cells[c].append(malformed())
+                }
+            }
+        }
+        // And always: one malformed value of each kind among decimals.
+        for bad in ["1.2.3", ".", "-", "+-1", "1-2", "..5", "-.", "5.."] {
+            cells.append((0..<rows).map { $0 == rows / 2 ? bad : decimal() })
+        }
+        let columns = cells.count
+        var csv = (0..<columns).map { "c\($0)" }.joined(separator: ",") + "\n"
+        for r in 0..<rows { csv += (0..<columns).map { cells[$0][r] }.joined(separator: ",") + "\n" }
+        try dir.write("n.csv", csv)
+        let r = try kura(["import", "s.kura", "t", "n.csv"])
+        XCTAssertEqual(r.status, 0, "seed \(seed): " + r.stderr)
+        let schema = try kura(["schema", "s.kura"]).stdout
+        // Each dumped row's fields as their JSON text (`JSONSerialization`
+        // does not round every double correctly; Swift's parsers do). The
+        // values hold no commas, braces or escapes.
+        let dumped: [[String: String]] = try kura(["dump", "s.kura", "t"]).stdout.split(separator: "\n").map { line in
+            var fields: [String: String] = [:]
+            for part in line.dropFirst().dropLast().split(separator: ",") {
+                let kv = part.split(separator: ":", maxSplits: 1)
+                guard kv.count == 2 else { continue }
+                fields[String(kv[0].dropFirst().dropLast())] = String(kv[1])
+            }
+            return fields
+        }
+        XCTAssertEqual(dumped.count, rows)
+        for c in 0..<columns {
+            let values = cells[c]
+            let expected = values.allSatisfy({ Int64($0) != nil }) ? "integer"
+                : values.allSatisfy({ Double($0) != nil }) ? "double" : "text"
+            XCTAssertTrue(schema.contains("  c\(c) \(expected)\n"), "seed \(seed): c\(c) \(values) should be \(expected): \(schema)")
+            for (row, v) in values.enumerated() where row < dumped.count {
+                let got = dumped[row]["c\(c)"]
+                switch expected {
+                case "integer": XCTAssertEqual(got.flatMap { Int64($0) }, Int64(v), "seed \(seed): c\(c) row \(row) '\(v)'")
+                case "double": XCTAssertEqual(got.flatMap { Double($0) }, Double(v), "seed \(seed): c\(c) row \(row) '\(v)'")
+                default: XCTAssertEqual(got, "\"\(v)\"", "seed \(seed): c\(c) row \(row)")
+                }
+            }
+        }
+    }
 }
