@@ -83,8 +83,9 @@ func mutate(_ bytes: inout [UInt8], unit: Int, start: Int, _ rng: inout SplitMix
         let a = start + Int(rng.next() % UInt64(units)) * unit, b = start + Int(rng.next() % UInt64(units)) * unit
         if a + unit <= bytes.count && b + unit <= bytes.count { bytes.replaceSubrange(b..<(b + unit), with: bytes[a..<(a + unit)]) }
     case 8:  // a page (frame) zeroed
+        // (A file cut shorter than `start` has no page: `a` is past its end.)
         let a = start + Int(rng.next() % UInt64(units)) * unit
-        for k in a..<min(bytes.count, a + unit) { bytes[k] = 0 }
+        for k in a..<max(a, min(bytes.count, a + unit)) { bytes[k] = 0 }
     default:  // one byte changed near the start of a page (the header fields)
         let a = start + Int(rng.next() % UInt64(units)) * unit + Int(rng.next() % 24)
         if a < bytes.count { bytes[a] = UInt8(truncatingIfNeeded: rng.next()) }
