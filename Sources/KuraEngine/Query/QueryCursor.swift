@@ -23,13 +23,19 @@ public final class QueryCursor {
     let columns: ColumnMap
     let plan: QueryPlan
     let compiled: CompiledPredicate?
-    private var skipped = 0
-    private var returned = 0
-    private var source: CandidateSource
-    private var sorted: [Int64]?
-    private var sortedPosition = 0
+    // The cursor's state skips the runtime exclusivity checks (`@exclusivity(
+    // unchecked)`: a begin and end access per field per row, about a tenth of
+    // an indexed row's read). Safe because a cursor is used on its
+    // transaction's thread only (see the type's thread rules), and no access
+    // overlaps another: `next()` is not re-entered from the row tests it runs
+    // (they read only `compiled` and `filters`, which are constants).
+    @exclusivity(unchecked) private var skipped = 0
+    @exclusivity(unchecked) private var returned = 0
+    @exclusivity(unchecked) private var source: CandidateSource
+    @exclusivity(unchecked) private var sorted: [Int64]?
+    @exclusivity(unchecked) private var sortedPosition = 0
     /// True when `sorted` holds candidates (not yet tested) rather than matches.
-    private var testOnRead = false
+    @exclusivity(unchecked) private var testOnRead = false
     /// The query's joins, materialized (SemiJoin.swift): every row must pass each.
     private let filters: [JoinFilter]
     private let lookups: [String: ResolvedLookup]
@@ -103,7 +109,7 @@ public final class QueryCursor {
         return nil
     }
 
-    /// Lets row reads keep their descent's pages (`TreePath`) in a write
+    /// Lets row reads keep their descent's pages (`RowPath`) in a write
     /// transaction too. Only for a cursor read to its end before the
     /// transaction changes anything (`WriteTransaction.matchingRows`): while
     /// nothing is written, the writer's pages do not change, so a kept page is
@@ -279,8 +285,9 @@ struct CandidateSource {
     let plan: QueryPlan
     let table: TableInfo
     let tableTree: BTree
-    /// Row reads reuse the previous descent's pages (read transactions only).
-    private var rowPath: TreePath?
+    /// Row reads reuse the previous descent's pages and child ranges
+    /// (RowPath.swift; read transactions only).
+    private var rowPath: RowPath?
     /// Rows hold the snapshot page their record lies in instead of a copy
     /// (read transactions only: a write transaction's pages change).
     private let borrowsPages: Bool
@@ -307,13 +314,13 @@ struct CandidateSource {
     private let searchReverse: Bool
 
     /// `snapshot`: the pages are a read transaction's (immutable), so row
-    /// reads may keep their path (`TreePath`) and rows may borrow the page
+    /// reads may keep their path (`RowPath`) and rows may borrow the page
     /// their record lies in (Row.swift).
     init(plan: QueryPlan, table: TableInfo, snapshot: Bool = false) {
         self.plan = plan
         self.table = table
         tableTree = BTree(root: table.rootPage, kind: .table)
-        if snapshot { rowPath = TreePath(tree: tableTree) }
+        if snapshot { rowPath = RowPath(tree: tableTree) }
         borrowsPages = snapshot
         if case .index(let index, let ranges, let reverse) = plan.access {
             (searchIndex, searchRanges, searchReverse) = (SearchIndex(index), ranges, reverse)
@@ -324,7 +331,7 @@ struct CandidateSource {
 
     /// Row reads keep their path from here on (see `QueryCursor.keepRowPathsUntilTheNextWrite`).
     mutating func keepRowPaths() {
-        if rowPath == nil { rowPath = TreePath(tree: tableTree) }
+        if rowPath == nil { rowPath = RowPath(tree: tableTree) }
     }
 
     mutating func next<S: PageSource>(_ s: S, matching: (UnsafeRawBufferPointer, Int64) throws(KuraError) -> Bool) throws(KuraError) -> Row? {
@@ -351,11 +358,22 @@ struct CandidateSource {
         // key), sorted, and its rows are read one by one as they are asked
         // for, so `limit` rows cost about `limit` row reads.
         let needsRun = plan.orderColumns > 0 && (reverse || plan.orderColumns < search.definition.columns.count)
+        if !needsRun {
+            // Each entry's row in the order walked (no run to collect and
+            // sort: the index order is the order asked for, or none is).
+            while let rowID = try nextIndexEntry(s, search) {
+                guard let record = try rowLocated(rowID, s) else {
+                    throw missingRow(rowID, search)
+                }
+                if let row = try Self.row(rowID, record, matching) { return row }
+            }
+            return nil
+        }
         // Backward over every column, the entries of a run differ only in
         // their row-ID suffix, so walking the run forward gives its row IDs in
         // order. Read transactions only: a writer's changes could move a run
         // between its entries.
-        let forwardRuns = needsRun && reverse && borrowsPages && plan.orderColumns >= search.definition.columns.count
+        let forwardRuns = reverse && borrowsPages && plan.orderColumns >= search.definition.columns.count
         while true {
             if inForwardRun {
                 if let row = try nextInForwardRun(s, search, matching) { return row }
@@ -375,10 +393,6 @@ struct CandidateSource {
             // The run's order values (`runKey`, reused across runs).
             var haveRunKey = false
             while let rowID = try nextIndexEntry(s, search) {
-                if !needsRun {
-                    run.append(rowID)
-                    break
-                }
                 // The entry's key, borrowed from the page the cursor holds.
                 let key = cursor!.key
                 let orderKey = UnsafeRawBufferPointer(rebasing: key[0..<(try search.prefixLength(key, columns: plan.orderColumns))])
@@ -472,10 +486,15 @@ struct CandidateSource {
     @inline(__always)
     mutating func rowLocated<S: PageSource>(_ rowID: Int64, _ s: S) throws(KuraError) -> LocatedValue? {
         if rowPath != nil {
-            if borrowsPages {
-                return try RowIDKey.withEncoded(rowID) { k throws(KuraError) in try rowPath!.locate(k, s) }
+            let found = try RowIDKey.withEncoded(rowID) { k throws(KuraError) in try rowPath!.locate(rowID, k, s) }
+            if borrowsPages { return found }
+            // A write transaction's page changes later: the row gets a copy.
+            switch found {
+            case .inPage(let page, let offset, let count)?:
+                return .copied(withExtendedLifetime(page) { Array(UnsafeRawBufferPointer(start: page.bytes + offset, count: count)) })
+            case let other:
+                return other
             }
-            return try RowIDKey.withEncoded(rowID) { k throws(KuraError) in try rowPath!.get(k, s) }.map { .copied($0) }
         }
         let tree = tableTree
         return try RowIDKey.withEncoded(rowID) { k throws(KuraError) in try tree.get(k, s) }.map { .copied($0) }
