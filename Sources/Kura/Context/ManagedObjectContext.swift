@@ -137,6 +137,9 @@ public final class ManagedObjectContext {
     /// loaded, by owner and relationship (Context+Prefetch.swift); dropped by
     /// save, merges, reset, and per object by refresh.
     var prefetched: [ManagedObjectID: [String: [ManagedObject]]] = [:]
+    /// Answers of store queries kept while the store is unchanged
+    /// (StoreAnswerMemo.swift); dropped by `reset()`.
+    let storeAnswers = StoreAnswerMemo()
     /// Read transactions this context has opened (`read`), for tests.
     var readTransactionCount = 0
 
@@ -778,6 +781,7 @@ public final class ManagedObjectContext {
         registry.removeAll()
         batchGroups = [:]
         prefetched = [:]
+        storeAnswers.clear()
         forgetPendingChanges()
     }
 
