@@ -144,6 +144,36 @@ final class StoreAnswerMemoTests: XCTestCase {
         XCTAssertEqual(after["rank"] as? Int64, 1)
     }
 
+    /// Queries that differ only where the memo's hash does not look (the
+    /// operator, the key path, sort, limit, offset) keep answers of their own.
+    func testQueriesAlikeButForTheirShapeKeepTheirOwnAnswers() throws {
+        let container = try PersistentContainer.inMemory(model: Self.model())
+        try container.save { s in
+            for (code, rank) in [("fr", 1), ("de", 2), ("fr", 3), ("frx", 4)] {
+                let o = try s.insert("Country")
+                try o.setValue(code, forKey: "code")
+                try o.setValue(Int64(rank), forKey: "rank")
+            }
+        }
+        let c = container.newContext()
+        func ranks(_ format: String, sort: [SortKey] = [SortKey("rank")], limit: Int? = nil, offset: Int = 0) throws -> [Int64] {
+            var r = FetchRequest<ManagedObject>(entityName: "Country", predicate: try KuraPredicate(format: format), sortDescriptors: sort)
+            r.fetchLimit = limit
+            r.fetchOffset = offset
+            return try c.fetch(r).map { ($0["rank"] as? Int64) ?? -1 }
+        }
+        for _ in 0..<2 {
+            XCTAssertEqual(try ranks("code == 'fr'"), [1, 3])
+            XCTAssertEqual(try ranks("code != 'fr'"), [2, 4])
+            XCTAssertEqual(try ranks("code BEGINSWITH 'fr'"), [1, 3, 4])
+            XCTAssertEqual(try ranks("rank == 2"), [2])
+            XCTAssertEqual(try ranks("rank >= 2"), [2, 3, 4])
+            XCTAssertEqual(try ranks("rank >= 2", sort: [SortKey("rank", ascending: false)]), [4, 3, 2])
+            XCTAssertEqual(try ranks("rank >= 2", limit: 1), [2])
+            XCTAssertEqual(try ranks("rank >= 2", offset: 1), [3, 4])
+        }
+    }
+
     /// A batch update (its own write transaction) changes the answer; large
     /// answers are not kept.
     func testBatchRequestsAndLargeAnswers() throws {

@@ -545,7 +545,9 @@ public final class ManagedObjectContext {
     /// then the version).
     func apply(_ row: [Value], to o: ManagedObject) {
         let layout = self.layout(of: o.entity)
-        var toOne = [String: ManagedObjectID]()  // init(), not the [:] literal (ManagedObject.swift)
+        // Sized for every key at once (no regrowth per row); init, not the
+        // [:] literal (ManagedObject.swift).
+        var toOne = [String: ManagedObjectID](minimumCapacity: layout.relationships.count)
         var order = [String: Double]()
         // Transient relationships start over when a fault fires (RelationshipDescription.isTransient).
         if o.isFault { o.transientRelated = .init() }
@@ -631,8 +633,8 @@ public final class ManagedObjectContext {
 
     /// Records that `key` of an object is about to change (and notes it for
     /// the next objects-did-change batch).
-    func willChange(_ o: ManagedObject, key: String) {
-        noteUpdated(o, key)
+    func willChange(_ o: ManagedObject, key: String, toMany: Bool? = nil) {
+        noteUpdated(o, key, toMany: toMany)
         noteTouched(o, key: key)
     }
 

@@ -397,7 +397,9 @@ extension ManagedObjectContext {
     /// by Unicode scalars, case- and/or diacritic-insensitive, localized), ties
     /// by object ID (saved objects by row ID, then unsaved ones).
     func sortObjects(_ objects: inout [ManagedObject], _ keys: [SortKey]) throws(KuraError) {
-        guard !objects.isEmpty else { return }
+        // One object without sort keys is in order (a find-or-create's
+        // fetch finds one); with keys, their key paths are still checked.
+        guard !objects.isEmpty, objects.count > 1 || !keys.isEmpty else { return }
         var table: [(ManagedObject, [Value])] = []
         for o in objects {
             var vs: [Value] = []

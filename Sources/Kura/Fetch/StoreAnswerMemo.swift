@@ -37,7 +37,41 @@ final class StoreAnswerMemo {
     /// The connection and change counter the answers were read at.
     private var database: ObjectIdentifier?
     private var counter: UInt64 = 0
-    private var answers: [TableQuery: [(rowID: Int64, values: [Value])]] = [:]
+    private var answers: [Key: [(rowID: Int64, values: [Value])]] = [:]
+
+    /// A query as a dictionary key, hashed by what tells repeated queries
+    /// apart cheaply (the table and the constants of the predicate's first
+    /// comparisons) instead of the whole tree; equality is the query's own.
+    struct Key: Hashable {
+        let query: TableQuery
+
+        static func == (a: Key, b: Key) -> Bool { a.query == b.query }
+
+        func hash(into h: inout Hasher) {
+            h.combine(query.table)
+            if let p = query.predicate {
+                var budget = 4
+                Self.combineConstants(p, &h, &budget)
+            }
+        }
+
+        /// Hashes the constants of up to `budget` comparisons, depth first.
+        private static func combineConstants(_ p: KuraPredicate, _ h: inout Hasher, _ budget: inout Int) {
+            guard budget > 0 else { return }
+            switch p {
+            case .comparison(let c):
+                budget -= 1
+                if case .constant(let v) = c.right { h.combine(v) }
+                if case .constant(let v) = c.left { h.combine(v) }
+            case .and(let xs), .or(let xs):
+                for x in xs where budget > 0 { combineConstants(x, &h, &budget) }
+            case .not(let x):
+                combineConstants(x, &h, &budget)
+            case .truePredicate, .falsePredicate:
+                return
+            }
+        }
+    }
 
     /// The answer to `q` read at `counter` on `database`, if kept; a counter
     /// or connection other than the memo's drops every answer first.
@@ -48,7 +82,7 @@ final class StoreAnswerMemo {
             counter = c
             return nil
         }
-        return answers[q]
+        return answers[Key(query: q)]
     }
 
     /// Keeps `rows` as the answer to `q` read at `counter` on `database`
@@ -57,7 +91,7 @@ final class StoreAnswerMemo {
     func keep(_ q: TableQuery, _ rows: [(rowID: Int64, values: [Value])], database db: ObjectIdentifier, counter c: UInt64) {
         guard database == db, counter == c else { return }
         if answers.count >= Self.maxEntries { answers = [:] }
-        answers[q] = rows
+        answers[Key(query: q)] = rows
     }
 
     /// Drops every answer.
