@@ -183,13 +183,13 @@ extension ManagedObjectContext {
         if r.isTransient { return try setTransientTargets(o, r, t.map { [$0] } ?? []) }
         let old = o.toOne[r.name]
         if old == t?.objectID { return }
-        willChange(o, key: r.name)
+        willChange(o, key: r.name, toMany: false)
         o.toOne[r.name] = t?.objectID
         guard let inv = inverse(of: r) else { return }
         if inv.isToMany {
             // The to-many side of each owner changed too (for observers).
-            if let old, let owner = registered(old) { noteUpdated(owner, inv.name) }
-            if let t { noteUpdated(t, inv.name) }
+            if let old, let owner = registered(old) { noteUpdated(owner, inv.name, toMany: true) }
+            if let t { noteUpdated(t, inv.name, toMany: true) }
         }
         if !inv.isToMany {
             // One-to-one: both sides hold a key; unhook the old partners.

@@ -137,6 +137,9 @@ public final class ManagedObjectContext {
     /// loaded, by owner and relationship (Context+Prefetch.swift); dropped by
     /// save, merges, reset, and per object by refresh.
     var prefetched: [ManagedObjectID: [String: [ManagedObject]]] = [:]
+    /// Answers of store queries kept while the store is unchanged
+    /// (StoreAnswerMemo.swift); dropped by `reset()`.
+    let storeAnswers = StoreAnswerMemo()
     /// Read transactions this context has opened (`read`), for tests.
     var readTransactionCount = 0
 
@@ -542,7 +545,9 @@ public final class ManagedObjectContext {
     /// then the version).
     func apply(_ row: [Value], to o: ManagedObject) {
         let layout = self.layout(of: o.entity)
-        var toOne = [String: ManagedObjectID]()  // init(), not the [:] literal (ManagedObject.swift)
+        // Sized for every key at once (no regrowth per row); init, not the
+        // [:] literal (ManagedObject.swift).
+        var toOne = [String: ManagedObjectID](minimumCapacity: layout.relationships.count)
         var order = [String: Double]()
         // Transient relationships start over when a fault fires (RelationshipDescription.isTransient).
         if o.isFault { o.transientRelated = .init() }
@@ -628,8 +633,8 @@ public final class ManagedObjectContext {
 
     /// Records that `key` of an object is about to change (and notes it for
     /// the next objects-did-change batch).
-    func willChange(_ o: ManagedObject, key: String) {
-        noteUpdated(o, key)
+    func willChange(_ o: ManagedObject, key: String, toMany: Bool? = nil) {
+        noteUpdated(o, key, toMany: toMany)
         noteTouched(o, key: key)
     }
 
@@ -778,6 +783,7 @@ public final class ManagedObjectContext {
         registry.removeAll()
         batchGroups = [:]
         prefetched = [:]
+        storeAnswers.clear()
         forgetPendingChanges()
     }
 

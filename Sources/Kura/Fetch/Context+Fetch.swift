@@ -223,8 +223,9 @@ extension ManagedObjectContext {
     static func onlyAttributes(_ x: KuraExpression, _ e: EntityDescription) -> Bool {
         switch x {
         case .keyPath(let k):
-            return (k.count == 1 && e.attributesByName[k[0]].map { $0.compositeElements == nil } == true)
-                || (e.hierarchy.isShared && EntityPredicate.isEntityName(k, e)) || e.compositeColumn(k) != nil
+            // By ordinal: reading the field in place copies no description.
+            if k.count == 1, let i = e.ordinal(ofAttribute: k[0]) { return e.attributes[i].compositeElements == nil }
+            return (e.hierarchy.isShared && EntityPredicate.isEntityName(k, e)) || e.compositeColumn(k) != nil
         case .constant, .date: return true
         case .aggregate(let xs): return xs.allSatisfy { onlyAttributes($0, e) }
         case .function(let f, let xs): return !f.isNondeterministic && xs.allSatisfy { onlyAttributes($0, e) }
@@ -307,19 +308,17 @@ extension ManagedObjectContext {
         }
         if let q = storeQuery, !hasPendingChanges(e, request) {
             try read { tx throws(KuraError) in
-                let cursor = try tx.select(q)
-                // The table and its layout, resolved once for every row.
-                let table = try tx.table(e.hierarchy.table)
-                let layout = self.layout(of: e)
-                while let row = try cursor.next() {
-                    if e.hierarchy.isShared || materialize {
-                        let values = try layout.values(of: row, tx, table)
-                        let x = try self.rowEntity(values, rowID: row.rowID, in: e)
-                        result.ids.append(ManagedObjectID(entity: x.name, rowID: row.rowID))
-                        if materialize { result.objects.append(self.materialize(x, rowID: row.rowID, row: values)) }
-                    } else {
-                        result.ids.append(ManagedObjectID(entity: e.name, rowID: row.rowID))
+                if e.hierarchy.isShared || materialize {
+                    try self.eachStoreRow(q, e, in: tx) { rowID, values throws(KuraError) in
+                        let x = try self.rowEntity(values, rowID: rowID, in: e)
+                        result.ids.append(ManagedObjectID(entity: x.name, rowID: rowID))
+                        if materialize { result.objects.append(self.materialize(x, rowID: rowID, row: values)) }
                     }
+                    return
+                }
+                let cursor = try tx.select(q)
+                while let row = try cursor.next() {
+                    result.ids.append(ManagedObjectID(entity: e.name, rowID: row.rowID))
                 }
             }
             return result
@@ -356,13 +355,9 @@ extension ManagedObjectContext {
         var candidates: [ManagedObject] = []
         var seen = Set<ObjectIdentifier>()
         try read { tx throws(KuraError) in
-            let cursor = try tx.select(TableQuery(e.hierarchy.table, where: EntityPredicate.stored(narrowing, kinds, e)))
-            let table = try tx.table(e.hierarchy.table)
-            let layout = self.layout(of: e)
-            while let row = try cursor.next() {
-                let values = try layout.values(of: row, tx, table)
-                let o = self.materialize(try self.rowEntity(values, rowID: row.rowID, in: e), rowID: row.rowID, row: values)
-                if request.includesPendingChanges && (o.isDeleted || o.hasChangedValues) { continue }
+            try self.eachStoreRow(TableQuery(e.hierarchy.table, where: EntityPredicate.stored(narrowing, kinds, e)), e, in: tx) { rowID, values throws(KuraError) in
+                let o = self.materialize(try self.rowEntity(values, rowID: rowID, in: e), rowID: rowID, row: values)
+                if request.includesPendingChanges && (o.isDeleted || o.hasChangedValues) { return }
                 if seen.insert(ObjectIdentifier(o)).inserted { candidates.append(o) }
             }
         }
@@ -402,7 +397,9 @@ extension ManagedObjectContext {
     /// by Unicode scalars, case- and/or diacritic-insensitive, localized), ties
     /// by object ID (saved objects by row ID, then unsaved ones).
     func sortObjects(_ objects: inout [ManagedObject], _ keys: [SortKey]) throws(KuraError) {
-        guard !objects.isEmpty else { return }
+        // One object without sort keys is in order (a find-or-create's
+        // fetch finds one); with keys, their key paths are still checked.
+        guard !objects.isEmpty, objects.count > 1 || !keys.isEmpty else { return }
         var table: [(ManagedObject, [Value])] = []
         for o in objects {
             var vs: [Value] = []

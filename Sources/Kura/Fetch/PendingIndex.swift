@@ -23,15 +23,24 @@
 // the full scan of pending objects as before.
 
 final class PendingIndexes {
-    struct Key: Hashable {
+    /// One index: the pending objects of `table` by their value of `attribute`.
+    final class Index {
         let table: String
         let attribute: String
+        /// value key → pending objects with that value.
+        var buckets: [Value: [ObjectIdentifier: ManagedObject]] = [:]
+        /// The key each filed object is filed under.
+        var filed: [ObjectIdentifier: Value] = [:]
+
+        init(table: String, attribute: String) {
+            self.table = table
+            self.attribute = attribute
+        }
     }
 
-    /// value key → pending objects with that value, per index.
-    var buckets: [Key: [Value: [ObjectIdentifier: ManagedObject]]] = [:]
-    /// The key each indexed object is filed under, per index.
-    var filed: [Key: [ObjectIdentifier: Value]] = [:]
+    /// The indexes, in the order fetches made them (a context has a few:
+    /// found by comparing names, no hashing).
+    var indexes: [Index] = []
     /// How much of `inserted` / `touchedOrder` the indexes have seen.
     var seenInserted = 0
     var seenTouched = 0
@@ -39,6 +48,12 @@ final class PendingIndexes {
     var dirty: [ObjectIdentifier: ManagedObject] = [:]
     /// Every object filed (its `indexWatch` is set).
     var watched: [ObjectIdentifier: ManagedObject] = [:]
+
+    /// The index of `attribute` of `table`, if made.
+    func index(_ table: String, _ attribute: String) -> Index? {
+        for x in indexes where x.attribute == attribute && x.table == table { return x }
+        return nil
+    }
 }
 
 extension ManagedObjectContext {
@@ -47,23 +62,31 @@ extension ManagedObjectContext {
     /// when it has none usable (the caller then takes every pending object).
     func pendingCandidates(_ e: EntityDescription, _ predicate: KuraPredicate?) -> [ManagedObject]? {
         guard let predicate else { return nil }
+        if case .comparison = predicate {
+            // One comparison (a find-or-create's `code == x`): no conjunct list.
+            guard let (attribute, value) = Self.indexableEquality(predicate, e) else { return nil }
+            return pendingBucket(e.hierarchy.table, attribute, value)
+        }
         var best: [ManagedObject]?
         for part in QueryPlannerConjuncts.split(predicate) {
-            guard let (a, value) = Self.indexableEquality(part, e), let key = Self.indexKey(value, a.type) else { continue }
-            let bucket = pendingBucket(PendingIndexes.Key(table: e.hierarchy.table, attribute: a.name), a, key)
+            guard let (attribute, value) = Self.indexableEquality(part, e) else { continue }
+            let bucket = pendingBucket(e.hierarchy.table, attribute, value)
             if best == nil || bucket.count < best!.count { best = bucket }  // `best!`: checked non-nil on the left
             if best?.isEmpty == true { break }
         }
         return best
     }
 
-    /// `attribute == constant` (either way round) on an attribute of `e`.
-    static func indexableEquality(_ p: KuraPredicate, _ e: EntityDescription) -> (AttributeDescription, Value)? {
+    /// `attribute == constant` (either way round) on an attribute of `e`,
+    /// with the constant as the key it is filed under (`indexKey`).
+    static func indexableEquality(_ p: KuraPredicate, _ e: EntityDescription) -> (String, Value)? {
         guard case .comparison(let c) = p, c.quantifier == .direct, c.operator == .equalTo, c.options.rawValue == 0 else { return nil }
         switch (c.left, c.right) {
         case (.keyPath(let k), .constant(let v)), (.constant(let v), .keyPath(let k)):
-            guard k.count == 1, let a = e.attributesByName[k[0]], !a.isTransient else { return nil }
-            return (a, v)
+            // By ordinal: reading fields in place copies no description.
+            guard k.count == 1, let i = e.ordinal(ofAttribute: k[0]), !e.attributes[i].isTransient,
+                  let key = indexKey(v, e.attributes[i].type) else { return nil }
+            return (k[0], key)
         default:
             return nil
         }
@@ -81,41 +104,60 @@ extension ManagedObjectContext {
         }
     }
 
-    /// The pending objects whose `a` equals `key`, after bringing the index
-    /// up to date (made on first use).
-    func pendingBucket(_ index: PendingIndexes.Key, _ a: AttributeDescription, _ key: Value) -> [ManagedObject] {
+    /// The pending objects of `table` whose `attribute` equals `key`, after
+    /// bringing the indexes up to date (this one made on first use).
+    func pendingBucket(_ table: String, _ attribute: String, _ key: Value) -> [ManagedObject] {
         let p = pendingIndexes ?? PendingIndexes()
         pendingIndexes = p
-        if p.buckets[index] == nil {
-            p.buckets[index] = [:]
-            p.filed[index] = [:]
-            for o in inserted.prefix(p.seenInserted) + touchedOrder.prefix(p.seenTouched) { file(o, p) }
+        let index: PendingIndexes.Index
+        if let x = p.index(table, attribute) {
+            index = x
+        } else {
+            index = PendingIndexes.Index(table: table, attribute: attribute)
+            p.indexes.append(index)
+            for o in inserted.prefix(p.seenInserted) { file(o, p) }
+            for o in touchedOrder.prefix(p.seenTouched) { file(o, p) }
         }
         // `inserted` and `touchedOrder` only grow until a save, rollback or
         // reset, which drop the indexes (clearPendingIndexes).
-        for o in inserted.dropFirst(p.seenInserted) + touchedOrder.dropFirst(p.seenTouched) { file(o, p) }
-        p.seenInserted = inserted.count
-        p.seenTouched = touchedOrder.count
+        if p.seenInserted < inserted.count {
+            for o in inserted[p.seenInserted...] { file(o, p) }
+            p.seenInserted = inserted.count
+        }
+        if p.seenTouched < touchedOrder.count {
+            for o in touchedOrder[p.seenTouched...] { file(o, p) }
+            p.seenTouched = touchedOrder.count
+        }
         if !p.dirty.isEmpty {
             let changed = p.dirty.values
             p.dirty = [:]
             for o in changed { file(o, p) }
         }
-        return p.buckets[index]?[key].map { Array($0.values) } ?? []
+        guard let bucket = index.buckets[key] else { return [] }
+        return Array(bucket.values)
     }
 
-    /// Files `o` under its current values in every index of its table.
+    /// Files `o` under its current values in every index of its table
+    /// (objects of tables without an index are left alone: an index made
+    /// later files every pending object it has not seen).
     private func file(_ o: ManagedObject, _ p: PendingIndexes) {
-        o.indexWatch = true
-        let id = ObjectIdentifier(o)
-        p.watched[id] = o
-        for index in p.buckets.keys where index.table == o.entity.hierarchy.table {
-            let old = p.filed[index]?[id]
-            let new = o.entity.attributesByName[index.attribute].flatMap { Self.indexKey(o.storedValue(named: index.attribute) ?? .null, $0.type) }
+        let table = o.entity.hierarchy.table
+        var watching = false
+        for index in p.indexes where index.table == table {
+            if !watching {
+                watching = true
+                o.indexWatch = true
+                p.watched[ObjectIdentifier(o)] = o
+            }
+            let id = ObjectIdentifier(o)
+            let old = index.filed[id]
+            let new = o.entity.ordinal(ofAttribute: index.attribute).flatMap { i in
+                Self.indexKey(o.values[ordinal: i] ?? .null, o.entity.attributes[i].type)
+            }
             if old == new, old != nil { continue }
-            if let old { p.buckets[index]?[old]?[id] = nil }
-            p.filed[index]?[id] = new
-            if let new { p.buckets[index]?[new, default: [:]][id] = o }
+            if let old { index.buckets[old]?[id] = nil }
+            index.filed[id] = new
+            if let new { index.buckets[new, default: [:]][id] = o }
         }
     }
 

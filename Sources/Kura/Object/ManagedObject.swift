@@ -400,6 +400,19 @@ open class ManagedObject: CustomStringConvertible {
         }
     }
 
+    /// `self[key] = target` for a `@ToOne` property: the same outcome
+    /// (a rejected write is not applied and is reported by the next save),
+    /// without boxing the target in an `Any?` when `key` names a to-one
+    /// relationship.
+    @usableFromInline
+    func setToOneTarget(_ key: String, _ target: ManagedObject?) {
+        guard entity.ordinal(ofAttribute: key) == nil, let r = entity.relationshipsByName[key], !r.isToMany else {
+            self[key] = target
+            return
+        }
+        do { try context().setRelated(self, r, target) } catch { deferredErrors.append(error) }
+    }
+
     /// Adds `object` to a to-many relationship (at the end, if ordered).
     public func add(_ object: ManagedObject, to key: String) throws(KuraError) {
         let r = try toManyRelationship(key)

@@ -127,7 +127,11 @@ public struct ToOne<Target: ManagedObject> {
             if let probe = object.keyPathProbe { probe.keys.append(object[keyPath: storageKeyPath].key); return probe.object(Target.self) }
             return object[object[keyPath: storageKeyPath].key] as? Target
         }
-        set { object[object[keyPath: storageKeyPath].key] = newValue }
+        // Inlinable setter: the storage key path becomes a plain field read
+        // in the subclass's module (as `Managed`'s), and the target goes to
+        // the relationship without an `Any?` box.
+        @inlinable
+        set { object.setToOneTarget(object[keyPath: storageKeyPath].key, newValue) }
     }
 }
 

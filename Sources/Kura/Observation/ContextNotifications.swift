@@ -309,9 +309,11 @@ extension ManagedObjectContext {
 
     /// Notes that `key` of `o` changed (no-op for an object inserted or
     /// deleted in this batch: those are reported as such).
-    func noteUpdated(_ o: ManagedObject, _ key: String, attribute: Bool = false) {
+    func noteUpdated(_ o: ManagedObject, _ key: String, attribute: Bool = false, toMany: Bool? = nil) {
         let k = ObjectIdentifier(o)
-        if !attribute, o.entity.relationshipsByName[key]?.isToMany == true { notices.toManyTouched[k] = o }
+        // `toMany`: whether `key` names a to-many relationship, when the
+        // caller knows (no description copied out of the entity's table).
+        if !attribute, toMany ?? (o.entity.relationshipsByName[key]?.isToMany == true) { notices.toManyTouched[k] = o }
         switch noted(o) {
         case nil:
             notices.batch.updated.append(o)
