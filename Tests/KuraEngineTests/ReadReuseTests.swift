@@ -228,14 +228,19 @@ final class ReadReuseTests: XCTestCase {
     /// one; from inside its own, the transaction goes on and the connection
     /// closes when it ends.
     func testCloseFromInsideTransactions() throws {
-        let a = try Database(path: "/a.kura", options: options())
-        let b = try Database(path: "/b.kura", options: options())
+        let fs = MemoryFileSystem()
+        var o = options()
+        o.fileSystem = fs
+        let a = try Database(path: "/a.kura", options: o)
+        let b = try Database(path: "/b.kura", options: o)
         try makeTable(a, rows: 10)
         try makeTable(b, rows: 10)
         try a.read { _ in
             try b.read { _ in }
             b.close()
             XCTAssertThrowsError(try b.read { _ in }) { XCTAssertEqual(($0 as? KuraError)?.code, .misuse) }
+            // Closed now: its files are, so nothing holds the store open.
+            XCTAssertNoThrow(try Database.destroy(path: "/b.kura", fileSystem: fs))
         }
         try a.read { tx in
             try a.read { inner in
@@ -248,6 +253,8 @@ final class ReadReuseTests: XCTestCase {
         }
         XCTAssertThrowsError(try a.read { _ in }) { XCTAssertEqual(($0 as? KuraError)?.code, .misuse) }
         XCTAssertThrowsError(try a.values(inTable: "t", rowID: 1)) { XCTAssertEqual(($0 as? KuraError)?.code, .misuse) }
+        // The deferred close ran when the outer transaction ended.
+        XCTAssertNoThrow(try Database.destroy(path: "/a.kura", fileSystem: fs))
     }
 }
 
