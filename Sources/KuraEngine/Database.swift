@@ -68,6 +68,8 @@ public final class Database: Sendable {
     let externalState = ExternalState()
     /// What the last write transaction handed the next (PageSource.swift, "Carry").
     let writerCarry = WriterCarrySlot()
+    /// The read transaction kept for the next one (Transaction.swift).
+    let spareRead = SpareReadTransaction()
 
     /// Opens the store at `path`, creating it if missing (unless
     /// `options.createIfMissing` is false). Recovers committed transactions from
@@ -150,8 +152,8 @@ public final class Database: Sendable {
         defer { gate.leave() }
         let snapshot = try pager.beginTransaction()
         defer { pager.endTransaction(snapshot) }
-        let tx = ReadTransaction(database: self, pages: SnapshotPages(pager: pager, snapshot: snapshot))
-        defer { tx.invalidate() }
+        var tx = openRead(snapshot)
+        defer { closeRead(&tx) }
         return try body(tx)
     }
 
@@ -162,10 +164,10 @@ public final class Database: Sendable {
     /// tx.table(name), rowID: rowID) }`. The object layer faults one object
     /// in this way.
     ///
-    /// When this connection already resolved the table on the newest snapshot
-    /// (the handle cache every read transaction shares) and the table has no
-    /// external columns, no transaction object is made: the row is found
-    /// straight through the pager. Otherwise it runs as `read` does.
+    /// It runs in the read transaction the connection keeps for reuse
+    /// (`SpareReadTransaction`): on the same snapshot as the one before, the
+    /// table's handle and the pages of the last descents are where that one
+    /// left them.
     ///
     /// Thread rules: any thread, like `read`. Failure modes: as `read` and
     /// `ReadTransaction.values(in:rowID:)` (`.notFound` for an unknown table,
@@ -175,19 +177,30 @@ public final class Database: Sendable {
         defer { gate.leave() }
         let snapshot = try pager.beginTransaction()
         defer { pager.endTransaction(snapshot) }
-        if let h = tableHandleCache.sharedHandle(name, snapshot: snapshot), !(h.schema?.hasExternal ?? false) {
-            let pages = DirectPages(pager: pager, snapshot: snapshot)
-            return try RowIDKey.withEncoded(rowID) { k throws(KuraError) in
-                try h.tree.withValue(k, pages) { b throws(KuraError) in
-                    var values = try RecordCodec.decode(b)
-                    h.schema?.appendDefaults(to: &values)
-                    return values
-                }
-            }
+        var tx = openRead(snapshot)
+        defer { closeRead(&tx) }
+        return try tx.values(inTableNamed: name, rowID: rowID)
+    }
+
+    /// A read transaction on `snapshot`: the one this connection kept from an
+    /// earlier transaction (`SpareReadTransaction`), or a new one.
+    @inline(__always)
+    private func openRead(_ snapshot: Snapshot) -> ReadTransaction {
+        if let tx = spareRead.take() {
+            tx.reopen(self, on: snapshot)
+            return tx
         }
-        let tx = ReadTransaction(database: self, pages: SnapshotPages(pager: pager, snapshot: snapshot))
-        defer { tx.invalidate() }
-        return try tx.values(in: try tx.table(name), rowID: rowID)
+        return ReadTransaction(database: self, pages: SnapshotPages(pager: pager, snapshot: snapshot))
+    }
+
+    /// Ends read transaction `tx` (every later use throws `misuse`) and keeps
+    /// it for the next one if nothing but `tx` refers to it or its pages: a
+    /// transaction the closure kept (stored, or a cursor of it) is never
+    /// handed to another closure.
+    @inline(__always)
+    private func closeRead(_ tx: inout ReadTransaction) {
+        tx.invalidate()
+        if isKnownUniquelyReferenced(&tx), tx.park() { spareRead.put(tx) }
     }
 
     /// Runs `body` as the only writer, then commits its changes atomically. If

@@ -127,24 +127,25 @@ final class ResolvedTable: Sendable {
 /// connection look up side by side), stores exclusively.
 final class TableHandleCache: @unchecked Sendable {
     // @unchecked Sendable: every field is guarded by `lock` (a readers-writer
-    // lock: only loads happen under it shared).
+    // lock: only loads happen under it shared). No runtime access checks on
+    // them: the lock orders every access.
     private let lock = ReadWriteLock()
-    private var key: CatalogCache.Key?
-    private var tables: [String: ResolvedTable] = [:]
+    @exclusivity(unchecked) private var key: CatalogCache.Key?
+    @exclusivity(unchecked) private var tables: [String: ResolvedTable] = [:]
     /// `Snapshot.serial` of the snapshot `counters` and `snapshotHandles`
     /// hold; 0 for none.
-    private var countersSnapshot: UInt64 = 0
-    private var counters: [Int64: TableCounters] = [:]
+    @exclusivity(unchecked) private var countersSnapshot: UInt64 = 0
+    @exclusivity(unchecked) private var counters: [Int64: TableCounters] = [:]
     /// Read handles of that snapshot by table name. Shared by read
     /// transactions on any thread, so never changed once stored: a read
     /// handle's column map is made before it is stored (`share`), and read
     /// transactions never change a handle's `info`, `dirty` or field buffers
     /// (only a write transaction's `HotTable`, which is never stored here).
-    private var snapshotHandles: [String: TableHandle] = [:]
+    @exclusivity(unchecked) private var snapshotHandles: [String: TableHandle] = [:]
     /// The handle of `snapshotHandles` stored last: most transactions of a
     /// connection use the table the one before used, and comparing a name
     /// costs less than hashing it.
-    private var lastShared: TableHandle?
+    @exclusivity(unchecked) private var lastShared: TableHandle?
 
     /// The read handle of table `name` stored for `snapshot`, if any.
     func sharedHandle(_ name: String, snapshot: Snapshot) -> TableHandle? {

@@ -19,6 +19,13 @@
 // counters go to the counters tree and only schema changes rewrite catalog
 // records and move the schema cookie on. A format-1 store is migrated by the
 // first write transaction that loads the catalog (`migrateCounters`).
+//
+// Reuse: a connection keeps its last finished read transaction (with its page
+// memo) for the next one (`SpareReadTransaction`), unless the closure kept a
+// reference to it; a transaction on the same snapshot keeps what the last one
+// resolved, one on another snapshot starts empty.
+
+import Synchronization
 
 /// A transaction that reads one snapshot.
 ///
@@ -26,24 +33,78 @@
 /// `write`); afterwards every call throws `KuraError.misuse`. Thread rules: use
 /// it only on the thread running that closure.
 public class ReadTransaction {
-    let database: Database
-    let snapshotPages: SnapshotPages?
+    // The mutable fields of a transaction are used only by the thread running
+    // its closure (see "Thread rules"; a kept one passes between threads
+    // through `SpareReadTransaction`'s atomic exchange, which orders them):
+    // no runtime access checks on them.
+    /// The connection; nil only while the transaction is kept for reuse by
+    /// `SpareReadTransaction`, which then holds the only reference to it (so
+    /// no code can reach it), and which would otherwise make a cycle
+    /// (database -> spare -> transaction -> database).
+    @exclusivity(unchecked) private var connection: Database?
+    /// The connection this transaction runs in.
+    var database: Database {
+        // Set whenever anyone but `SpareReadTransaction` holds the transaction (see `connection`).
+        connection!
+    }
+    /// A read transaction's pages (nil in a write transaction). Never
+    /// replaced; a `var` only so that `park` can ask whether anything else
+    /// holds it.
+    @exclusivity(unchecked) private(set) var snapshotPages: SnapshotPages?
     let writer: PageWriter?
-    var active = true
+    @exclusivity(unchecked) var active = true
 
     init(database: Database, pages: SnapshotPages) {
-        self.database = database
+        connection = database
         snapshotPages = pages
         writer = nil
     }
 
     init(database: Database, writer: PageWriter) {
-        self.database = database
+        connection = database
         snapshotPages = nil
         self.writer = writer
     }
 
     func invalidate() { active = false }
+
+    /// Makes a read transaction kept by `SpareReadTransaction` the
+    /// transaction of `snapshot` in `database`. What this transaction knew
+    /// about its old snapshot (page memo, table handles, catalog, counters)
+    /// is kept only if `snapshot` is that same snapshot (`Snapshot.serial`),
+    /// where all of it is still true; otherwise it starts empty, as a new
+    /// transaction does.
+    func reopen(_ database: Database, on snapshot: Snapshot) {
+        connection = database
+        active = true
+        // A transaction kept for reuse is always a read transaction (`park`).
+        if !snapshotPages.unsafelyUnwrapped.reopen(on: snapshot) {
+            lastHandle = nil
+            if !handles.isEmpty { handles.removeAll() }
+            catalogMemo = nil
+            if !countersMemo.isEmpty { countersMemo.removeAll() }
+        }
+    }
+
+    /// Readies a finished read transaction to be kept for reuse: invalid,
+    /// without its connection (see `connection`), and without the memos of
+    /// queries. Returns false for a transaction that must not be reused (a
+    /// write transaction, or one whose page source something else still
+    /// holds). The caller has checked that it holds the only reference to
+    /// the transaction.
+    func park() -> Bool {
+        // Something that kept the page source (not the transaction) would
+        // see it move to another snapshot: such a transaction is not reused.
+        guard writer == nil, type(of: self) == ReadTransaction.self,
+              isKnownUniquelyReferenced(&snapshotPages) else { return false }
+        active = false
+        connection = nil
+        if !schemaCache.isEmpty { schemaCache.removeAll() }
+        if !indexCache.isEmpty { indexCache.removeAll() }
+        fingerprintMemo = nil
+        changeCount = 0
+        return true
+    }
 
     func checkActive() throws(KuraError) {
         if !active {
@@ -163,6 +224,25 @@ public class ReadTransaction {
         return try decodeRow(bytes, table, rowID: rowID)
     }
 
+    /// `values(in: table(name), rowID:)` for a read transaction, through the
+    /// table's read handle without making a `TableInfo` (the object layer's
+    /// faults, `Database.values(inTable:rowID:)`).
+    ///
+    /// - Throws: as `table(_:)` and `values(in:rowID:)`.
+    func values(inTableNamed name: String, rowID: Int64) throws(KuraError) -> [Value]? {
+        try checkActive()
+        let h = try readHandle(name)
+        // A read transaction (readHandle's precondition) has its pages.
+        let s = snapshotPages.unsafelyUnwrapped
+        return try RowIDKey.withEncoded(rowID) { k throws(KuraError) in
+            try h.tree.withValue(k, s) { b throws(KuraError) in
+                var values = try RecordCodec.decode(b)
+                try complete(&values, h.schema, table: h.info.name, rowID: rowID)
+                return values
+            }
+        }
+    }
+
     /// Decodes a row, filling schema defaults for columns it does not store
     /// and reading external values from their files.
     func decodeRow(_ record: [UInt8], _ table: TableInfo, rowID: Int64?) throws(KuraError) -> [Value] {
@@ -279,21 +359,91 @@ public class ReadTransaction {
     }
 
     /// Counter of changes made in this transaction (cursors use it to re-seek).
-    var changeCount = 0
+    @exclusivity(unchecked) var changeCount = 0
     /// Decoded schemas by table name, with the definition they came from.
-    var schemaCache: [String: (id: Int64, definition: [UInt8], schema: TableSchema?)] = [:]
+    @exclusivity(unchecked) var schemaCache: [String: (id: Int64, definition: [UInt8], schema: TableSchema?)] = [:]
     /// Indexes per table name, cached until an index is created or dropped in
     /// this transaction (a snapshot's indexes do not change otherwise).
-    var indexCache: [String: [IndexDefinition]] = [:]
+    @exclusivity(unchecked) var indexCache: [String: [IndexDefinition]] = [:]
     /// The catalog, once read (a write transaction keeps its own in `catalog`).
-    var catalogMemo: Catalog?
+    @exclusivity(unchecked) var catalogMemo: Catalog?
     /// Counters looked up by this (read) transaction, by catalog ID.
-    var countersMemo: [Int64: TableCounters] = [:]
+    @exclusivity(unchecked) var countersMemo: [Int64: TableCounters] = [:]
     /// The schema fingerprint of this (read) transaction, once computed.
-    var fingerprintMemo: SchemaFingerprint?
+    @exclusivity(unchecked) var fingerprintMemo: SchemaFingerprint?
     /// Table handles of this (read) transaction by name, and the last one used.
-    var handles: [String: TableHandle] = [:]
-    var lastHandle: TableHandle?
+    @exclusivity(unchecked) var handles: [String: TableHandle] = [:]
+    @exclusivity(unchecked) var lastHandle: TableHandle?
+}
+
+/// The read transaction a connection keeps for its next one (Database.swift,
+/// `read` and `values(inTable:rowID:)`): a one-row read transaction then
+/// allocates nothing, and one on the same snapshot as the last finds its
+/// pages, table handle, catalog and counters where that one left them
+/// (`ReadTransaction.reopen`, `SnapshotPages.reopen(on:)`).
+///
+/// Invariants: the slot holds at most one transaction, parked (`park`:
+/// invalid, no connection), and holds the only reference to it and to its
+/// page source; a transaction is put here only by the code that made or took
+/// it, after its closure returned and only if it held the only reference
+/// (`isKnownUniquelyReferenced`): a transaction a closure kept (stored it, or
+/// a cursor of it) is never reused, and keeps throwing `misuse`. Taking is an
+/// atomic exchange, so two transactions (nested, or on two threads) never get
+/// the same object: the second finds the slot empty and makes a new one.
+///
+/// Thread rules: any thread. Failure modes: none.
+final class SpareReadTransaction: @unchecked Sendable {
+    // @unchecked Sendable: `word` is accessed only through `Atomic` operations
+    // (`value` only under `fallback`, on platforms without `Atomic`); the
+    // transaction it names is owned by the slot alone while parked, then by
+    // the one thread whose exchange took it out (the exchange orders the
+    // parking thread's writes before the taking thread's reads).
+    private let word: UnsafeMutableRawPointer
+    private let fallback = ThreadLock()
+    private var value: UInt = 0
+
+    init() {
+        word = .allocate(byteCount: 8, alignment: 8)
+        // Zero bytes are an `Atomic<UInt>` holding 0 (no transaction).
+        word.initializeMemory(as: UInt.self, repeating: 0, count: 1)
+    }
+
+    deinit {
+        // Releases the parked transaction, if any.
+        _ = take()
+        word.deallocate()
+    }
+
+    /// Swaps `new` (a retained transaction's address, or 0) into the slot
+    /// and returns what it held.
+    private func exchange(_ new: UInt) -> UInt {
+        guard #available(macOS 15.0, iOS 18.0, *) else {
+            return fallback.withLock {
+                let old = value
+                value = new
+                return old
+            }
+        }
+        return word.assumingMemoryBound(to: Atomic<UInt>.self).pointee.exchange(new, ordering: .acquiringAndReleasing)
+    }
+
+    /// The parked transaction, now owned by the caller, or nil.
+    func take() -> ReadTransaction? {
+        let bits = exchange(0)
+        guard let p = UnsafeRawPointer(bitPattern: bits) else { return nil }
+        // A nonzero word is the address of a transaction `put` retained.
+        return Unmanaged<ReadTransaction>.fromOpaque(p).takeRetainedValue()
+    }
+
+    /// Keeps `tx` (parked, referenced by nothing else) for the next
+    /// transaction. If the slot already holds one (a nested transaction
+    /// parked first), that one is released instead.
+    func put(_ tx: ReadTransaction) {
+        let old = exchange(UInt(bitPattern: Unmanaged.passRetained(tx).toOpaque()))
+        if let p = UnsafeRawPointer(bitPattern: old) {
+            Unmanaged<ReadTransaction>.fromOpaque(p).release()
+        }
+    }
 }
 
 /// A transaction that reads its own snapshot and changes the database.

@@ -27,21 +27,6 @@ protocol PageSource {
     func page(_ number: UInt32) throws(KuraError) -> Page
 }
 
-/// Pages of a snapshot straight from the pager, without a memo: for one
-/// descent to one row (`Database.values(inTable:rowID:)`), where a memo costs
-/// more than it saves. Each page lives as long as its caller holds it (the
-/// tree code holds the leaf while it reads the value).
-struct DirectPages: PageSource {
-    let pager: Pager
-    let snapshot: Snapshot
-    var pageSize: Int { pager.pageSize }
-
-    @inline(__always)
-    func page(_ number: UInt32) throws(KuraError) -> Page {
-        try pager.page(number, snapshot)
-    }
-}
-
 /// Pages of a read transaction.
 ///
 /// A snapshot's pages never change, so the transaction keeps the last pages it
@@ -56,25 +41,42 @@ struct DirectPages: PageSource {
 /// has a bit per initialized slot), so a transaction that reads a few pages
 /// pays for a few slots when it starts and ends.
 ///
-/// Memory: a memo slot keeps its page alive until the slot is reused or the
-/// transaction ends, even if the cache has evicted the page meanwhile: at most
-/// the memo's slots (a quarter of the cache) beyond the cache's bound, per
-/// read transaction. Thread rules: the transaction's thread only.
+/// Reuse: a connection keeps one finished read transaction, with its
+/// `SnapshotPages`, for its next one (`SpareReadTransaction`, Transaction.swift);
+/// `reopen(on:)` moves it to the next transaction's snapshot. The memo is
+/// kept only when that is the same snapshot (same `Snapshot.serial`, never
+/// reused): a snapshot's page n is the same immutable page in every
+/// transaction on it, so a page memoized by one transaction is the right page
+/// for the next. On any other snapshot the memo is emptied first (and shrunk
+/// back to its first size), so no page of one snapshot is ever served in
+/// another.
+///
+/// Memory: a memo slot keeps its page alive until the slot is reused, the
+/// memo is emptied, or the object goes, even if the cache has evicted the page
+/// meanwhile: at most the memo's slots (a quarter of the cache) beyond the
+/// cache's bound, per read transaction running and one per connection kept
+/// for reuse. Thread rules: the transaction's thread only (a kept one is used
+/// by no thread until a transaction takes it, `SpareReadTransaction`).
 final class SnapshotPages: PageSource {
     let pager: Pager
-    let snapshot: Snapshot
+    // The mutable fields below are used only by the thread of the transaction
+    // that owns this object (one at a time; a kept object passes between
+    // threads through `SpareReadTransaction`'s atomic exchange, which orders
+    // them): no runtime access checks on the hot paths.
+    /// The snapshot the pages are of; changed only by `reopen(on:)`.
+    @exclusivity(unchecked) private(set) var snapshot: Snapshot
     let pageSize: Int
     private static let initialSlots = 64
     private static let maxSlots = 4096
     /// Slots minus one (slots are a power of two).
-    private var mask: Int
+    @exclusivity(unchecked) private var mask: Int
     /// Bit i of word i / 64 set: slot i holds a page (`memoNumbers[i]`,
     /// `memoPages[i]` initialized).
-    private var used: UnsafeMutablePointer<UInt64>
-    private var memoNumbers: UnsafeMutablePointer<UInt32>
-    private var memoPages: UnsafeMutablePointer<Page>
+    @exclusivity(unchecked) private var used: UnsafeMutablePointer<UInt64>
+    @exclusivity(unchecked) private var memoNumbers: UnsafeMutablePointer<UInt32>
+    @exclusivity(unchecked) private var memoPages: UnsafeMutablePointer<Page>
     /// Pages asked of the pager since the memo last grew.
-    private var misses = 0
+    @exclusivity(unchecked) private var misses = 0
     /// The most slots this transaction's memo may grow to.
     private let slotLimit: Int
 
@@ -96,6 +98,39 @@ final class SnapshotPages: PageSource {
 
     /// The memo's current number of slots (for tests).
     var memoSlots: Int { mask + 1 }
+
+    /// Pages in the memo now (for tests).
+    var memoizedPageCount: Int {
+        (0..<((mask + 1) / 64)).reduce(0) { $0 + used[$1].nonzeroBitCount }
+    }
+
+    /// Makes this the page source of a new transaction on `snapshot` (see
+    /// "Reuse" above): keeps the memo if `snapshot` is the one it was filled
+    /// in, else empties it (back to its first size) before anything is read.
+    /// Returns whether the memo was kept.
+    @discardableResult
+    func reopen(on snapshot: Snapshot) -> Bool {
+        if snapshot.serial == self.snapshot.serial { return true }
+        self.snapshot = snapshot
+        misses = 0
+        let slots = mask + 1
+        if slots == Self.initialSlots {
+            // Empty in place: release the pages held, clear the used bits.
+            for w in 0..<(slots / 64) {
+                var u = used[w]
+                while u != 0 {
+                    (memoPages + (w * 64 + u.trailingZeroBitCount)).deinitialize(count: 1)
+                    u &= u &- 1
+                }
+                used[w] = 0
+            }
+        } else {
+            Self.release(used, memoNumbers, memoPages, slots: slots)
+            (used, memoNumbers, memoPages) = Self.allocate(slots: Self.initialSlots)
+            mask = Self.initialSlots - 1
+        }
+        return false
+    }
 
     /// The memo's three arrays in one allocation (a read transaction of one
     /// row makes one memo: one malloc and one free instead of three): the

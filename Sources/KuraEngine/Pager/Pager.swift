@@ -79,11 +79,13 @@ final class Snapshot: @unchecked Sendable {
     // Read by every page lookup: no runtime access check (`state` orders them).
     @exclusivity(unchecked) var detached = false
     @exclusivity(unchecked) var preserved: [UInt32: Page] = [:]
-    var users = 0
+    // Guarded by the pager's `snapshotLock` (see above): no runtime access
+    // checks, every access already holds that lock.
+    @exclusivity(unchecked) var users = 0
     /// Set (before the pages go in) when a checkpoint preserves pages for this
     /// snapshot: a transaction ending on a snapshot without it need not take
     /// `state` exclusively to empty `preserved`.
-    var mayHavePreserved = false
+    @exclusivity(unchecked) var mayHavePreserved = false
 
     /// Unique among the snapshots of this process, never reused: caches keyed
     /// by a snapshot hold this instead of a weak reference (a weak reference
@@ -158,7 +160,10 @@ final class Pager: @unchecked Sendable {
     /// Guarded by `snapshotLock`.
     /// Snapshots with at least one user, each once (a few at most: the newest
     /// and those readers still hold; a linear search beats hashing).
-    private var active: [Snapshot] = []
+    // No runtime access checks here and on the other fields guarded by
+    // `snapshotLock` or `txnLock` below: every access holds the lock, which
+    // orders them; every transaction's start and end touches them.
+    @exclusivity(unchecked) private var active: [Snapshot] = []
     /// Guards `active`, `Snapshot.users` and the log-read counters; taken
     /// inside `state` (either mode) or alone, never around another lock.
     private let snapshotLock = ThreadLock()
@@ -168,24 +173,24 @@ final class Pager: @unchecked Sendable {
     /// Guards `openTransactions`, `readerExclusiveHeld` and the mode of the
     /// reader lock byte.
     private let txnLock = ThreadLock()
-    private var openTransactions = 0
+    @exclusivity(unchecked) private var openTransactions = 0
     /// Set while this connection holds the reader byte exclusively for a
     /// checkpoint (`withReaderExclusive`). Its transactions still start and
     /// end meanwhile, without touching the byte: the exclusive hold already
     /// keeps other processes out and covers them; it becomes shared again
     /// (or is released) when the checkpoint ends. Guarded by `txnLock`.
-    private var readerExclusiveHeld = false
+    @exclusivity(unchecked) private var readerExclusiveHeld = false
     /// How this connection's open transactions keep other connections'
     /// checkpoints out while `openTransactions > 0` (and no checkpoint of its
     /// own holds the reader byte): its reader mark, or the reader byte shared.
     /// Guarded by `txnLock`.
-    private var presence = ReaderPresence.none
+    @exclusivity(unchecked) private var presence = ReaderPresence.none
     private enum ReaderPresence { case none, mark, byte }
     /// This connection's slot in the reader table of `PATH-shm` (FORMAT.md,
     /// "Reader marks"); nil without one (a store before format 7, no shared
     /// memory, every slot taken): then every transaction takes the reader
     /// byte. Guarded by `txnLock`.
-    private var marks: ReaderMarks?
+    @exclusivity(unchecked) private var marks: ReaderMarks?
     /// Whether the store is at format 7 or later (readers of other connections
     /// may be inside transactions with only their mark set): a checkpoint must
     /// then see the reader table, or find the store open by no one else.
@@ -206,8 +211,8 @@ final class Pager: @unchecked Sendable {
     private var sharedHeaderUsable = false
     /// Transaction starts that read the log, and those the shared header let
     /// skip it (for tests: the fast path is taken). Guarded by `snapshotLock`.
-    private var logReads = 0
-    private var logReadsSkipped = 0
+    @exclusivity(unchecked) private var logReads = 0
+    @exclusivity(unchecked) private var logReadsSkipped = 0
     /// `(logReads, logReadsSkipped)` now.
     var logReadCounts: (reads: Int, skipped: Int) { snapshotLock.withLock { (logReads, logReadsSkipped) } }
     /// Test hook: commits leave the shared header marked as changing instead of

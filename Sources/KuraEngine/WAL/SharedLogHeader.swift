@@ -140,14 +140,37 @@ final class SharedLogHeader: @unchecked Sendable {
     /// change moves the sequence on), so `isCurrent` need not hash it again.
     /// Written only by `publish` and `initialize`, whose callers hold the
     /// pager's `state` lock exclusively; read by `isCurrent`, whose callers
-    /// hold it shared or exclusively.
-    private var verified: (image: Image, state: LogState)?
+    /// hold it shared or exclusively (so no runtime access checks: that lock
+    /// orders every access). Kept as fields, not an optional tuple, so that
+    /// `isCurrent` reads them in place.
+    @exclusivity(unchecked) private var verifiedImage = Image()
+    @exclusivity(unchecked) private var verifiedState = LogState()
+    @exclusivity(unchecked) private var hasVerified = false
+
+    private func setVerified(_ image: Image, _ state: LogState) {
+        verifiedImage = image
+        verifiedState = state
+        hasVerified = true
+    }
+
+    /// Whether the mapped header equals `verifiedImage`, compared where it
+    /// lies: each word read once, as a copy would read it (a header changing
+    /// meanwhile reads as some mix of its images, which equals the verified
+    /// one only if every word read does, exactly as a copy would).
+    @inline(__always)
+    private func mappedEqualsVerified() -> Bool {
+        let p = UnsafeRawPointer(mapping.base)
+        let x = verifiedImage.words
+        func w(_ i: Int) -> UInt64 { p.loadUnaligned(fromByteOffset: i * 8, as: UInt64.self) }
+        let d0 = (w(0) ^ x.0) | (w(1) ^ x.1) | (w(2) ^ x.2) | (w(3) ^ x.3) | (w(4) ^ x.4)
+        let d1 = (w(5) ^ x.5) | (w(6) ^ x.6) | (w(7) ^ x.7) | (w(8) ^ x.8) | (w(9) ^ x.9)
+        return d0 | d1 == 0
+    }
 
     /// Whether the header says, right now, that the committed log is `state`.
     func isCurrent(_ state: LogState) -> Bool {
-        let image = copyImage()
-        if let v = verified, v.state == state, v.image == image { return true }
-        guard let c = Self.decode(image, databaseID: databaseID) else { return false }
+        if hasVerified && verifiedState == state && mappedEqualsVerified() { return true }
+        guard let c = Self.decode(copyImage(), databaseID: databaseID) else { return false }
         return c.trusted && c.sequence & 1 == 0 && c.state == state
     }
 
@@ -165,12 +188,12 @@ final class SharedLogHeader: @unchecked Sendable {
         let image = copyImage()
         guard var c = Self.decode(image, databaseID: databaseID), c.trusted else { return }
         if c.sequence & 1 == 0 && c.state == state {
-            verified = (image, state)
+            setVerified(image, state)
             return
         }
         c.sequence = (c.sequence | 1) &+ 1
         c.state = state
-        verified = (store(c), state)
+        setVerified(store(c), state)
     }
 
     /// Writes a whole new header. Only for a connection that holds the store's
@@ -181,7 +204,7 @@ final class SharedLogHeader: @unchecked Sendable {
         c.sequence = ((read()?.sequence ?? 0) | 1) &+ 1
         c.state = state
         let image = store(c)
-        verified = trusted ? (image, state) : nil
+        if trusted { setVerified(image, state) } else { hasVerified = false }
     }
 
     /// Writes `c` as the mapped header; returns the image written.
