@@ -52,8 +52,8 @@ final class ReadPathTests: XCTestCase {
         return model
     }
 
-    /// `Database.values(inTable:rowID:)` (one row in a transaction of its own,
-    /// straight through the pager once the table's handle is shared) gives what
+    /// `Database.values(inTable:rowID:)` (one row in the read transaction the
+    /// connection keeps for reuse, `SpareReadTransaction`) gives what
     /// a read transaction gives: present and missing rows, a column added after
     /// rows were stored (its default), another connection's commit in between,
     /// an external column, an unknown table.
