@@ -485,7 +485,32 @@ final class PredicateParserTests: XCTestCase {
         ("a == 'x\\", 5),
         ("a == \\n", 6),
         ("名前 == 'x' AND (", 15),
+        // A CR LF is one character (the lexer's ASCII path leaves it to the general one).
+        ("a == 1\r\n AND", 11),
+        ("a == 1\n AND", 11),
+        ("a ==\r\n", 5),
+        ("a\r\n==\r\n1\r\nAND\r\n(", 12),
     ]
+
+    /// The lexer's ASCII shortcuts answer as the Unicode properties do, for
+    /// every ASCII scalar and some others.
+    func testLexerCharacterClassesMatchUnicodeProperties() {
+        let others: [UInt32] = [0x85, 0xA0, 0xAA, 0xB5, 0xC0, 0xE9, 0x2028, 0x3000, 0x4E00, 0x1F600]
+        for v in Array(0..<128) + others {
+            let s = Unicode.Scalar(v)!
+            XCTAssertEqual(PredicateLexer.isIdentifierStart(s), s == "_" || s.properties.isXIDStart, "U+\(String(v, radix: 16))")
+            XCTAssertEqual(PredicateLexer.isIdentifierContinue(s), s == "_" || s.properties.isXIDContinue, "U+\(String(v, radix: 16))")
+            XCTAssertEqual(PredicateLexer.isWhitespace(s), s.properties.isWhitespace, "U+\(String(v, radix: 16))")
+        }
+        // Tokens' texts (in messages) keep non-ASCII names as written.
+        assertError("café ==", code: .syntax, offset: 7)
+        do {
+            _ = try KuraPredicate(format: "名前 == 'x' AND (")
+            XCTFail("parsed")
+        } catch {
+            XCTAssertEqual(error.offset, 15)
+        }
+    }
 
     func testMalformedPredicatesReportSyntaxErrorsAtTheRightOffset() {
         XCTAssertGreaterThanOrEqual(Self.malformed.count, 50)

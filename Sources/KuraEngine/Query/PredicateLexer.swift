@@ -90,15 +90,25 @@ struct PredicateLexer {
     init(_ source: String, arguments: [PredicateArgument], requireAllArguments: Bool = false) {
         var scalars: [Unicode.Scalar] = []
         var offsets: [Int] = []
-        var characterIndex = 0
-        for character in source {
-            for scalar in character.unicodeScalars {
-                scalars.append(scalar)
-                offsets.append(characterIndex)
+        // ASCII without carriage returns (almost every format): each byte is
+        // one scalar and one Character, so offsets are positions, and the
+        // grapheme breaking of the general path is skipped. ("\r\n" is one
+        // Character, so a carriage return takes the general path.)
+        if source.utf8.allSatisfy({ $0 < 0x80 && $0 != 0x0D }) {
+            scalars.reserveCapacity(source.utf8.count)
+            for b in source.utf8 { scalars.append(Unicode.Scalar(b)) }
+            offsets = Array(0...scalars.count)
+        } else {
+            var characterIndex = 0
+            for character in source {
+                for scalar in character.unicodeScalars {
+                    scalars.append(scalar)
+                    offsets.append(characterIndex)
+                }
+                characterIndex += 1
             }
-            characterIndex += 1
+            offsets.append(characterIndex)
         }
-        offsets.append(characterIndex)
         self.scalars = scalars
         self.characterOffsets = offsets
         self.arguments = arguments
@@ -138,11 +148,21 @@ struct PredicateLexer {
         return tokens
     }
 
-    private static func isIdentifierStart(_ s: Unicode.Scalar) -> Bool {
-        s == "_" || s.properties.isXIDStart
+    // ASCII answers without the Unicode property tables (the same answers:
+    // XID_Start in ASCII is the letters, XID_Continue the letters, digits and
+    // "_"; White_Space in ASCII is tab, line feed, vertical tab, form feed,
+    // carriage return and space).
+    static func isIdentifierStart(_ s: Unicode.Scalar) -> Bool {
+        if s.isASCII { return s == "_" || (s.value | 0x20) &- 97 < 26 }
+        return s.properties.isXIDStart
     }
-    private static func isIdentifierContinue(_ s: Unicode.Scalar) -> Bool {
-        s == "_" || s.properties.isXIDContinue
+    static func isIdentifierContinue(_ s: Unicode.Scalar) -> Bool {
+        if s.isASCII { return s == "_" || (s.value | 0x20) &- 97 < 26 || s.value &- 48 < 10 }
+        return s.properties.isXIDContinue
+    }
+    static func isWhitespace(_ s: Unicode.Scalar) -> Bool {
+        if s.isASCII { return s.value == 32 || s.value &- 9 < 5 }
+        return s.properties.isWhitespace
     }
     private static func isDigit(_ s: Unicode.Scalar) -> Bool { s.value >= 48 && s.value <= 57 }
     private static func digitValue(_ s: Unicode.Scalar, radix: UInt32) -> UInt32? {
@@ -159,16 +179,33 @@ struct PredicateLexer {
     }
 
     private func token(_ kind: PredicateToken.Kind, from start: Int) -> PredicateToken {
-        var text = String.UnicodeScalarView()
-        text.append(contentsOf: scalars[start..<position])
-        return PredicateToken(kind: kind, offset: offset(start), text: String(text))
+        PredicateToken(kind: kind, offset: offset(start), text: Self.text(scalars[start..<position]))
+    }
+
+    /// `s` as a String. ASCII (almost every token) is written as UTF-8 bytes
+    /// in one step; the scalar view's `append(contentsOf:)` costs about a
+    /// hundred instructions a scalar.
+    private static func text(_ s: ArraySlice<Unicode.Scalar>) -> String {
+        guard s.allSatisfy({ $0.isASCII }) else {
+            var view = String.UnicodeScalarView()
+            view.append(contentsOf: s)
+            return String(view)
+        }
+        return String(unsafeUninitializedCapacity: s.count) { buffer in
+            var i = 0
+            for scalar in s {
+                buffer[i] = UInt8(truncatingIfNeeded: scalar.value)
+                i += 1
+            }
+            return i
+        }
     }
 
     private static let punctuation2: Set<String> = ["**", "<<", ">>", "==", "!=", "<>", "<=", "=<", ">=", "=>", "&&", "||"]
     private static let punctuation1: Set<Unicode.Scalar> = ["(", ")", "[", "]", "{", "}", ",", ".", ":", "+", "-", "*", "/", "&", "|", "^", "~", "<", ">", "=", "!"]
 
     private mutating func next() throws(KuraError) -> PredicateToken {
-        while let s = peek(), s.properties.isWhitespace { position += 1 }
+        while let s = peek(), Self.isWhitespace(s) { position += 1 }
         let start = position
         guard let c = peek() else { return PredicateToken(kind: .end, offset: offset(start), text: "") }
 
