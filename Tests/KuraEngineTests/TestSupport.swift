@@ -116,3 +116,36 @@ extension Database {
         }
     }
 }
+
+/// Creates table "t" in `db` with `rows` rows whose IDs mix dense runs, sparse
+/// gaps, negatives and both extremes (values: the ID and a short text), then
+/// deletes a tenth of them again. Returns the rows left, and probes: their IDs,
+/// the neighbours (±1, often absent) of the first `neighbours` of them in
+/// order, and `Int64.min`, `Int64.max` and 0.
+func makeSparseRowIDTable(_ db: Database, rows: Int, neighbours: Int,
+                          _ g: inout SplitMix64) throws -> (model: [Int64: [Value]], probes: [Int64]) {
+    try db.write { tx in _ = try tx.createTable("t") }
+    var ids = Set<Int64>([Int64.min, Int64.min + 1, -1, 0, 1, Int64.max - 2, Int64.max - 1])
+    var next = Int64(-5000)
+    while ids.count < rows {
+        next += Int64(g.next() % 4 == 0 ? g.next() % 5000 : 1 + g.next() % 3)
+        ids.insert(next)
+    }
+    var model: [Int64: [Value]] = [:]
+    try db.write { tx in
+        let t = try tx.table("t")
+        for id in ids.shuffled(using: &g) {
+            let v: [Value] = [.integer(id), .text(String(repeating: "x", count: Int(g.next() % 40)))]
+            try tx.insert(v, into: t, rowID: id)
+            model[id] = v
+        }
+        for id in ids.shuffled(using: &g).prefix(ids.count / 10) {
+            _ = try tx.delete(from: t, rowID: id)
+            model[id] = nil
+        }
+    }
+    var probes = model.keys.sorted()
+    for id in probes.prefix(neighbours) { probes.append(id &+ 1); probes.append(id &- 1) }
+    probes += [Int64.min, Int64.max, 0]
+    return (model, probes)
+}

@@ -16,33 +16,7 @@ final class TreePathTests: XCTestCase {
         let seed = testSeed("TreePathTests.reads")
         var g = SplitMix64(seed: seed)
         let db = try memoryStore("/treepath.kura", cacheSize: 1 << 20)
-        try db.write { tx in _ = try tx.createTable("t") }
-        // Row IDs: dense runs, sparse ones, negatives and both extremes.
-        var ids = Set<Int64>([Int64.min, Int64.min + 1, -1, 0, 1, Int64.max - 2, Int64.max - 1])
-        var next = Int64(-5000)
-        while ids.count < 3000 {
-            next += Int64(g.next() % 4 == 0 ? g.next() % 5000 : 1 + g.next() % 3)
-            ids.insert(next)
-        }
-        var model: [Int64: [Value]] = [:]
-        try db.write { tx in
-            let t = try tx.table("t")
-            for id in ids.shuffled(using: &g) {
-                let v: [Value] = [.integer(id), .text(String(repeating: "x", count: Int(g.next() % 40)))]
-                try tx.insert(v, into: t, rowID: id)
-                model[id] = v
-            }
-            // Gaps: delete a tenth of the rows.
-            for id in ids.shuffled(using: &g).prefix(ids.count / 10) {
-                _ = try tx.delete(from: t, rowID: id)
-                model[id] = nil
-            }
-        }
-        let present = model.keys.sorted()
-        // Probes: the rows, their neighbours (often absent), and the extremes.
-        var probes = present
-        for id in present.prefix(500) { probes.append(id &+ 1); probes.append(id &- 1) }
-        probes += [Int64.min, Int64.max, 0]
+        let (model, probes) = try makeSparseRowIDTable(db, rows: 3000, neighbours: 500, &g)
         let increasing = probes.sorted()
         try db.read { tx in
             let info = try tx.table("t")
