@@ -8,7 +8,7 @@
 //   later commits rewrite those rows and after a checkpoint copies the pages
 //   back, and equal the rows a write transaction returns (copies);
 // - query answers along the index walks that read rows through a kept path
-//   (TreePath) agree with a model, for equality and ordered range queries.
+//   (RowPath) agree with a model, for equality and ordered range queries.
 // Prints its seed; KURA_SEED=<n> replays one.
 
 import Foundation

@@ -1,8 +1,8 @@
 // RowPath: a query cursor's row reads by row ID in one read snapshot (index
 // candidates, a join's row IDs), keeping what the last descent learnt.
 //
-// Like `TreePath` (BTree.swift) it keeps the pages of the last descent, so a
-// level whose child is the one taken last time costs no page fetch. It also
+// It keeps the pages of the last descent (`PathPages`), so a level whose
+// child is the one taken last time costs no page fetch. It also
 // keeps, per interior level, the row IDs the child taken there covers (from
 // the separator keys on either side of it): a row whose ID falls inside goes
 // to the same child without searching the interior page at all. Rows read in
@@ -15,9 +15,10 @@
 // equality on a low-selectivity index gives) would pay for reading the two
 // separators on every row and never use them.
 //
-// Only for snapshot pages (a read transaction), as TreePath: a page number
-// names one immutable page there, so a kept page and its ranges stay true.
-// Table trees only (keys are row IDs).
+// Only for pages that do not change while it reads: a read transaction's
+// (a page number names one immutable page there), or a write transaction's
+// before it writes anything (`QueryCursor.keepRowPathsUntilTheNextWrite`);
+// so a kept page and its ranges stay true. Table trees only (keys are row IDs).
 //
 // Damaged trees: the ranges are read from the separator keys, which
 // `Node.validate` keeps inside the page; a separator that is not a row-ID key
@@ -161,5 +162,45 @@ final class ChildRanges {
         precondition(depth <= BTree.maxDepth)
         lowest[depth] = low
         highest[depth] = high
+    }
+}
+
+/// A value found by `RowPath.locate`.
+enum LocatedValue {
+    /// `count` bytes at `offset` in `page`.
+    case inPage(Page, offset: Int, count: Int)
+    /// The value assembled from its overflow chain.
+    case copied([UInt8])
+}
+
+/// The pages of a `RowPath`'s last descent, root first: one strong reference
+/// per level, in a fixed buffer of `BTree.maxDepth + 1` slots. A page handed
+/// to `set` is moved in (no retain of its own), and `page` reads one without
+/// retaining it.
+final class PathPages {
+    private let slots: UnsafeMutablePointer<Page>
+    private(set) var count = 0
+
+    init() { slots = .allocate(capacity: BTree.maxDepth + 1) }
+
+    deinit {
+        slots.deinitialize(count: count)
+        slots.deallocate()
+    }
+
+    /// The page at `depth` (< count), not retained: valid while it is held here.
+    @inline(__always)
+    func page(_ depth: Int) -> Unmanaged<Page> { Unmanaged.passUnretained(slots[depth]) }
+
+    /// Holds `page` at `depth` (at most `count`), releasing what was there.
+    @inline(__always)
+    func set(_ depth: Int, _ page: __owned Page) {
+        precondition(depth <= count && depth <= BTree.maxDepth)
+        if depth < count {
+            slots[depth] = page
+        } else {
+            (slots + depth).initialize(to: page)
+            count += 1
+        }
     }
 }
