@@ -218,22 +218,12 @@ extension ImportCommand {
             }
         }
 
-        /// Converts the current row into `values` (which hold the defaults of
-        /// `plan.columns`); returns its explicit row ID.
+        /// Converts the current JSON lines row into `values` (which hold the
+        /// defaults of `plan.columns`); returns its explicit row ID. (CSV rows
+        /// are converted in `insert`, with the reader in a local.)
         func convert(_ plan: Plan, into values: inout [Value]) throws -> Int64? {
             var rowID: Int64?
             do throws(ImportError) {
-                if ctx.isCSV {
-                    for c in 0..<csv.count {
-                        if c == plan.rowIDColumn {
-                            rowID = try ImportReader.csvValue(csv, c, type: .integer, column: "_rowid", line: line).integerValue
-                            continue
-                        }
-                        guard let t = plan.target[c] else { continue }
-                        values[t.position] = try ImportReader.csvValue(csv, c, type: t.type, column: data.columns[c], line: line)
-                    }
-                    return rowID
-                }
                 for (c, f) in jsonRow.fields.enumerated() {
                     if c == plan.rowIDColumn {
                         rowID = try ImportReader.value(f, type: .integer, column: "_rowid", line: line, decidedAt: nil).integerValue
