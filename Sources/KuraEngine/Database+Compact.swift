@@ -99,11 +99,12 @@ extension Database {
         defer { copy.close() }
         let header = source.header
         let layout = max(header.headerVersion, FileHeader.countersFormatVersion)
-        if layout < FileHeader.leafCountersVersion {
+        if layout < FileHeader.formatVersion {
             // The copy takes the layout of the store's format, which
             // `replaceAllPages` keeps (connections of an older build may share
             // the store): made at this build's version, it goes back to that
-            // format while it is still empty, so its counters go to a counters tree.
+            // format while it is still empty, so its counters go to a counters
+            // tree below format 5 and its leaves hold wide cells below format 8.
             try typed {
                 try copy.write { tx in
                     tx.writer!.header.headerVersion = layout
@@ -165,6 +166,11 @@ extension Database {
                     var n = 0
                     while cursor.isValid && n < compactionBatch {
                         let key = Array(cursor.key)
+                        // A table key from disk must be a row-ID key (the copy's
+                        // compact leaves rely on it; FORMAT.md, "Row-ID keys").
+                        guard kind == .index || RowIDKey.decode(key) != nil else {
+                            throw KuraError(.corrupt, "\(info.kind) \"\(info.name)\" has a key that is not a row ID", path: source.pager.path, page: cursor.leaf.number)
+                        }
                         let value = kind == .table ? try sourceTree.value(cursor.leaf, cursor.index, source) : []
                         guard try tree.insert(key, value, mode: .insertNew, w) else {
                             throw KuraError(.corrupt, "\(info.kind) \"\(info.name)\" holds a key twice", path: source.pager.path, page: cursor.leaf.number)

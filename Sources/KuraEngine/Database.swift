@@ -95,11 +95,12 @@ public final class Database: Sendable {
         }
     }
 
-    /// Moves a format-2 to format-6 store to format 7 (counters in the tables'
-    /// right-most leaves, a log of version 2, reader marks; FORMAT.md,
-    /// "Version history"): one write transaction, then a checkpoint, so that
-    /// the store file says 7 before any other connection can open it, and the
-    /// log is reset in version 2. Returns whether the transaction committed.
+    /// Moves a format-2 to format-7 store to format 8 (counters in the tables'
+    /// right-most leaves, a log of version 2, reader marks, compact leaf cells
+    /// in the leaves writers build from then on; FORMAT.md, "Version
+    /// history"): one write transaction, then a checkpoint, so that the store
+    /// file says 8 before any other connection can open it, and the log is
+    /// reset in version 2. Returns whether the transaction committed.
     /// Called only while this connection is the only one with the store open
     /// (`Pager.openedAlone`): a connection of an older build would
     /// look for the counters tree or take the new log for garbage. A failure

@@ -342,6 +342,11 @@ final class IntegrityChecker<S: IntegritySource> {
             if p.hasCounters && (hi != nil || (result.header?.version ?? 0) < FileHeader.leafCountersVersion) {
                 report(number, "\(label): the page holds table counters but is not its tree's right-most leaf in a format-5 store")
             }
+            // Compact cells (format 8) in an older store would be misread by
+            // the builds that store's format admits.
+            if p.isCompactLeaf && (result.header?.version ?? 0) < FileHeader.compactCellsVersion {
+                report(number, "\(label): the leaf holds compact cells, which only a store of format \(FileHeader.compactCellsVersion) or later may have")
+            }
             let available = Node.usable(p.size) - Node.headerSize
             let fill = min(max(Double(p.usedSpace) / Double(available), 0), 1)
             if p.isLeafNode {

@@ -1109,11 +1109,13 @@ public final class WriteTransaction: ReadTransaction {
         }
     }
 
-    /// Moves a format-2 to format-5 store to this build's format (FORMAT.md,
+    /// Moves a format-2 to format-7 store to this build's format (FORMAT.md,
     /// "Version history"): below format 5, every table's counters go from the
     /// counters tree to the end of its tree's right-most leaf and the counters
-    /// tree is freed; then the header's version becomes 6 (whose log the next
-    /// reset writes in log version 2). Part of this transaction: committed
+    /// tree is freed; then the header's version becomes 8 (whose log the next
+    /// reset writes in log version 2, whose connections use reader marks, and
+    /// whose writers build compact leaves; the leaves already written keep
+    /// their wide cells, which format 8 reads as well). Part of this transaction: committed
     /// with it, or not at all. The caller makes sure no other connection has
     /// the store open (Database, `upgradeFormat`): an older build's connection
     /// would look for the counters tree, or take a version-2 log for garbage.

@@ -45,7 +45,7 @@ final class GoldenTests: XCTestCase {
         try golden(["info", "s.kura"], """
             store:           s.kura
             file size:       2560 bytes
-            format version:  7
+            format version:  8
             page size:       512
             page count:      5
             free pages:      1 (freelist head 5)
@@ -81,8 +81,8 @@ final class GoldenTests: XCTestCase {
         try golden(["stats", "s.kura"], """
             object                  kind     pages  leaf  interior  overflow  entries  payload  fill  depth
             catalog                 catalog      1     1         0         0        2      155   33%      1
-            people                  table        1     1         0         0        4      124   29%      1
-            people_age (on people)  index        1     1         0         0        4       18    7%      1
+            people                  table        1     1         0         0        4      124   28%      1
+            people_age (on people)  index        1     1         0         0        4       18    6%      1
             store: 5 pages of 512 bytes = 2560 bytes; 1 header, 3 in trees, 1 free, 0 leaked
 
             """)
@@ -93,8 +93,8 @@ final class GoldenTests: XCTestCase {
             page  kind            owner               items  fill  overflow
                1  header          -                       0     -  0
                2  table-leaf      catalog                 2   33%  0
-               3  table-leaf      table "people"          4   29%  0
-               4  index-leaf      index "people_age"      4    7%  0
+               3  table-leaf      table "people"          4   28%  0
+               4  index-leaf      index "people_age"      4    6%  0
                5  freelist-trunk  freelist                0    0%  0
 
             """)
@@ -112,30 +112,31 @@ final class GoldenTests: XCTestCase {
         try golden(["page", "s.kura", "3"], """
             page 3 of s.kura (512 bytes), from the store file at offset 1024
             kind: table leaf (byte 0 = 2); used as: table-leaf, owner: table "people"
-            checksum: stored 0x859b8000d81114b6, computed 0x859b8000d81114b6: ok
+            checksum: stored 0x364ee9986e804a94, computed 0x364ee9986e804a94: ok
             header:
               kind:               2
-              flags:              1
+              flags:              3
               cell count:         4
-              content start:      356
+              content start:      360
               fragmented bytes:   0
               right-most child:   0
               tree root:          3
               next row ID:        5
               row count:          4
+              cell form:          compact
             cells: 4
-              #0 at 452, 36 bytes, key 81 01 (row 1), value 32 bytes: ["Ada", 36, 1.5, true, 599616000.0, "first"]
-              #1 at 408, 44 bytes, key 81 02 (row 2), value 40 bytes: ["Grace", 45, 2.0, false, 578819289.0, "with, comma"]
-              #2 at 384, 24 bytes, key 81 03 (row 3), value 20 bytes: ["Linus", null, 3.25, true, null, null]
-              #3 at 356, 28 bytes, key 81 04 (row 4), value 24 bytes: ["Margaret", 33, null, false, 662601600.0, ""]
+              #0 at 453, 35 bytes, key 81 01 (row 1), value 32 bytes: ["Ada", 36, 1.5, true, 599616000.0, "first"]
+              #1 at 410, 43 bytes, key 81 02 (row 2), value 40 bytes: ["Grace", 45, 2.0, false, 578819289.0, "with, comma"]
+              #2 at 387, 23 bytes, key 81 03 (row 3), value 20 bytes: ["Linus", null, 3.25, true, null, null]
+              #3 at 360, 27 bytes, key 81 04 (row 4), value 24 bytes: ["Margaret", 33, null, false, 662601600.0, ""]
             regions:
                   0 ..< 16       16 bytes  header
                  16 ..< 24        8 bytes  cell pointers
-                 24 ..< 356     332 bytes  free
-                356 ..< 384      28 bytes  cell 3
-                384 ..< 408      24 bytes  cell 2
-                408 ..< 452      44 bytes  cell 1
-                452 ..< 488      36 bytes  cell 0
+                 24 ..< 360     336 bytes  free
+                360 ..< 387      27 bytes  cell 3
+                387 ..< 410      23 bytes  cell 2
+                410 ..< 453      43 bytes  cell 1
+                453 ..< 488      35 bytes  cell 0
                 488 ..< 504      16 bytes  table counters
                 504 ..< 512       8 bytes  checksum
 
@@ -146,37 +147,37 @@ final class GoldenTests: XCTestCase {
         try golden(["page", "s.kura", "4", "--hex"], """
             page 4 of s.kura (512 bytes), from the store file at offset 1536
             kind: index leaf (byte 0 = 4); used as: index-leaf, owner: index "people_age"
-            checksum: stored 0x8b16485bc54c8b5d, computed 0x8b16485bc54c8b5d: ok
+            checksum: stored 0xdc1147e7e80e8579, computed 0xdc1147e7e80e8579: ok
             header:
               kind:               4
-              flags:              0
+              flags:              2
               cell count:         4
-              content start:      478
+              content start:      482
               fragmented bytes:   0
               right-most child:   0
               tree root:          4
+              cell form:          compact
             cells: 4
-              #0 at 499, 5 bytes, key 00 81 03, value 0 bytes
-              #1 at 492, 7 bytes, key 10 81 21 81 04, value 0 bytes
-              #2 at 485, 7 bytes, key 10 81 24 81 01, value 0 bytes
-              #3 at 478, 7 bytes, key 10 81 2d 81 02, value 0 bytes
+              #0 at 500, 4 bytes, key 00 81 03, value 0 bytes
+              #1 at 494, 6 bytes, key 10 81 21 81 04, value 0 bytes
+              #2 at 488, 6 bytes, key 10 81 24 81 01, value 0 bytes
+              #3 at 482, 6 bytes, key 10 81 2d 81 02, value 0 bytes
             regions:
                   0 ..< 16       16 bytes  header
                  16 ..< 24        8 bytes  cell pointers
-                 24 ..< 478     454 bytes  free
-                478 ..< 485       7 bytes  cell 3
-                485 ..< 492       7 bytes  cell 2
-                492 ..< 499       7 bytes  cell 1
-                499 ..< 504       5 bytes  cell 0
+                 24 ..< 482     458 bytes  free
+                482 ..< 488       6 bytes  cell 3
+                488 ..< 494       6 bytes  cell 2
+                494 ..< 500       6 bytes  cell 1
+                500 ..< 504       4 bytes  cell 0
                 504 ..< 512       8 bytes  checksum
             hex:
-            0000  04 00 04 00 de 01 00 00  00 00 00 00 04 00 00 00  ................
-            0010  f3 01 ec 01 e5 01 de 01  00 00 00 00 00 00 00 00  ................
+            0000  04 02 04 00 e2 01 00 00  00 00 00 00 04 00 00 00  ................
+            0010  f4 01 ee 01 e8 01 e2 01  00 00 00 00 00 00 00 00  ................
             0020  00 00 00 00 00 00 00 00  00 00 00 00 00 00 00 00  ................
             *
-            01d0  00 00 00 00 00 00 00 00  00 00 00 00 00 00 05 10  ................
-            01e0  81 2d 81 02 00 05 10 81  24 81 01 00 05 10 81 21  .-......$......!
-            01f0  81 04 00 03 00 81 03 00  5d 8b 4c c5 5b 48 16 8b  ........].L.[H..
+            01e0  00 00 05 10 81 2d 81 02  05 10 81 24 81 01 05 10  .....-.....$....
+            01f0  81 21 81 04 03 00 81 03  79 85 0e e8 e7 47 11 dc  .!......y....G..
 
             """)
     }
@@ -184,7 +185,7 @@ final class GoldenTests: XCTestCase {
     func testHeaderPage() throws {
         let r = try kura(["page", "s.kura", "1"])
         XCTAssertEqual(r.status, 0, r.stderr)
-        XCTAssertTrue(r.stdout.contains("  magic:              KuraDB\\n\\0\n  format version:     7\n  page size:          512\n  page count:         5\n"), r.stdout)
+        XCTAssertTrue(r.stdout.contains("  magic:              KuraDB\\n\\0\n  format version:     8\n  page size:          512\n  page count:         5\n"), r.stdout)
     }
 
     func testQuery() throws {

@@ -142,7 +142,7 @@ final class LeafCountersTests: XCTestCase {
         let leaf = try w.writable(root)
         XCTAssertTrue(leaf.hasCounters)
         let counters = try XCTUnwrap(leaf.tableCounters)
-        leaf.setU8(Node.flagsOffset, 0)
+        leaf.setU8(Node.flagsOffset, leaf.u8(Node.flagsOffset) & ~Node.countersFlag)
         leaf.defragment(from: leaf.contentEnd - Node.countersSize)
         let tree = BTree(root: root, kind: .table)
         var id: Int64 = 4

@@ -12,9 +12,14 @@ final class NodeValidationTests: XCTestCase {
         guard let kind = PageKind(rawValue: p.u8(Node.kindOffset)), kind.isNode else { return nil }
         func bad(_ why: String) -> String { "tree page is malformed: \(why); run `kura check` on the store" }
         let flags = p.u8(Node.flagsOffset)
-        guard flags == 0 || (flags == Node.countersFlag && kind == .tableLeaf) else {
+        guard flags & ~(Node.countersFlag | Node.compactFlag) == 0, flags & Node.countersFlag == 0 || kind == .tableLeaf,
+              flags & Node.compactFlag == 0 || kind.isLeaf else {
             return bad("flags byte \(flags) is not allowed on a page of kind \(kind.rawValue)")
         }
+        // Format 8: compact table cells start with their row-ID key, compact
+        // index cells end with their key.
+        let compactTable = flags & Node.compactFlag != 0 && kind == .tableLeaf
+        let compactIndex = flags & Node.compactFlag != 0 && kind == .indexLeaf
         let use = p.size - pageTrailerSize - (flags & Node.countersFlag != 0 ? Node.countersSize : 0)
         let n = Int(p.u16(Node.cellCountOffset))
         let start = Int(p.u16(Node.contentStartOffset))
@@ -33,10 +38,18 @@ final class NodeValidationTests: XCTestCase {
                 guard pos + 4 <= use, p.u32(pos) != 0 else { return bad("cell \(i) child pointer is missing") }
                 pos += 4
             }
-            guard let (kl, a) = Varint.read(p.bytes, pos, use), kl <= UInt64(maxK) else { return bad("cell \(i) key length is malformed") }
-            pos += a + Int(kl)
+            let kl: UInt64
+            if compactTable {
+                guard let (_, k) = RowIDKey.decode(p.bytes, pos, use) else { return bad("cell \(i) key is not a row-ID key (first byte \(p.u8(pos)))") }
+                kl = UInt64(k)
+                pos += k
+            } else {
+                guard let (k, a) = Varint.read(p.bytes, pos, use), k <= UInt64(maxK) else { return bad("cell \(i) key length is malformed") }
+                kl = k
+                pos += a + Int(kl)
+            }
             guard pos <= use else { return bad("cell \(i) key runs past the page") }
-            if kind.isLeaf {
+            if kind.isLeaf && !compactIndex {
                 guard let (vl, b) = Varint.read(p.bytes, pos, use), vl <= UInt64(Int32.max) else { return bad("cell \(i) value length is malformed") }
                 let layout = Node.leafLayout(keyLength: Int(kl), valueLength: Int(vl), pageSize: p.size)
                 pos += b + layout.local + (layout.overflow ? 4 : 0)
@@ -87,10 +100,12 @@ final class NodeValidationTests: XCTestCase {
 
     /// A valid node page of `kind` filled with random cells (one-byte and
     /// two-byte value lengths, overflow cells, now and then a non-canonical
-    /// varint), with or without the counters trailer.
+    /// varint), with or without the counters trailer; a leaf half the time
+    /// in the compact form of format 8.
     static func randomNode(_ kind: PageKind, pageSize: Int, number: UInt32, _ rng: inout SplitMix64) -> Page {
         let p = Page(number: number, size: pageSize)
-        Node.initialize(p, kind: kind, treeRoot: 3)
+        let compact = kind.isLeaf && rng.next() % 2 == 0
+        Node.initialize(p, kind: kind, treeRoot: 3, compact: compact)
         if kind == .tableLeaf && rng.next() % 4 == 0 {
             _ = p.setTableCounters(nextRowID: 1000, rowCount: 10)
         }
@@ -101,12 +116,20 @@ final class NodeValidationTests: XCTestCase {
             let key: [UInt8] = kind == .tableLeaf || kind == .tableInterior
                 ? RowIDKey.encode(id)
                 : [UInt8](repeating: UInt8(truncatingIfNeeded: id), count: 1 + Int(rng.next() % 20)) + RowIDKey.encode(id)
-            let cell: [UInt8]
+            var cell: [UInt8]
             if kind.isLeaf {
                 let r = rng.next() % 10
-                let vl = r < 6 ? Int(rng.next() % 128) : r < 9 ? 128 + Int(rng.next() % 600) : 3000 + Int(rng.next() % 40000)
+                // Index entries have no value.
+                let vl = kind == .indexLeaf ? 0 : r < 6 ? Int(rng.next() % 128) : r < 9 ? 128 + Int(rng.next() % 600) : 3000 + Int(rng.next() % 40000)
+                let long = rng.next() % 16 == 0
                 cell = leafCell(key: key, valueLength: vl, pageSize: pageSize, fill: UInt8(truncatingIfNeeded: id),
-                                longVarints: rng.next() % 16 == 0)
+                                longVarints: long)
+                if compact && kind == .tableLeaf && long {
+                    // The compact form drops the key length (`insertCell`
+                    // drops the first byte): give it a one-byte one, keeping
+                    // the long value length.
+                    cell = [UInt8(key.count)] + cell[2...]
+                }
             } else {
                 cell = BTree.interiorCell(child: UInt32(10 + id), key: key[...])
             }
@@ -162,10 +185,14 @@ final class NodeValidationTests: XCTestCase {
     }
 
     /// A checkpointed store of 3000 rows; returns its file system and the
-    /// numbers of its table's leaf pages (each leaf holds many cells).
-    func makeStore() throws -> (MemoryFileSystem, [UInt32]) {
+    /// numbers of its table's leaf pages (each leaf holds many cells). With
+    /// `wide`, the store is of format 7, whose leaves hold wide cells (the
+    /// damage below is placed for that form); else of this build's format,
+    /// whose leaves are compact.
+    func makeStore(wide: Bool = true) throws -> (MemoryFileSystem, [UInt32]) {
         let fs = MemoryFileSystem()
         let db = try Database(path: path, options: options(fs))
+        if wide { try db.setFormatForTesting(7) }
         try db.write { tx in
             let t = try tx.createTable("t")
             for i in 0..<3000 { try tx.insert([.integer(Int64(i)), .text("row \(i)")], into: t) }
@@ -174,6 +201,7 @@ final class NodeValidationTests: XCTestCase {
         let bytes = fs.contents(of: path)!
         var leaves: [UInt32] = []
         for n in 2...(bytes.count / 4096) where bytes[(n - 1) * 4096] == PageKind.tableLeaf.rawValue {
+            XCTAssertEqual(bytes[(n - 1) * 4096 + Node.flagsOffset] & Node.compactFlag != 0, !wide, "leaf \(n)")
             leaves.append(UInt32(n))
         }
         return (fs, leaves)
@@ -182,8 +210,8 @@ final class NodeValidationTests: XCTestCase {
     /// Rewrites page `number` of the store's file through `body`, with a
     /// correct checksum (as a buggy or hostile writer could), and checks that
     /// reading every row then fails with `corrupt` naming that page.
-    func assertDamageIsCaught(_ body: (Page) -> Void, file: StaticString = #filePath, line: UInt = #line) throws {
-        let (fs, leaves) = try makeStore()
+    func assertDamageIsCaught(wide: Bool = true, _ body: (Page) -> Void, file: StaticString = #filePath, line: UInt = #line) throws {
+        let (fs, leaves) = try makeStore(wide: wide)
         let number = leaves[leaves.count / 2]
         var bytes = fs.contents(of: path)!
         let base = Int(number - 1) * 4096
@@ -243,6 +271,43 @@ final class NodeValidationTests: XCTestCase {
         }
     }
 
+    /// Format 8: a compact table cell whose first byte is no row-ID key's
+    /// first byte (its key would have no length).
+    func testCompactCellWhoseKeyIsNoRowIDKeyIsCorrupt() throws {
+        try assertDamageIsCaught(wide: false) { p in
+            let o = p.cellOffset(p.cellCount / 2)
+            XCTAssertTrue(RowIDKey.isFirstByte(p.u8(o)))
+            p.setU8(o, 0x90)
+        }
+    }
+
+    /// Format 8: a compact table cell whose first byte claims a longer
+    /// row-ID key (9 bytes) than the cell's: the bytes that follow are no
+    /// shortest encoding, or the value length read after them runs the cell
+    /// past the page.
+    func testCompactCellWithAWrongRowIDKeyLengthIsCorrupt() throws {
+        try assertDamageIsCaught(wide: false) { p in
+            let i = p.cellCount - 1
+            let o = p.cellOffset(i)
+            p.setU8(o, 0x88)
+            p.setU16(Node.headerSize + 2 * i, UInt16(p.contentEnd - 12))
+            p.setU8(p.contentEnd - 12, 0x88)
+            for k in 1...9 { p.setU8(p.contentEnd - 12 + k, 0x7F) }
+        }
+    }
+
+    /// Format 8: a compact table cell's value length that runs it past the
+    /// content end.
+    func testCompactCellValueLengthPastThePageIsCorrupt() throws {
+        try assertDamageIsCaught(wide: false) { p in
+            let i = p.cellCount / 2
+            let o = p.cellOffset(i)
+            let kl = RowIDKey.length(firstByte: p.u8(o))
+            p.setU8(o + kl, 0x7F)
+            p.setU16(Node.headerSize + 2 * i, UInt16(p.contentEnd - 8))
+        }
+    }
+
     /// Cells that each fit, but with more fragmented bytes than the content
     /// area has room for beside them.
     func testFragmentedBytesBeyondTheContentAreaAreCorrupt() throws {
@@ -257,7 +322,13 @@ final class NodeValidationTests: XCTestCase {
     /// (and its first and last row IDs), and a search through it finds what a
     /// plain binary search finds, for present, absent and outside keys.
     func testPagesFromDiskCarryTheirSummary() throws {
-        let (fs, _) = try makeStore()
+        try assertPagesCarryTheirSummary(wide: true)
+        try assertPagesCarryTheirSummary(wide: false)
+    }
+
+    /// `testPagesFromDiskCarryTheirSummary` on a store of wide or compact leaves.
+    func assertPagesCarryTheirSummary(wide: Bool) throws {
+        let (fs, _) = try makeStore(wide: wide)
         let db = try Database(path: path, options: options(fs))
         let bytes = fs.contents(of: path)!
         var checked = 0
@@ -271,6 +342,7 @@ final class NodeValidationTests: XCTestCase {
                 continue
             }
             XCTAssertEqual(p.summary.kind, raw)
+            XCTAssertEqual(p.summary.flags, p.u8(Node.flagsOffset))
             XCTAssertEqual(Int(p.summary.cellCount), Int(p.u16(Node.cellCountOffset)))
             XCTAssertEqual(p.summary.treeRoot, p.u32(Node.treeRootOffset))
             XCTAssertEqual(p.summary.rightChild, p.u32(Node.rightChildOffset))

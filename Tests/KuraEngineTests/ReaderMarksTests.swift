@@ -248,7 +248,7 @@ final class ReaderMarksTests: XCTestCase {
         let alone = try Database(path: path)
         defer { alone.close() }
         XCTAssertNotNil(alone.pager.readerMarksForTesting, "opened alone, the store moves to format 7 and its connection to marks")
-        XCTAssertEqual(try fileVersion(path), FileHeader.readerMarksVersion)
+        XCTAssertEqual(try fileVersion(path), FileHeader.formatVersion)
         try alone.read { tx in XCTAssertEqual(try tx.rowCount(try tx.table("t")), 2) }
         let next = try Database(path: path)
         defer { next.close() }

@@ -218,7 +218,7 @@ final class TableCountersTests: XCTestCase {
         let snapshot = try db.pager.beginWrite()
         let w = try PageWriter(pager: db.pager, snapshot: snapshot)
         let leaf = try w.writable(u.rootPage)
-        leaf.setU8(Node.flagsOffset, 0)
+        leaf.setU8(Node.flagsOffset, leaf.u8(Node.flagsOffset) & ~Node.countersFlag)
         leaf.contentStart = leaf.contentEnd
         w.header.headerCountersRoot = u.rootPage
         w.markModified()

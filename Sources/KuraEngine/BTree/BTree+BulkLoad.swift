@@ -48,6 +48,8 @@ extension BTree {
         let tree: BTree
         let w: PageWriter
         let capacity: Int
+        /// Whether the leaves hold compact cells (`BTree.compactLeaves`).
+        let compact: Bool
         var levels: [InteriorLevel] = []
         /// The cells of the leaf being filled, back to back, and where each ends.
         var cells: [UInt8] = []
@@ -59,25 +61,35 @@ extension BTree {
             self.tree = tree
             self.w = w
             capacity = Node.usable(w.pageSize) - Node.headerSize
+            compact = tree.compactLeaves(w)
             cells.reserveCapacity(capacity)
         }
 
-        /// Appends a key with an empty value (an index entry).
+        /// Appends a key with an empty value (an index entry), in the leaves'
+        /// form: `kl key 00` wide, `kl key` in a compact index leaf, `key 00`
+        /// in a compact table leaf (whose key must be a row-ID key).
         mutating func append(key: UnsafeRawBufferPointer) throws(KuraError) {
             precondition(key.count <= Node.maxKey(w.pageSize))
-            let size = Varint.size(UInt64(key.count)) + key.count + 1
+            let table = tree.kind == .table
+            let lengthBytes = compact && table ? 0 : Varint.size(UInt64(key.count))
+            let valueBytes = compact && !table ? 0 : 1
+            let size = lengthBytes + key.count + valueBytes
             if cells.count + 2 * cellEnds.count + size + 2 > capacity { try flushLeaf() }
-            Varint.append(UInt64(key.count), to: &cells)
+            if lengthBytes > 0 { Varint.append(UInt64(key.count), to: &cells) }
             lastKey = (cells.count, key.count)
             cells.append(contentsOf: key)
-            cells.append(0)
+            if valueBytes > 0 { cells.append(0) }
             cellEnds.append(cells.count)
         }
 
-        /// Appends a whole leaf cell (`makeLeafCell`) whose key is `keyLength` bytes.
-        mutating func append(cell: UnsafeRawBufferPointer, keyLength: Int) throws(KuraError) {
+        /// Appends a whole leaf cell (`makeLeafCell`, wide form) whose key is
+        /// `keyLength` bytes, in the leaves' form.
+        mutating func append(cell wide: UnsafeRawBufferPointer, keyLength: Int) throws(KuraError) {
+            let r = compact ? Node.compactRange(ofWide: wide, table: tree.kind == .table) : 0..<wide.count
+            let cell = UnsafeRawBufferPointer(rebasing: wide[r])
             if cells.count + 2 * cellEnds.count + cell.count + 2 > capacity { try flushLeaf() }
-            lastKey = (cells.count + Varint.size(UInt64(keyLength)), keyLength)
+            // The key starts after its length, which a compact table cell lacks.
+            lastKey = (cells.count + (compact && tree.kind == .table ? 0 : Varint.size(UInt64(keyLength))), keyLength)
             cells.append(contentsOf: cell)
             cellEnds.append(cells.count)
         }
@@ -86,7 +98,7 @@ extension BTree {
         private mutating func flushLeaf() throws(KuraError) {
             guard !cellEnds.isEmpty else { return }
             let p = try w.allocate()
-            Node.initialize(p, kind: tree.kind.leaf, treeRoot: tree.root)
+            Node.initialize(p, kind: tree.kind.leaf, treeRoot: tree.root, compact: compact)
             var top = Node.usable(p.size)
             var start = 0
             cells.withUnsafeBytes { c in

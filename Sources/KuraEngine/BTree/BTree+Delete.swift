@@ -156,14 +156,19 @@ extension BTree {
             cells.append(Self.interiorCell(child: left.rightChild, key: parent.keyBytes(li)[...]))
         }
         for k in 0..<right.cellCount { cells.append(right.cellBytes(k)) }
-        let total = cells.reduce(0) { $0 + $1.count + 2 }
+        // Leaves are rebuilt in this writer's form (converting cells of the
+        // other form: a store upgraded from format 7 holds both), and the
+        // pair's bytes are counted in it.
+        let compact = isLeaf ? try leafForm(cells[...], from: leftNo, w) : false
+        let saving = compact ? Node.compactSaving : 0
+        let total = cells.reduce(0) { $0 + $1.count - saving + 2 }
         let nodeKind = isLeaf ? kind.leaf : kind.interior
         let farRight = right.rightChild
 
         if total <= capacity {
             // Merge into the left page; the parent entry that named the right page
             // now names the left one.
-            left.rebuild(kind: nodeKind, treeRoot: root, cells: cells[...], rightChild: isLeaf ? 0 : farRight)
+            left.rebuild(kind: nodeKind, treeRoot: root, cells: cells[...], rightChild: isLeaf ? 0 : farRight, compact: compact)
             let wp = try w.writable(parentNo)
             wp.removeCell(li)
             wp.setChild(li, leftNo)
@@ -175,8 +180,8 @@ extension BTree {
         let newSeparator: [UInt8]
         if isLeaf {
             let s = Self.splitPoint(cells, pageSize: w.pageSize)
-            left.rebuild(kind: nodeKind, treeRoot: root, cells: cells[0..<s], rightChild: 0)
-            right.rebuild(kind: nodeKind, treeRoot: root, cells: cells[s...], rightChild: 0)
+            left.rebuild(kind: nodeKind, treeRoot: root, cells: cells[0..<s], rightChild: 0, compact: compact)
+            right.rebuild(kind: nodeKind, treeRoot: root, cells: cells[s...], rightChild: 0, compact: compact)
             newSeparator = Self.interiorCell(child: leftNo, key: Self.leafCellKey(cells[s - 1]))
         } else {
             let m = max(1, min(cells.count - 2, Self.splitPoint(cells, pageSize: w.pageSize)))

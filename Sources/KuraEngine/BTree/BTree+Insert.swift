@@ -38,6 +38,10 @@ extension BTree {
     @discardableResult
     func insert(_ key: [UInt8], _ value: [UInt8], mode: InsertMode, _ w: PageWriter) throws(KuraError) -> Bool {
         precondition(key.count <= Node.maxKey(w.pageSize))
+        // Table keys are row-ID keys (compact table leaves rely on it: their
+        // keys give their own length), index entries have no value. Callers
+        // encode keys themselves; compaction checks keys it copies from disk.
+        assert(kind == .index ? value.isEmpty : RowIDKey.decode(key) != nil, "a table key that is not a row-ID key, or an index entry with a value")
         if mode != .replaceExisting, try appendThroughHint(key, value, w) { return true }
         if let done = try replaceInLastLeaf(key, value, mode: mode, w) { return done }
         let epoch = w.structureEpoch
@@ -162,7 +166,7 @@ extension BTree {
             return true
         }
         // Removing the old cell frees its bytes and its pointer.
-        guard leaf.freeSpace + leaf.cellSize(i) >= layout.size else { return nil }
+        guard leaf.freeSpace + leaf.cellSize(i) >= leaf.storedSize(ofLeafCell: layout.size) else { return nil }
         let page = try w.writable(leafNo)
         let cell = try makeLeafCell(key, value, w)
         // In place, or in the free gap, when it fits there: no defragmentation.
@@ -189,9 +193,11 @@ extension BTree {
             guard past else { return false }
         }
         let layout = Node.leafLayout(keyLength: key.count, valueLength: value.count, pageSize: w.pageSize)
-        if !layout.overflow && leaf.freeSpace >= layout.size + 2 {
+        let compact = leaf.isCompactLeaf
+        let stored = compact ? layout.size - Node.compactSaving : layout.size
+        if !layout.overflow && leaf.freeSpace >= stored + 2 {
             // The usual case: the cell is written straight into the leaf.
-            try w.writable(hint.leaf).appendLeafCell(key, value, size: layout.size)
+            try w.writable(hint.leaf).appendLeafCell(key, value, size: stored, compact: compact, table: kind == .table)
             return true
         }
         let cell = try makeLeafCell(key, value, w)
@@ -203,7 +209,8 @@ extension BTree {
         return true
     }
 
-    /// Builds a leaf cell, writing the value's overflow chain if it needs one.
+    /// Builds a leaf cell (wide form, see Node.swift), writing the value's
+    /// overflow chain if it needs one.
     func makeLeafCell(_ key: [UInt8], _ value: [UInt8], _ w: PageWriter) throws(KuraError) -> [UInt8] {
         guard value.count <= Int(Int32.max) else {
             throw KuraError(.tooBig, "a record of \(value.count) bytes is larger than the 2 GiB limit")
@@ -266,7 +273,8 @@ extension BTree {
             // cost more than every other append to the page together. A
             // page with counters goes the general way (rebuilding drops them).
             let sibling = try w.allocate()
-            sibling.rebuild(kind: kind.leaf, treeRoot: root, cells: [cell][...], rightChild: 0)
+            // A new cell, built by this code: its key is a row-ID key in a table tree.
+            sibling.rebuild(kind: kind.leaf, treeRoot: root, cells: [cell][...], rightChild: 0, compact: compactLeaves(w))
             let up = Self.interiorCell(child: number, key: node.keyBytes(i - 1)[...])
             try w.writable(parentNo).setChild(parentIndex, sibling.number)
             try insertCell(up, at: parentIndex, into: parentNo, path: path.dropLast(), w)
@@ -287,8 +295,9 @@ extension BTree {
 
         if isLeaf {
             let s = appending ? cells.count - 1 : Self.splitPoint(cells, pageSize: w.pageSize)
-            node.rebuild(kind: kind.leaf, treeRoot: root, cells: cells[0..<s], rightChild: 0)
-            sibling.rebuild(kind: kind.leaf, treeRoot: root, cells: cells[s...], rightChild: 0)
+            let compact = try leafForm(cells[...], from: number, w)
+            node.rebuild(kind: kind.leaf, treeRoot: root, cells: cells[0..<s], rightChild: 0, compact: compact)
+            sibling.rebuild(kind: kind.leaf, treeRoot: root, cells: cells[s...], rightChild: 0, compact: compact)
             up = Self.interiorCell(child: number, key: Self.leafCellKey(cells[s - 1]))
         } else {
             let m = appending ? max(1, cells.count - 2) : max(1, min(cells.count - 2, Self.splitPoint(cells, pageSize: w.pageSize)))
@@ -318,6 +327,35 @@ extension BTree {
         let last = node.cellBytes(n - 1)
         node.removeCell(n - 1)
         try insertCell(last, at: n - 1, into: number, path: path, w, split: true)
+    }
+
+    /// Whether leaves this writer builds hold compact cells: in a store of
+    /// format 8 or later (FORMAT.md, "Cells"); older stores keep wide cells,
+    /// which builds before 8 read.
+    @inline(__always)
+    func compactLeaves(_ w: PageWriter) -> Bool {
+        w.header.headerVersion >= FileHeader.compactCellsVersion
+    }
+
+    /// The form (`compactLeaves`) of leaves rebuilt from `cells` (wide, some
+    /// copied out of page `from` or its sibling): compact cells of a table
+    /// tree need row-ID keys, so in a compact table leaf each key must decode
+    /// as one of its whole length; a key from a damaged wide leaf that does
+    /// not is corruption of page `from`'s pair (thrown, nothing written).
+    func leafForm(_ cells: ArraySlice<[UInt8]>, from: UInt32, _ w: PageWriter) throws(KuraError) -> Bool {
+        guard compactLeaves(w) else { return false }
+        guard kind == .table else { return true }
+        for c in cells {
+            let good = c.withUnsafeBytes { b -> Bool in
+                guard let base = b.baseAddress, let (kl, a) = Varint.read(base, 0, b.count), a == 1,
+                      let (_, n) = RowIDKey.decode(base, 1, b.count) else { return false }
+                return n == Int(kl)
+            }
+            guard good else {
+                throw KuraError(.corrupt, "a cell of table tree \(root) near page \(from) has a key that is not a row-ID key; run `kura check` on the store", page: from)
+            }
+        }
+        return true
     }
 
     /// Index s such that cells[0..<s] holds about half the bytes; 1 <= s < count.
@@ -361,17 +399,20 @@ extension BTree {
 }
 
 extension Page {
-    /// Appends a leaf cell without an overflow chain, `key` -> `value`, whose
-    /// `size` (`Node.leafLayout`) the caller checked fits `freeSpace` with its
-    /// pointer; it becomes the last cell (its key must be the greatest).
-    fileprivate func appendLeafCell(_ key: [UInt8], _ value: [UInt8], size: Int) {
+    /// Appends a leaf cell without an overflow chain, `key` -> `value`, in the
+    /// page's form (`compact`: `isCompactLeaf`; `table`: a table leaf), whose
+    /// stored `size` (`Node.leafLayout`, less `compactSaving` in a compact
+    /// leaf) the caller checked fits `freeSpace` with its pointer; it becomes
+    /// the last cell (its key must be the greatest; in a compact table leaf a
+    /// row-ID key, as every table key the tree code is given is).
+    fileprivate func appendLeafCell(_ key: [UInt8], _ value: [UInt8], size: Int, compact: Bool, table: Bool) {
         if contentStart - (Node.headerSize + 2 * cellCount) < size + 2 { defragment() }
         let start = contentStart - size
         var pos = start
-        pos += Varint.write(UInt64(key.count), to: bytes + pos)
+        if !(compact && table) { pos += Varint.write(UInt64(key.count), to: bytes + pos) }
         key.withUnsafeBytes { if $0.count > 0 { (bytes + pos).copyMemory(from: $0.baseAddress!, byteCount: $0.count) } }
         pos += key.count
-        pos += Varint.write(UInt64(value.count), to: bytes + pos)
+        if !(compact && !table) { pos += Varint.write(UInt64(value.count), to: bytes + pos) }
         value.withUnsafeBytes { if $0.count > 0 { (bytes + pos).copyMemory(from: $0.baseAddress!, byteCount: $0.count) } }
         precondition(pos + value.count == start + size, "leaf cell size does not match its layout")
         let n = cellCount

@@ -6,6 +6,7 @@
 //                   and 6 freelist trunk are not nodes)
 //     1       1     flags: bit 0 (format 5, table leaves only) = the page ends
 //                   with its table's counters (the tree's right-most leaf);
+//                   bit 1 (format 8, leaves only) = compact cells (below);
 //                   other bits 0
 //     2       2     cell count
 //     4       2     start of the cell content area
@@ -21,6 +22,20 @@
 // Cells:
 //     leaf:      keyLength:varint key valueLength:varint value[local] overflow:u32?
 //     interior:  child:u32 keyLength:varint key
+//   compact leaves (flag bit 1, written in stores of format 8 and later):
+//     table:     key valueLength:varint value[local] overflow:u32?
+//                (the row-ID key delimits itself: its first byte gives its length)
+//     index:     keyLength:varint key        (index leaves hold no values)
+//
+// A compact cell is the wide cell (the first form) less one byte: a row-ID key
+// is at most 9 bytes, so its length varint is one byte, and an index cell's
+// value length is the byte 0. In memory the tree code handles leaf cells in the
+// wide form only (`makeLeafCell`, `cellBytes`, `insertCell`, `rebuild`): the
+// page methods convert when they read or write a compact page, so cells move
+// between pages of either form, and a page's form is chosen when it is built
+// (`rebuild`, `initialize`; BTree.compactLeaves). A page keeps its form while
+// cells are added to it or removed, so a store upgraded from format 7 holds
+// leaves of both forms, each valid.
 //
 // An interior cell routes keys <= its key to `child`; keys greater than the last
 // cell's key go to the right-most child. Keys compare as unsigned bytes
@@ -32,7 +47,10 @@
 // value whole. Otherwise it stores the first `maxCell - (size of the varints and
 // key) - 4` value bytes, then the 4-byte number of the first overflow page, so
 // the cell is exactly maxCell bytes. So every page holds at least 4 cells.
-// Keys may be at most `maxKey = maxCell - 24` bytes.
+// Keys may be at most `maxKey = maxCell - 24` bytes. A compact cell stores the
+// same local bytes as its wide form (the rule is computed on the wide form),
+// and is one byte shorter: moving a cell between forms never touches its
+// overflow chain.
 //
 // Validation: every node loaded from disk passes `Node.validate` (cell count,
 // pointers, cell bounds) before any code reads it, so tree code can read cells
@@ -48,6 +66,12 @@ enum Node {
     static let flagsOffset = kindOffset + 1
     /// Flag bit: the page ends with its table's counters (`Page.tableCounters`).
     static let countersFlag: UInt8 = 1
+    /// Flag bit (format 8, leaves only): the page holds compact cells (see the
+    /// header; `Page.isCompactLeaf`).
+    static let compactFlag: UInt8 = 2
+    /// How many bytes a compact leaf cell is shorter than its wide form: the
+    /// key-length byte of a table cell, the value-length byte of an index cell.
+    static let compactSaving = 1
     /// Bytes of the counters trailer (next row ID, row count), before the checksum.
     static let countersSize = 16
     static let cellCountOffset = kindOffset + 2
@@ -61,15 +85,19 @@ enum Node {
     static func maxCell(_ pageSize: Int) -> Int { (usable(pageSize) - headerSize) / 4 - 2 }
     static func maxKey(_ pageSize: Int) -> Int { maxCell(pageSize) - 24 }
 
-    static func initialize(_ p: Page, kind: PageKind, treeRoot: UInt32) {
+    /// Makes `p` an empty node of `kind`; a leaf with `compact` holds compact
+    /// cells (only in a store of format 8 or later).
+    static func initialize(_ p: Page, kind: PageKind, treeRoot: UInt32, compact: Bool = false) {
         p.zero()
         p.setU8(kindOffset, kind.rawValue)
+        if compact && kind.isLeaf { p.setU8(flagsOffset, compactFlag) }
         p.setU16(contentStartOffset, UInt16(usable(p.size)))
         p.setU32(treeRootOffset, treeRoot)
     }
 
     /// How a leaf cell with these lengths is stored: local value bytes, whether it
-    /// has an overflow pointer, total cell size.
+    /// has an overflow pointer, total cell size in the wide form (a compact
+    /// cell holds the same local bytes and is `compactSaving` bytes shorter).
     @inline(__always)
     static func leafLayout(keyLength kl: Int, valueLength vl: Int, pageSize: Int) -> (local: Int, overflow: Bool, size: Int) {
         let fixed = Varint.size(UInt64(kl)) + kl + Varint.size(UInt64(vl))
@@ -79,6 +107,19 @@ enum Node {
         return (mc - fixed - 4, true, mc)
     }
 
+    /// The bytes of the wide leaf cell `cell` that its compact form keeps: a
+    /// table cell without its first byte (the key length, one byte for a
+    /// row-ID key), an index cell up to the end of its key (its value length
+    /// and any value dropped: index leaves hold none). `cell` was built by
+    /// the tree code or copied out of a validated page, so its key length
+    /// reads.
+    @inline(__always)
+    static func compactRange(ofWide cell: UnsafeRawBufferPointer, table: Bool) -> Range<Int> {
+        if table { return 1..<cell.count }
+        let (kl, a) = Varint.read(cell.baseAddress!, 0, cell.count)!
+        return 0..<min(a + Int(kl), cell.count)
+    }
+
     /// Checks a node page's structure. Pages of other kinds pass unchanged.
     static func validate(_ p: Page) throws(KuraError) {
         guard let kind = PageKind(rawValue: p.u8(kindOffset)), kind.isNode else { return }
@@ -86,9 +127,11 @@ enum Node {
             KuraError(.corrupt, "tree page is malformed: \(why); run `kura check` on the store", page: p.number)
         }
         let flags = p.u8(flagsOffset)
-        guard flags == 0 || (flags == countersFlag && kind == .tableLeaf) else {
+        guard flags & ~(countersFlag | compactFlag) == 0, flags & countersFlag == 0 || kind == .tableLeaf,
+              flags & compactFlag == 0 || kind.isLeaf else {
             throw bad("flags byte \(flags) is not allowed on a page of kind \(kind.rawValue)")
         }
+        let compact = flags & compactFlag != 0
         let use = p.contentEnd
         let n = Int(p.u16(cellCountOffset))
         let start = Int(p.u16(contentStartOffset))
@@ -106,13 +149,42 @@ enum Node {
         // accepts exactly the cells `cellEnd` accepts with these shapes and
         // computes the same size; any other cell, or one that fails a check,
         // goes through `cellEnd`, which gives the verdict and the error.
-        if kind.isLeaf {
+        if compact && kind == .indexLeaf {
+            // Compact index cells: the key length and the key.
             for i in 0..<n {
                 let o = Int(p.u16(headerSize + 2 * i))
                 if o >= start && o < use {
                     let kl = Int(base.load(fromByteOffset: o, as: UInt8.self))
-                    let vAt = o + 1 + kl  // where the value length starts
-                    if kl < 0x80 && kl <= maxK && vAt < use {
+                    if kl < 0x80 && kl <= maxK && o + 1 + kl <= use {
+                        cellBytes += 1 + kl
+                        continue
+                    }
+                }
+                cellBytes += try cellEnd(p, i, kind: kind, compact: compact, start: start, use: use, maxKey: maxK) - o
+            }
+        } else if kind.isLeaf {
+            // Wide cells, and compact table cells, whose key (a row-ID key)
+            // gives its own length; the two differ only up to the value length.
+            let saving = compact ? compactSaving : 0
+            for i in 0..<n {
+                let o = Int(p.u16(headerSize + 2 * i))
+                if o >= start && o < use {
+                    let kl: Int
+                    let ko: Int  // where the key starts
+                    var keyValid: Bool
+                    let b0 = base.load(fromByteOffset: o, as: UInt8.self)
+                    if compact {
+                        // A strict row-ID key (FORMAT.md, "Row-ID keys").
+                        kl = RowIDKey.length(firstByte: b0)
+                        ko = o
+                        keyValid = RowIDKey.isFirstByte(b0) && RowIDKey.decode(base, o, use) != nil
+                    } else {
+                        kl = Int(b0)
+                        ko = o + 1
+                        keyValid = kl < 0x80 && kl <= maxK
+                    }
+                    let vAt = ko + kl  // where the value length starts
+                    if keyValid && vAt < use {
                         let v0 = Int(base.load(fromByteOffset: vAt, as: UInt8.self))
                         var vl = v0
                         var vb = 1
@@ -127,10 +199,11 @@ enum Node {
                             }
                         }
                         if vl < 0x80 || vb == 2 {
-                            // leafLayout: whole when it fits in maxCell, else
-                            // exactly maxCell bytes (local part + overflow page).
+                            // leafLayout: whole when the wide cell fits in
+                            // maxCell, else exactly maxCell bytes wide (local
+                            // part + overflow page); compact: a byte less.
                             let full = 1 + kl + vb + vl
-                            let size = full <= mc ? full : mc
+                            let size = (full <= mc ? full : mc) - saving
                             if o + size <= use {
                                 cellBytes += size
                                 continue
@@ -138,7 +211,7 @@ enum Node {
                         }
                     }
                 }
-                cellBytes += try cellEnd(p, i, kind: kind, start: start, use: use, maxKey: maxK) - o
+                cellBytes += try cellEnd(p, i, kind: kind, compact: compact, start: start, use: use, maxKey: maxK) - o
             }
         } else {
             for i in 0..<n {
@@ -150,7 +223,7 @@ enum Node {
                         continue
                     }
                 }
-                cellBytes += try cellEnd(p, i, kind: kind, start: start, use: use, maxKey: maxK) - o
+                cellBytes += try cellEnd(p, i, kind: kind, compact: false, start: start, use: use, maxKey: maxK) - o
             }
         }
         // The writer's free-space arithmetic (`freeSpace`, `defragment`) relies on
@@ -163,9 +236,10 @@ enum Node {
     }
 
     /// Where node cell i ends, after checking that it lies in the content
-    /// area [start, use) with well-formed lengths; throws `corrupt` naming
-    /// the page otherwise. (The general check of one cell, for `validate`.)
-    private static func cellEnd(_ p: Page, _ i: Int, kind: PageKind, start: Int, use: Int, maxKey maxK: Int) throws(KuraError) -> Int {
+    /// area [start, use) with well-formed lengths (a compact table cell: a
+    /// strict row-ID key); throws `corrupt` naming the page otherwise. (The
+    /// general check of one cell, for `validate`; `compact`: the page's flag.)
+    private static func cellEnd(_ p: Page, _ i: Int, kind: PageKind, compact: Bool, start: Int, use: Int, maxKey maxK: Int) throws(KuraError) -> Int {
         func bad(_ why: String) -> KuraError {
             KuraError(.corrupt, "tree page is malformed: \(why); run `kura check` on the store", page: p.number)
         }
@@ -176,12 +250,22 @@ enum Node {
             guard pos + 4 <= use, p.u32(pos) != 0 else { throw bad("cell \(i) child pointer is missing") }
             pos += 4
         }
-        guard let (kl, a) = Varint.read(p.bytes, pos, use), kl <= UInt64(maxK) else { throw bad("cell \(i) key length is malformed") }
-        pos += a + Int(kl)
+        let kl: Int
+        if compact && kind == .tableLeaf {
+            guard let (_, k) = RowIDKey.decode(p.bytes, pos, use) else {
+                throw bad("cell \(i) key is not a row-ID key (first byte \(p.u8(pos)))")
+            }
+            kl = k
+            pos += k
+        } else {
+            guard let (k, a) = Varint.read(p.bytes, pos, use), k <= UInt64(maxK) else { throw bad("cell \(i) key length is malformed") }
+            kl = Int(k)
+            pos += a + kl
+        }
         guard pos <= use else { throw bad("cell \(i) key runs past the page") }
-        if kind.isLeaf {
+        if kind.isLeaf && !(compact && kind == .indexLeaf) {
             guard let (vl, b) = Varint.read(p.bytes, pos, use), vl <= UInt64(Int32.max) else { throw bad("cell \(i) value length is malformed") }
-            let layout = leafLayout(keyLength: Int(kl), valueLength: Int(vl), pageSize: p.size)
+            let layout = leafLayout(keyLength: kl, valueLength: Int(vl), pageSize: p.size)
             pos += b + layout.local + (layout.overflow ? 4 : 0)
             guard pos <= use else { throw bad("cell \(i) value runs past the page") }
         }
@@ -202,6 +286,7 @@ enum Node {
         s.treeRoot = p.u32(treeRootOffset)
         s.rightChild = p.u32(rightChildOffset)
         s.cellCount = UInt16(n)
+        s.flags = p.u8(flagsOffset)
         s.kind = kind.rawValue
         p.summary = s
     }
@@ -218,6 +303,16 @@ extension Page {
         return k != 0 ? k : u8(Node.kindOffset)
     }
     var isLeafNode: Bool { let k = kindByte; return k == 2 || k == 4 }
+    /// Whether this leaf holds compact cells (flag bit 1; from `summary` when
+    /// the page has one). Never true of an interior page (`Node.validate`).
+    @inline(__always)
+    var isCompactLeaf: Bool { flagsByte & Node.compactFlag != 0 }
+    /// The flags byte (byte 1; from `summary` when the page has one).
+    @inline(__always)
+    var flagsByte: UInt8 { summary.kind != 0 ? summary.flags : u8(Node.flagsOffset) }
+    /// Whether this is a table leaf of compact cells, whose keys give their own length.
+    @inline(__always)
+    var isCompactTableLeaf: Bool { kindByte == PageKind.tableLeaf.rawValue && isCompactLeaf }
     var cellCount: Int {
         get { summary.kind != 0 ? Int(summary.cellCount) : Int(u16(Node.cellCountOffset)) }
         set { setU16(Node.cellCountOffset, UInt16(newValue)) }
@@ -241,8 +336,14 @@ extension Page {
     /// Offset and length of cell i's key.
     @inline(__always)
     func cellKey(_ i: Int) -> (offset: Int, length: Int) {
-        var pos = cellOffset(i)
-        if !isLeafNode { pos += 4 }
+        let o = cellOffset(i)
+        let k = kindByte
+        if k == PageKind.tableLeaf.rawValue && flagsByte & Node.compactFlag != 0 {
+            // The page passed Node.validate: the key is a row-ID key.
+            return (o, RowIDKey.length(firstByte: u8(o)))
+        }
+        // Interior cells start with their child.
+        let pos = k == PageKind.tableLeaf.rawValue || k == PageKind.indexLeaf.rawValue ? o : o + 4
         let (kl, a) = Varint.read(bytes, pos, size)!
         return (pos + a, Int(kl))
     }
@@ -261,6 +362,8 @@ extension Page {
     @inline(__always)
     func leafValue(_ i: Int) -> (offset: Int, length: Int, local: Int, overflow: UInt32) {
         let (ko, kl) = cellKey(i)
+        // A compact index cell has no value length: its value is empty.
+        if isCompactLeaf && kindByte == PageKind.indexLeaf.rawValue { return (ko + kl, 0, 0, 0) }
         let (vl, b) = Varint.read(bytes, ko + kl, size)!
         let layout = Node.leafLayout(keyLength: kl, valueLength: Int(vl), pageSize: size)
         let vo = ko + kl + b
@@ -274,17 +377,34 @@ extension Page {
     @inline(__always)
     func leafCell(_ i: Int) -> (keyOffset: Int, keyLength: Int, offset: Int, length: Int, local: Int, overflow: UInt32) {
         let o = cellOffset(i)
-        // The cell passed Node.validate (its lengths are readable varints inside the page), as `cellKey` assumes.
-        let (kl, a) = Varint.read(bytes, o, size)!
-        let ko = o + a
-        let (vl, b) = Varint.read(bytes, ko + Int(kl), size)!
-        let vo = ko + Int(kl) + b
-        // The cell as stored is at least as long as `leafLayout` counts it
-        // (its varints are no shorter than the fewest bytes), so a stored
-        // size within `maxCell` means the value is whole, as `leafLayout` says.
-        if vo - o + Int(vl) <= Node.maxCell(size) { return (ko, Int(kl), vo, Int(vl), Int(vl), 0) }
-        let layout = Node.leafLayout(keyLength: Int(kl), valueLength: Int(vl), pageSize: size)
-        return (ko, Int(kl), vo, Int(vl), layout.local, layout.overflow ? u32(vo + layout.local) : 0)
+        // The cell passed Node.validate (its lengths are readable varints
+        // inside the page, a compact table cell's key a row-ID key), as
+        // `cellKey` assumes.
+        let kl: Int
+        let ko: Int
+        var saving = 0
+        if isCompactLeaf {
+            if kindByte == PageKind.indexLeaf.rawValue {
+                let (k, a) = Varint.read(bytes, o, size)!
+                return (o + a, Int(k), o + a + Int(k), 0, 0, 0)
+            }
+            kl = RowIDKey.length(firstByte: u8(o))
+            ko = o
+            saving = Node.compactSaving
+        } else {
+            let (k, a) = Varint.read(bytes, o, size)!
+            kl = Int(k)
+            ko = o + a
+        }
+        let (vl, b) = Varint.read(bytes, ko + kl, size)!
+        let vo = ko + kl + b
+        // The cell as stored (counted in the wide form) is at least as long
+        // as `leafLayout` counts it (its varints are no shorter than the
+        // fewest bytes), so a size within `maxCell` means the value is
+        // whole, as `leafLayout` says.
+        if vo - o + saving + Int(vl) <= Node.maxCell(size) { return (ko, kl, vo, Int(vl), Int(vl), 0) }
+        let layout = Node.leafLayout(keyLength: kl, valueLength: Int(vl), pageSize: size)
+        return (ko, kl, vo, Int(vl), layout.local, layout.overflow ? u32(vo + layout.local) : 0)
     }
 
     /// Size in bytes of cell i.
@@ -298,11 +418,39 @@ extension Page {
         return ko + kl - o
     }
 
-    /// Bytes of cell i.
+    /// Bytes of cell i, in the wide form whatever the page's form (a compact
+    /// table cell gets its key length back, a compact index cell its empty
+    /// value's length), as the tree code handles cells (see the header).
     func cellBytes(_ i: Int) -> [UInt8] {
         let o = cellOffset(i)
-        return Array(UnsafeRawBufferPointer(start: bytes + o, count: cellSize(i)))
+        let stored = UnsafeRawBufferPointer(start: bytes + o, count: cellSize(i))
+        guard isCompactLeaf else { return Array(stored) }
+        var c: [UInt8] = []
+        c.reserveCapacity(stored.count + Node.compactSaving)
+        if kindByte == PageKind.tableLeaf.rawValue {
+            c.append(UInt8(RowIDKey.length(firstByte: u8(o))))
+            c.append(contentsOf: stored)
+        } else {
+            c.append(contentsOf: stored)
+            c.append(0)
+        }
+        return c
     }
+
+    /// The bytes of the wide cell `cell` this page stores: all of them, or
+    /// in a compact leaf its compact form (a table cell without its first
+    /// byte, the key length; an index cell up to the end of its key, which
+    /// drops its value length). `cell` was built by the tree code or copied
+    /// out of a validated page (`cellBytes`), so its key length reads.
+    @inline(__always)
+    fileprivate func storedRange(of cell: UnsafeRawBufferPointer) -> Range<Int> {
+        guard isCompactLeaf else { return 0..<cell.count }
+        return Node.compactRange(ofWide: cell, table: kindByte == PageKind.tableLeaf.rawValue)
+    }
+
+    /// Bytes the wide leaf cell of `wideSize` bytes takes on this page.
+    @inline(__always)
+    func storedSize(ofLeafCell wideSize: Int) -> Int { isCompactLeaf ? wideSize - Node.compactSaving : wideSize }
 
     /// Key bytes of cell i.
     func keyBytes(_ i: Int) -> [UInt8] {
@@ -464,14 +612,20 @@ extension Page {
         return v
     }
 
-    /// Inserts `cell` at index i if it fits (defragmenting when needed).
-    /// Returns false, changing nothing, if it does not fit.
+    /// Inserts `cell` (wide form; stored in the page's form) at index i if it
+    /// fits (defragmenting when needed). Returns false, changing nothing, if
+    /// it does not fit.
     func insertCell(_ cell: [UInt8], at i: Int) -> Bool {
-        let need = cell.count + 2
+        cell.withUnsafeBytes { c in insertCell(UnsafeRawBufferPointer(rebasing: c[storedRange(of: c)]), at: i) }
+    }
+
+    /// `insertCell` for the bytes to store as they are.
+    private func insertCell(_ stored: UnsafeRawBufferPointer, at i: Int) -> Bool {
+        let need = stored.count + 2
         guard freeSpace >= need else { return false }
         if contentStart - (Node.headerSize + 2 * cellCount) < need { defragment() }
-        let start = contentStart - cell.count
-        cell.withUnsafeBytes { (bytes + start).copyMemory(from: $0.baseAddress!, byteCount: cell.count) }
+        let start = contentStart - stored.count
+        (bytes + start).copyMemory(from: stored.baseAddress!, byteCount: stored.count)
         let n = cellCount
         let ptrs = bytes + Node.headerSize
         if i < n { memmoveBytes(ptrs + 2 * (i + 1), ptrs + 2 * i, 2 * (n - i)) }
@@ -506,12 +660,18 @@ extension Page {
     /// value that grows by a byte in a packed leaf, as an object's version
     /// column does on its first update, costs no copy of the whole page).
     /// Returns false, changing nothing, when the gap is smaller than the
-    /// growth (the caller removes and inserts, which defragments).
+    /// growth (the caller removes and inserts, which defragments). `cell` is
+    /// in the wide form, stored in the page's form.
     func replaceCell(_ i: Int, with cell: [UInt8]) -> Bool {
+        cell.withUnsafeBytes { c in replaceCell(i, with: UnsafeRawBufferPointer(rebasing: c[storedRange(of: c)])) }
+    }
+
+    /// `replaceCell` for the bytes to store as they are.
+    private func replaceCell(_ i: Int, with cell: UnsafeRawBufferPointer) -> Bool {
         let oldSize = cellSize(i)
         let o = cellOffset(i)
         if cell.count <= oldSize {
-            cell.withUnsafeBytes { (bytes + o).copyMemory(from: $0.baseAddress!, byteCount: cell.count) }
+            (bytes + o).copyMemory(from: cell.baseAddress!, byteCount: cell.count)
             if cell.count < oldSize { fragmented += oldSize - cell.count }
             return true
         }
@@ -519,7 +679,7 @@ extension Page {
         let gap = contentStart - (Node.headerSize + 2 * n)
         if gap >= cell.count {
             let start = contentStart - cell.count
-            cell.withUnsafeBytes { (bytes + start).copyMemory(from: $0.baseAddress!, byteCount: cell.count) }
+            (bytes + start).copyMemory(from: cell.baseAddress!, byteCount: cell.count)
             setU16(Node.headerSize + 2 * i, UInt16(start))
             contentStart = start
             fragmented += oldSize
@@ -538,7 +698,7 @@ extension Page {
             if oj < o { setU16(Node.headerSize + 2 * j, UInt16(oj - growth)) }
         }
         let at = o - growth
-        cell.withUnsafeBytes { (bytes + at).copyMemory(from: $0.baseAddress!, byteCount: cell.count) }
+        (bytes + at).copyMemory(from: cell.baseAddress!, byteCount: cell.count)
         setU16(Node.headerSize + 2 * i, UInt16(at))
         contentStart = start - growth
         return true
@@ -571,15 +731,21 @@ extension Page {
         fragmented = 0
     }
 
-    /// Replaces the node's cells with `cells` (which must fit) and sets the
-    /// right-most child. The page loses its counters, if it had any (the
-    /// commit writes them again to the tree's right-most leaf).
-    func rebuild(kind: PageKind, treeRoot: UInt32, cells: ArraySlice<[UInt8]>, rightChild: UInt32) {
-        Node.initialize(self, kind: kind, treeRoot: treeRoot)
+    /// Replaces the node's cells with `cells` (wide form; which must fit in
+    /// the page's form) and sets the right-most child. A leaf becomes a leaf
+    /// of compact cells with `compact` (a table leaf's keys must then be
+    /// row-ID keys: `BTree.leafForm` checks cells that came from disk), else
+    /// of wide cells. The page loses its counters, if it had any (the commit
+    /// writes them again to the tree's right-most leaf).
+    func rebuild(kind: PageKind, treeRoot: UInt32, cells: ArraySlice<[UInt8]>, rightChild: UInt32, compact: Bool = false) {
+        Node.initialize(self, kind: kind, treeRoot: treeRoot, compact: compact)
         var top = Node.usable(size)
         for (i, c) in cells.enumerated() {
-            top -= c.count
-            c.withUnsafeBytes { (bytes + top).copyMemory(from: $0.baseAddress!, byteCount: c.count) }
+            c.withUnsafeBytes { b in
+                let r = storedRange(of: b)
+                top -= r.count
+                (bytes + top).copyMemory(from: b.baseAddress! + r.lowerBound, byteCount: r.count)
+            }
             setU16(Node.headerSize + 2 * i, UInt16(top))
         }
         contentStart = top

@@ -74,6 +74,19 @@ enum RowIDKey {
         }.get()
     }
 
+    /// The length of an encoding whose first byte is `b`, which must be a
+    /// first byte of some encoding (0x77 ... 0x88; `isFirstByte`): 1 ... 9.
+    @inline(__always)
+    static func length(firstByte b: UInt8) -> Int {
+        // b >= 0x80: (b & 0x7F) + 1; else (~b & 0x7F) + 1 = 0x80 - b. The
+        // mask is 0 or 0xFF, so no branch.
+        Int((b ^ ((b >> 7) &- 1)) & 0x7F) + 1
+    }
+
+    /// Whether `b` can start an encoding (0x77 ... 0x88).
+    @inline(__always)
+    static func isFirstByte(_ b: UInt8) -> Bool { b >= 0x77 && b <= 0x88 }
+
     /// Decodes an encoding at `p[offset..<end]`; nil if malformed.
     static func decode(_ p: UnsafeRawPointer, _ offset: Int, _ end: Int) -> (value: Int64, length: Int)? {
         guard offset < end else { return nil }

@@ -163,6 +163,10 @@ extension RawStore {
         d.regions.append(PageRegion(start: 0, end: Node.headerSize, what: "header"))
         if shown > 0 { d.regions.append(PageRegion(start: Node.headerSize, end: pointersEnd, what: "cell pointers")) }
         let isLeaf = kind.isLeaf
+        // Compact cells (flag bit 1, format 8): a table cell has no key
+        // length (its row-ID key gives it), an index cell no value length.
+        let compact = isLeaf && p.u8(Node.flagsOffset) & Node.compactFlag != 0
+        if isLeaf { d.fields.append(("cell form", .text(compact ? "compact" : "wide"))) }
         let maxK = Node.maxKey(pageSize)
         var spans: [(Int, Int, Int)] = []  // start, end, cell index
         for i in 0..<shown {
@@ -176,13 +180,23 @@ extension RawStore {
                 c.child = p.u32(pos)
                 pos += 4
             }
-            guard let (kl, a) = Varint.read(p.bytes, pos, usable), kl <= UInt64(maxK) else { c.problem = "key length is malformed"; continue }
-            pos += a
+            let kl: UInt64
+            if compact && kind == .tableLeaf {
+                guard let (_, k) = RowIDKey.decode(p.bytes, pos, usable) else { c.problem = "key is not a row-ID key"; continue }
+                kl = UInt64(k)
+            } else {
+                guard let (k, a) = Varint.read(p.bytes, pos, usable), k <= UInt64(maxK) else { c.problem = "key length is malformed"; continue }
+                kl = k
+                pos += a
+            }
             guard pos + Int(kl) <= usable else { c.problem = "key runs past the page"; continue }
             c.key = Array(UnsafeRawBufferPointer(start: p.bytes + pos, count: Int(kl)))
             if kind.isTable, let (rid, used) = RowIDKey.decode(p.bytes, pos, pos + Int(kl)), used == Int(kl) { c.rowID = rid }
             pos += Int(kl)
-            if isLeaf {
+            if compact && kind == .indexLeaf {
+                c.valueLength = 0
+                c.localLength = 0
+            } else if isLeaf {
                 guard let (vl, b) = Varint.read(p.bytes, pos, usable), vl <= UInt64(Int32.max) else { c.problem = "value length is malformed"; continue }
                 pos += b
                 let layout = Node.leafLayout(keyLength: Int(kl), valueLength: Int(vl), pageSize: pageSize)

@@ -38,9 +38,11 @@
 // counters"); format 6 lets its log be of log version 2, which chains over
 // each page's checksum (FORMAT.md, "Chain checksum"); format 7 differs from 6
 // only in the `-shm` protocol: readers may mark themselves in its reader table
-// instead of locking the reader byte (FORMAT.md, "Reader marks"). A connection
-// that opens a format-2 to format-6 store alone moves it to 7 (Database,
-// `upgradeFormat`).
+// instead of locking the reader byte (FORMAT.md, "Reader marks"); format 8
+// lets leaves hold compact cells, a byte shorter each (FORMAT.md, "Cells";
+// BTree/Node.swift). A connection that opens a format-2 to format-7 store
+// alone moves it to 8 (Database, `upgradeFormat`); its old leaves stay as
+// they are until a writer rebuilds them.
 //     size-8  8     page checksum
 //
 // All integers little-endian. Page 1 is written through the log like any other
@@ -50,7 +52,7 @@ enum FileHeader {
     static let magic: [UInt8] = Array("KuraDB\n\0".utf8)
     /// Bumped by every change to the on-disk format (FORMAT.md, "Version history").
     /// New stores are created at this version.
-    static let formatVersion: UInt32 = 7
+    static let formatVersion: UInt32 = 8
     /// The version the counters migration writes (format 1 to 2, the first
     /// write transaction that loads the catalog). Formats 2 and 3 become 4
     /// only when a connection opens the store alone (Pager, `setUpSharedHeader`).
@@ -77,10 +79,17 @@ enum FileHeader {
     /// would checkpoint under such a reader, so they must refuse the store,
     /// which the version does.
     static let readerMarksVersion: UInt32 = 7
+    /// From this version on, writers build leaves of compact cells (tree-page
+    /// flag bit 1: a table cell without its key length, an index cell without
+    /// its value length; FORMAT.md, "Cells"). Builds before it would read
+    /// such a leaf's cells wrong (they refuse the flag too), so they must
+    /// refuse the store, which the version does. A store of an older format
+    /// keeps wide leaves, which every build reads.
+    static let compactCellsVersion: UInt32 = 8
     /// Versions this build opens: format 1 is migrated by the first write
-    /// transaction that loads the catalog, formats 2 to 6 by a connection
+    /// transaction that loads the catalog, formats 2 to 7 by a connection
     /// that opens the store alone.
-    static let readableVersions: ClosedRange<UInt32> = 1...7
+    static let readableVersions: ClosedRange<UInt32> = 1...8
 
     static let magicOffset = 0
     static let magicLength = 8

@@ -108,8 +108,8 @@ final class Page: @unchecked Sendable {
     }
 }
 
-/// What `Page.summary` holds: a tree page's kind, cell count, tree root and
-/// right-most child as its header has them, and, for a table-tree page, the
+/// What `Page.summary` holds: a tree page's kind, flags, cell count, tree root
+/// and right-most child as its header has them, and, for a table-tree page, the
 /// row IDs of its first and last cells. Filled only from a page that passed
 /// `Node.validate` (which decides what the fields mean; see `Node.summarize`).
 struct NodeSummary {
@@ -121,8 +121,10 @@ struct NodeSummary {
     var treeRoot: UInt32
     var rightChild: UInt32
     var cellCount: UInt16
+    /// The page's flags byte (byte 1: counters, compact cells).
+    var flags: UInt8
     /// The page's kind byte (1...4); 0 = no summary.
     var kind: UInt8
 
-    static let none = NodeSummary(firstRowID: .max, lastRowID: .min, treeRoot: 0, rightChild: 0, cellCount: 0, kind: 0)
+    static let none = NodeSummary(firstRowID: .max, lastRowID: .min, treeRoot: 0, rightChild: 0, cellCount: 0, flags: 0, kind: 0)
 }
