@@ -261,4 +261,146 @@ final class CompactCellsTests: XCTestCase {
         let problems = try db.read { tx in try tx.checkIntegrity() }
         XCTAssertTrue(problems.contains { $0.page == number && $0.message.contains("not a row-ID key") }, "\(problems)")
     }
+
+    /// A store of mixed leaves (format 7 moved to 8) whose tree
+    /// pages get random bytes changed and their checksums sealed again, as a
+    /// buggy or hostile writer could: opening, scanning, writing (which moves
+    /// cells between leaves of both forms) and checking end in right answers
+    /// or errors, never a trap. Seeded.
+    func testResealedDamageToMixedLeavesNeverTraps() throws {
+        let seed = testSeed("CompactCellsTests.mutation")
+        var g = SplitMix64(seed: seed)
+        // Made on disk (the move to 8 needs a connection that opened the
+        // store alone), damaged in memory.
+        let dir = try TemporaryDirectory()
+        let file = dir.path + "/mixed.kura"
+        let path = "/mixed.kura"
+        var o = Database.Options()
+        o.pageSize = 512
+        var model: [Int64: [Value]] = [:]
+        do {
+            let db = try Database(path: file, options: o)
+            try db.setFormatForTesting(7)
+            try db.write { tx in
+                let t = try tx.createTable("t", schema: try Self.schema())
+                _ = try tx.createIndex("by_a", on: t, columns: [IndexColumn("a")])
+            }
+            try Self.churn(db, &model, &g, steps: 200)
+            db.close()
+        }
+        do {
+            let db = try Database(path: file, options: o)
+            XCTAssertEqual(try db.read { tx in try tx.headerPage().headerVersion }, FileHeader.compactCellsVersion)
+            try Self.churn(db, &model, &g, steps: 80)
+            let forms = try Self.leafForms(db)
+            XCTAssertGreaterThan(forms.wide, 0, "seed \(seed)")
+            XCTAssertGreaterThan(forms.compact, 0, "seed \(seed)")
+            XCTAssertTrue(try db.checkpoint())
+            db.close()
+        }
+        let original = [UInt8](try Data(contentsOf: URL(fileURLWithPath: file)))
+        let treePages = (2...(original.count / 512)).filter { n in
+            PageKind(rawValue: original[(n - 1) * 512]).map { $0.isNode } ?? false
+        }
+        var outcomes: [String: Int] = [:]
+        for _ in 0..<200 {
+            var bytes = original
+            let n = treePages[Int(g.next() % UInt64(treePages.count))]
+            let base = (n - 1) * 512
+            let p = Page(number: UInt32(n), size: 512)
+            bytes.withUnsafeBytes { p.bytes.copyMemory(from: $0.baseAddress! + base, byteCount: 512) }
+            for _ in 0..<(1 + Int(g.next() % 3)) {
+                // Mostly the header, pointers and cell starts, where lengths live.
+                let at = g.next() % 2 == 0 ? Int(g.next() % 64) : p.cellCount > 0 ? min(p.cellOffset(Int(g.next() % UInt64(p.cellCount))) + Int(g.next() % 4), 503) : Int(g.next() % 504)
+                p.setU8(min(max(at, 0), 503), UInt8(truncatingIfNeeded: g.next()))
+            }
+            p.sealChecksum()
+            for k in 0..<512 { bytes[base + k] = p.u8(k) }
+            let mutated = MemoryFileSystem()
+            mutated.setContents(of: path, to: bytes)
+            do {
+                let db = try Database(path: path, options: { var m = o; m.fileSystem = mutated; return m }())
+                defer { db.close() }
+                try db.read { tx in
+                    let c = try tx.rows(in: try tx.table("t"))
+                    while let r = try c.next() { _ = try r.values() }
+                    _ = try tx.fetch(try TableQuery("t", where: "a == 7"))
+                }
+                try db.write { tx in
+                    let t = try tx.table("t")
+                    for _ in 0..<30 { _ = try tx.insert(Self.row(&g), into: t) }
+                    let ids = model.keys.sorted()
+                    let from = ids[Int(g.next() % UInt64(ids.count))]
+                    for id in from..<(from + 40) { _ = try tx.delete(from: t, rowID: id) }
+                }
+                _ = try db.read { tx in try tx.checkIntegrity() }
+                outcomes["ran", default: 0] += 1
+            } catch let e as KuraError {
+                outcomes["\(e.code)", default: 0] += 1
+            }
+        }
+        print("resealed damage outcomes (seed \(seed)):", outcomes)
+        XCTAssertGreaterThan(outcomes["corrupt", default: 0], 20, "\(outcomes)")
+    }
+
+    /// A wide table leaf (left from format 7) whose cell has a key that is no
+    /// row-ID key: when a writer of the format-8 store rebuilds that leaf
+    /// compact (a merge after deletes), the move is refused as corruption
+    /// naming the page, nothing is committed, and nothing traps.
+    func testMovingANonRowIDKeyIntoACompactLeafIsCorruption() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.path + "/seven.kura"
+        var o = Database.Options()
+        o.pageSize = 512
+        do {
+            let db = try Database(path: path, options: o)
+            try db.setFormatForTesting(7)
+            try db.write { tx in
+                let t = try tx.createTable("t")
+                for i in 0..<400 { _ = try tx.insert([.integer(Int64(i)), .text("row \(i)")], into: t) }
+            }
+            db.close()
+        }
+        let db = try Database(path: path, options: o)
+        defer { db.close() }
+        XCTAssertEqual(try fileVersion(path), FileHeader.compactCellsVersion)
+        // A wide leaf in the middle of the table, and its row IDs.
+        let (leaf, ids) = try db.read { tx -> (UInt32, [Int64]) in
+            var cursor = TreeCursor(tree: BTree(root: try tx.table("t").rootPage, kind: .table))
+            let s = try XCTUnwrap(tx.snapshotPages)
+            try cursor.first(s)
+            var leaves: [(UInt32, [Int64])] = []
+            while cursor.isValid {
+                let id = try XCTUnwrap(RowIDKey.decode(Array(cursor.key)))
+                if leaves.last?.0 != cursor.leaf.number { leaves.append((cursor.leaf.number, [])) }
+                leaves[leaves.count - 1].1.append(id)
+                try cursor.next(s)
+            }
+            XCTAssertGreaterThan(leaves.count, 10)
+            return leaves[leaves.count / 2]
+        }
+        XCTAssertGreaterThan(ids.count, 4)
+        // Below the transaction layer: the key of the leaf's last cell gets a
+        // first byte no row-ID key has (the wide cell stays well formed).
+        let snapshot = try db.pager.beginWrite()
+        let w = try PageWriter(pager: db.pager, snapshot: snapshot)
+        let p = try w.writable(leaf)
+        XCTAssertFalse(p.isCompactLeaf)
+        let key = p.cellKey(p.cellCount - 1)
+        p.setU8(key.offset, 0x90)
+        w.markModified()
+        try w.commit()
+        db.pager.endWrite(snapshot)
+        // Deleting the leaf's other rows leaves it under a quarter full: it
+        // is merged with or refilled from a sibling, rebuilt compact.
+        let before = try db.changeCounter()
+        XCTAssertThrowsError(try db.write { tx in
+            let t = try tx.table("t")
+            for id in ids.dropLast() { _ = try tx.delete(from: t, rowID: id) }
+        }) { e in
+            XCTAssertEqual((e as? KuraError)?.code, .corrupt, "\(e)")
+            XCTAssertTrue((e as? KuraError)?.message.contains("not a row-ID key") == true, "\(e)")
+        }
+        XCTAssertEqual(try db.changeCounter(), before, "nothing committed")
+    }
 }
