@@ -77,6 +77,13 @@ enum FileHeader {
     /// would checkpoint under such a reader, so they must refuse the store,
     /// which the version does.
     static let readerMarksVersion: UInt32 = 7
+    /// From this version on, a log reset does not sync the new header; the
+    /// writer that appends the first frame of a generation syncs it first
+    /// (FORMAT.md, "Reset"). Builds before it sync at the reset and append
+    /// without syncing, so beside a connection of this build their frames could
+    /// reach the disk before the header they follow: they must refuse the
+    /// store, which the version does.
+    static let lazyHeaderSyncVersion: UInt32 = 8
     /// Versions this build opens: format 1 is migrated by the first write
     /// transaction that loads the catalog, formats 2 to 6 by a connection
     /// that opens the store alone.
