@@ -39,6 +39,17 @@ public final class Database: Sendable {
         public var busyTimeout: Double = 5
         /// Checkpoint automatically once the log holds this many pages.
         public var checkpointThreshold: Int = 1000
+        /// Largest log file (`PATH-wal`, bytes) an automatic checkpoint keeps.
+        /// After a checkpoint the log is rewritten from its start; a file longer
+        /// than this (one large transaction made it so) is cut back to this
+        /// length, so it does not keep its disk space, while a shorter one is
+        /// kept as it is, since cutting a file and growing it again costs the
+        /// file system more than rewriting it. ``Database/checkpoint()`` and
+        /// ``close()`` cut the log to its 40-byte header whatever this says.
+        /// SQLite's counterpart is `PRAGMA journal_size_limit`. A value smaller
+        /// than one log frame (page size plus 24 bytes) cuts the log at every
+        /// automatic checkpoint; the default is 64 MiB.
+        public var logSizeLimit: Int = 64 << 20
         /// Create the file if it does not exist.
         public var createIfMissing = true
         /// Values of `external` columns of at least this many bytes are stored
@@ -84,7 +95,8 @@ public final class Database: Sendable {
         pager = try Pager(path: path, fs: options.fileSystem, pageSize: options.pageSize,
                           cacheBytes: options.cacheSize,
                           durability: options.durability, busyTimeout: options.busyTimeout,
-                          checkpointThreshold: options.checkpointThreshold, create: options.createIfMissing,
+                          checkpointThreshold: options.checkpointThreshold, logSizeLimit: options.logSizeLimit,
+                          create: options.createIfMissing,
                           validator: { (p: Page) throws(KuraError) in try Node.validate(p) })
         if pager.openedAlone {
             if pager.versionOpenedAlone >= FileHeader.countersFormatVersion && pager.versionOpenedAlone < FileHeader.formatVersion,

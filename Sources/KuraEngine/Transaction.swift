@@ -73,12 +73,13 @@ public class ReadTransaction {
     /// about its old snapshot (page memo, table handles, catalog, counters)
     /// is kept only if `snapshot` is that same snapshot (`Snapshot.serial`),
     /// where all of it is still true; otherwise it starts empty, as a new
-    /// transaction does.
+    /// transaction does, but for the pages the page memo may carry over
+    /// (`SnapshotPages.reopen(on:)`).
     func reopen(_ database: Database, on snapshot: Snapshot) {
         connection = database
         active = true
         // A transaction kept for reuse is always a read transaction (`park`).
-        if !snapshotPages.unsafelyUnwrapped.reopen(on: snapshot) {
+        if snapshotPages.unsafelyUnwrapped.reopen(on: snapshot) != .sameSnapshot {
             lastHandle = nil
             if !handles.isEmpty { handles.removeAll() }
             catalogMemo = nil

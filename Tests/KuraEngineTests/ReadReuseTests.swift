@@ -84,11 +84,98 @@ final class ReadReuseTests: XCTestCase {
             XCTAssertEqual(ObjectIdentifier(tx), first, "the connection's kept transaction is reused")
             XCTAssertGreaterThan(tx.snapshotPages!.memoizedPageCount, 1, "same snapshot: the memo is kept")
         }
+        let before = try db.read { tx in tx.snapshotPages!.memoizedPageCount }
         try db.write { tx in try tx.update([.integer(7), .text("new")], in: try tx.table("t"), rowID: 1_500) }
         try db.read { tx in
-            XCTAssertEqual(tx.snapshotPages!.memoizedPageCount, 0, "another snapshot: the memo starts empty")
+            // This connection's commit wrote row 1,500's leaf (and the table's
+            // right-most leaf, for its counters): the memo keeps the rest.
+            let kept = tx.snapshotPages!.memoizedPageCount
+            XCTAssertGreaterThan(kept, 0, "a snapshot after this connection's own commit: the memo keeps the pages the commit did not write")
+            XCTAssertLessThan(kept, before, "the pages the commit wrote leave the memo")
             XCTAssertEqual(try tx.values(in: try tx.table("t"), rowID: 1_500), [.integer(7), .text("new")])
         }
+        // A commit of another connection: this one's snapshot has no lineage
+        // from the last, so the memo starts empty.
+        let other = try Database(path: "/memo.kura", options: db.options)
+        defer { other.close() }
+        try other.write { tx in try tx.update([.integer(8), .text("other")], in: try tx.table("t"), rowID: 1_500) }
+        try db.read { tx in
+            XCTAssertEqual(tx.snapshotPages!.memoizedPageCount, 0, "a snapshot after another connection's commit: the memo starts empty")
+            XCTAssertEqual(try tx.values(in: try tx.table("t"), rowID: 1_500), [.integer(8), .text("other")])
+        }
+    }
+
+    /// Inserts, growing and shrinking updates and deletes (splits, merges,
+    /// freed and reused pages), committed by this connection (whose readers
+    /// carry their memo across) and now and then by another connection or a
+    /// checkpoint (whose snapshots empty it): every read of a random row, and
+    /// every scan, gives the model's rows.
+    func testAMemoCarriedAcrossOwnCommitsNeverServesAChangedPage() throws {
+        let seed = testSeed("ReadReuseTests.carry")
+        var g = SplitMix64(seed: seed)
+        let options = options()
+        let db = try Database(path: "/carry.kura", options: options)
+        defer { db.close() }
+        let other = try Database(path: "/carry.kura", options: options)
+        defer { other.close() }
+        try db.write { tx in
+            _ = try tx.createTable("t", schema: try TableSchema([ColumnDefinition("n", .integer), ColumnDefinition("s", .text)]))
+        }
+        var model: [Int64: [Value]] = [:]
+        var ids: [Int64] = []   // the model's keys in a replayable order
+        func row(_ g: inout SplitMix64) -> [Value] {
+            [.integer(Int64(g.next() % 1_000_000)), .text(String(repeating: "z", count: Int(g.next() % 300)))]
+        }
+        var carried = 0
+        for step in 0..<1_500 {
+            let writer = g.next() % 10 == 0 ? other : db
+            try writer.write { tx in
+                let t = try tx.table("t")
+                for _ in 0..<(1 + Int(g.next() % 12)) {
+                    switch g.next() % 4 {
+                    case 0, 1:
+                        let v = row(&g)
+                        let id = try tx.insert(v, into: t)
+                        model[id] = v
+                        ids.append(id)
+                    case 2:
+                        guard !ids.isEmpty else { continue }
+                        let id = ids[Int(g.next() % UInt64(ids.count))]
+                        let v = row(&g)
+                        XCTAssertTrue(try tx.update(v, in: t, rowID: id))
+                        model[id] = v
+                    default:
+                        guard !ids.isEmpty else { continue }
+                        let k = Int(g.next() % UInt64(ids.count))
+                        XCTAssertTrue(try tx.delete(from: t, rowID: ids[k]))
+                        model[ids[k]] = nil
+                        ids.swapAt(k, ids.count - 1)
+                        ids.removeLast()
+                    }
+                }
+            }
+            if step % 97 == 96 { _ = try db.checkpoint() }
+            for _ in 0..<4 {
+                guard !ids.isEmpty else { break }
+                let id = ids[Int(g.next() % UInt64(ids.count))]
+                let got = try db.read { tx in
+                    if tx.snapshotPages!.memoizedPageCount > 0 { carried += 1 }
+                    return try tx.values(in: try tx.table("t"), rowID: id)
+                }
+                XCTAssertEqual(got, model[id], "row \(id) at step \(step), seed \(seed)")
+            }
+            if step % 25 == 0 {
+                let all = try db.read { tx in
+                    let c = try tx.select(TableQuery("t"))
+                    var rows: [Int64: [Value]] = [:]
+                    while let r = try c.next() { rows[r.rowID] = try r.values() }
+                    return rows
+                }
+                XCTAssertEqual(all, model, "scan at step \(step), seed \(seed)")
+            }
+        }
+        XCTAssertGreaterThan(carried, 1_000, "most reads began with a memo carried over")
+        XCTAssertEqual(db.activeSnapshotCount, 0)
     }
 
     /// Nested reads: each its own transaction and snapshot.

@@ -42,7 +42,9 @@
 // lets leaves hold compact cells, a byte shorter each (FORMAT.md, "Cells";
 // BTree/Node.swift). A connection that opens a format-2 to format-7 store
 // alone moves it to 8 (Database, `upgradeFormat`); its old leaves stay as
-// they are until a writer rebuilds them.
+// they are until a writer rebuilds them. Format 8 also moves the sync of a
+// reset log's header from the reset to the first frame after it (FORMAT.md,
+// "Reset").
 //     size-8  8     page checksum
 //
 // All integers little-endian. Page 1 is written through the log like any other
@@ -86,6 +88,13 @@ enum FileHeader {
     /// refuse the store, which the version does. A store of an older format
     /// keeps wide leaves, which every build reads.
     static let compactCellsVersion: UInt32 = 8
+    /// From this version on, a log reset does not sync the new header; the
+    /// writer that appends the first frame of a generation syncs it first
+    /// (FORMAT.md, "Reset"). Builds before it sync at the reset and append
+    /// without syncing, so beside a connection of this build their frames could
+    /// reach the disk before the header they follow: they must refuse the
+    /// store, which the version does.
+    static let lazyHeaderSyncVersion: UInt32 = 8
     /// Versions this build opens: format 1 is migrated by the first write
     /// transaction that loads the catalog, formats 2 to 7 by a connection
     /// that opens the store alone.

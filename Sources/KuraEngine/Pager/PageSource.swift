@@ -47,9 +47,15 @@ protocol PageSource {
 /// kept only when that is the same snapshot (same `Snapshot.serial`, never
 /// reused): a snapshot's page n is the same immutable page in every
 /// transaction on it, so a page memoized by one transaction is the right page
-/// for the next. On any other snapshot the memo is emptied first (and shrunk
-/// back to its first size), so no page of one snapshot is ever served in
-/// another.
+/// for the next. On a later snapshot that this connection's own commits made
+/// from it (`Snapshot.lineage`, which lists the pages each commit wrote), the
+/// memo keeps every page but those: a page no commit in between wrote is the
+/// same page in both snapshots. Readers of a connection whose writer keeps
+/// committing (W9's shape) so keep the table's pages they already found
+/// instead of asking the pager, and its lock, again after every commit. On
+/// any other snapshot the memo is emptied first (and shrunk back to its first
+/// size), so no page of one snapshot is ever served in another where it
+/// differs.
 ///
 /// Memory: a memo slot keeps its page alive until the slot is reused, the
 /// memo is emptied, or the object goes, even if the cache has evicted the page
@@ -104,13 +110,34 @@ final class SnapshotPages: PageSource {
         (0..<((mask + 1) / 64)).reduce(0) { $0 + used[$1].nonzeroBitCount }
     }
 
+    /// What `reopen(on:)` did with the memo.
+    enum Reopening: Equatable {
+        /// Same snapshot: every page kept.
+        case sameSnapshot
+        /// A later snapshot of this connection's own commits: kept but the
+        /// pages those commits wrote.
+        case carried
+        /// Emptied.
+        case emptied
+    }
+
     /// Makes this the page source of a new transaction on `snapshot` (see
     /// "Reuse" above): keeps the memo if `snapshot` is the one it was filled
-    /// in, else empties it (back to its first size) before anything is read.
-    /// Returns whether the memo was kept.
+    /// in; keeps it but the pages written since if `snapshot` follows that
+    /// one by commits of this connection's writer that its lineage records
+    /// (`Snapshot.lineage`: same log generation, every page written in
+    /// between known); else empties it (back to its first size) before
+    /// anything is read.
     @discardableResult
-    func reopen(on snapshot: Snapshot) -> Bool {
-        if snapshot.serial == self.snapshot.serial { return true }
+    func reopen(on snapshot: Snapshot) -> Reopening {
+        if snapshot.serial == self.snapshot.serial { return .sameSnapshot }
+        if snapshot.generation == self.snapshot.generation, let steps = snapshot.stepsSince(self.snapshot.serial) {
+            for step in snapshot.lineage.prefix(steps) {
+                for n in step.pages { forget(n) }
+            }
+            self.snapshot = snapshot
+            return .carried
+        }
         self.snapshot = snapshot
         misses = 0
         let slots = mask + 1
@@ -129,7 +156,17 @@ final class SnapshotPages: PageSource {
             (used, memoNumbers, memoPages) = Self.allocate(slots: Self.initialSlots)
             mask = Self.initialSlots - 1
         }
-        return false
+        return .emptied
+    }
+
+    /// Drops page `number` from the memo if it holds it.
+    private func forget(_ number: UInt32) {
+        let slot = Int(number) & mask
+        let word = slot >> 6
+        let bit = UInt64(1) << UInt64(slot & 63)
+        guard used[word] & bit != 0, memoNumbers[slot] == number else { return }
+        (memoPages + slot).deinitialize(count: 1)
+        used[word] &= ~bit
     }
 
     /// The memo's three arrays in one allocation (a read transaction of one

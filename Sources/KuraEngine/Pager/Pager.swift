@@ -93,12 +93,58 @@ final class Snapshot: @unchecked Sendable {
     /// per transaction of every reader, then takes the runtime's slow path).
     let serial: UInt64
 
-    init(generation: UInt32, maxFrame: Int, pageCount: UInt32, changeCounter: UInt64) {
+    /// One commit of this connection's writer that led to this snapshot: the
+    /// serial of the snapshot it was made on top of and the pages it wrote.
+    struct LineageStep: Sendable {
+        let from: UInt64
+        let pages: [UInt32]
+    }
+
+    /// The last commits of this connection's writer that led to this snapshot,
+    /// newest first, each made on top of the snapshot the next entry leads to
+    /// (`lineage[0].from` is the snapshot this one was committed on, and so
+    /// on), in the same log generation. Empty for a snapshot made any other
+    /// way (a refresh that read other connections' commits, a checkpoint,
+    /// opening). At most `lineageDepth` steps and `lineagePages` pages in all.
+    /// A page not written by any step between an older snapshot and this one
+    /// is the same page in both: a read transaction moving to this snapshot
+    /// keeps what it memoized of the older one but those pages
+    /// (`SnapshotPages.reopen(on:)`).
+    let lineage: [LineageStep]
+    static let lineageDepth = 8
+    static let lineagePages = 256
+
+    init(generation: UInt32, maxFrame: Int, pageCount: UInt32, changeCounter: UInt64, lineage: [LineageStep] = []) {
         self.generation = generation
         self.maxFrame = maxFrame
         self.pageCount = pageCount
         self.changeCounter = changeCounter
+        self.lineage = lineage
         serial = Snapshot.serials.next()
+    }
+
+    /// How many steps of `lineage` lead from the snapshot with `serial` to this
+    /// one (their pages are the ones that differ), or nil if it is not among
+    /// them (or is this one).
+    func stepsSince(_ serial: UInt64) -> Int? {
+        for (k, step) in lineage.enumerated() where step.from == serial { return k + 1 }
+        return nil
+    }
+
+    /// The lineage of the snapshot a commit of `pages` on top of `self` makes,
+    /// when `self` is the end of the log the commit appends to (`atLogEnd`);
+    /// empty otherwise, or when the commit wrote too many pages to be worth
+    /// carrying a memo across.
+    func lineage(afterCommitting pages: [UInt32], atLogEnd: Bool) -> [LineageStep] {
+        guard atLogEnd, pages.count <= Self.lineagePages else { return [] }
+        var steps = [LineageStep(from: serial, pages: pages)]
+        var total = pages.count
+        for step in lineage.prefix(Self.lineageDepth - 1) {
+            total += step.pages.count
+            if total > Self.lineagePages { break }
+            steps.append(step)
+        }
+        return steps
     }
 
     /// Hands out serials; snapshots are made per commit or log refresh, not
@@ -222,7 +268,7 @@ final class Pager: @unchecked Sendable {
 
     /// Opens (or creates) the store at `path` on `fs`.
     init(path: String, fs: FileSystem, pageSize requestedPageSize: Int, cacheBytes: Int,
-         durability: Durability, busyTimeout: Double, checkpointThreshold: Int, create: Bool,
+         durability: Durability, busyTimeout: Double, checkpointThreshold: Int, logSizeLimit: Int, create: Bool,
          validator: @escaping @Sendable (Page) throws(KuraError) -> Void) throws(KuraError) {
         self.path = path
         self.validator = validator
@@ -266,9 +312,10 @@ final class Pager: @unchecked Sendable {
         databaseID = first.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: FileHeader.databaseIDOffset, as: UInt64.self)) }
 
         walFile = try fs.open(path + "-wal", create: true, permissionsOf: file)
-        // A reset keeps a log of up to twice the checkpoint threshold.
+        // A reset keeps a log of up to `logSizeLimit` bytes (whole frames).
+        let frameBytes = WriteAheadLog.frameHeaderSize + ps
         wal = WriteAheadLog(file: walFile, pageSize: ps, databaseID: databaseID,
-                            reuseFrames: min(max(checkpointThreshold, 1), 1 << 20) * 2)
+                            reuseFrames: max(logSizeLimit - WriteAheadLog.headerSize, 0) / frameBytes)
         try Pager.finishInterruptedCreation(file, wal, pageSize: ps, databaseID: databaseID,
                                             durability: durability, busyTimeout: busyTimeout)
         cache = PageCache(capacity: max(cacheBytes / ps, 8))
@@ -915,12 +962,18 @@ final class Pager: @unchecked Sendable {
                     cache.remove(UInt64(p.number))
                 }
             }
+            // The new snapshot differs from `latest` in exactly the pages of
+            // these frames when `latest` is the whole log before them.
+            let previous = latest
+            let lineage = previous.lineage(afterCommitting: pending.pages,
+                                           atLogEnd: previous.generation == wal.generation && previous.maxFrame == wal.maxFrame)
             wal.publish(pending)
             for (k, p) in sorted.enumerated() {
                 p.referenced = true
                 cache.put(PageCache.frameKey(generation: wal.generation, frame: firstFrame + k), p)
             }
-            latest = Snapshot(generation: wal.generation, maxFrame: wal.maxFrame, pageCount: pageCount, changeCounter: changeCounter)
+            latest = Snapshot(generation: wal.generation, maxFrame: wal.maxFrame, pageCount: pageCount, changeCounter: changeCounter,
+                              lineage: lineage)
             if !skipsSharedPublishForTesting { sharedHeader?.publish(wal.state) }
             // A write transaction commits once, and writes no frame after
             // its commit: unless the checkpoint `endWrite` runs is due, this
@@ -939,8 +992,17 @@ final class Pager: @unchecked Sendable {
             // be started without waiting for other connections' readers.
             sharedHeader?.beginChange()
             try state.withLock { () throws(KuraError) in
-                try wal.reset(sync: durability != .off, version: logVersion(for: try pageLocked(1, latest).headerVersion))
+                let storeVersion = try pageLocked(1, latest).headerVersion
+                try wal.reset(sync: durability != .off && storeVersion < FileHeader.lazyHeaderSyncVersion,
+                              version: logVersion(for: storeVersion))
             }
+        }
+        if wal.maxFrame == 0 && durability != .off && !wal.headerDurable {
+            // The first frame of a generation. From format 8 on a reset does not
+            // sync the header it writes (whoever reset the log, this connection
+            // or another); it must be on disk before any frame after it.
+            let storeVersion = try state.withLock { () throws(KuraError) in try pageLocked(1, latest).headerVersion }
+            if storeVersion >= FileHeader.lazyHeaderSyncVersion { try wal.syncHeader() }
         }
         if poisoned {
             // An earlier commit failed and its frames could not be cut off then.
@@ -1192,7 +1254,7 @@ final class Pager: @unchecked Sendable {
                 }
             }
             if durability != .off { try file.sync(full: true) }
-            try state.withLock { () throws(KuraError) in
+            let storeVersion = try state.withLock { () throws(KuraError) -> UInt32 in
                 let snapshots = snapshotLock.withLock { active }
                 // 2b. A compaction made the store shorter: cut the file to its page
                 // count, unless an in-process snapshot of the longer store is still
@@ -1214,14 +1276,19 @@ final class Pager: @unchecked Sendable {
                 latest = Snapshot(generation: wal.generation, maxFrame: 0, pageCount: current.pageCount,
                                   changeCounter: current.changeCounter)
                 sharedHeader?.publish(wal.state)
+                return storeVersion
             }
-            // The new log header is synced outside `state` (readers' page
-            // lookups need it) and before this returns, so before the writer
-            // appends a frame after it. A crash before the sync leaves the old
-            // header (its frames are all in the synced store file already, and
-            // replaying them changes nothing), the new one, or a torn one,
-            // which fails its checksum: the log is then empty either way.
-            if durability != .off {
+            // The new log header must be on disk before any frame follows it.
+            // A crash before that leaves the old header (its frames are all in
+            // the synced store file already, and replaying them changes
+            // nothing), the new one, or a torn one, which fails its checksum:
+            // the log is then empty either way. From format 8 on, the writer
+            // that appends the generation's first frame syncs it
+            // (`prepareLogForAppend`), so a checkpoint that no write follows
+            // costs no sync here. In older formats, which other builds may
+            // write beside this one, it is synced here, outside `state`
+            // (readers' page lookups need it), before this returns.
+            if durability != .off && storeVersion < FileHeader.lazyHeaderSyncVersion {
                 do throws(KuraError) { try walFile.sync(full: true) } catch {
                     // The header may not be on disk: frames must not follow it.
                     state.withLock { wal.forgetHeader() }

@@ -156,14 +156,23 @@ final class WriteAheadLog {
     /// Chain checksum of the last uncommitted frame (valid when there is one).
     private var uncommittedChain: UInt64 = 0
 
-    /// Largest log file a reset keeps (bytes); a longer one is truncated.
+    /// Largest log file a reset keeps (bytes, whole frames); a longer one is
+    /// cut back to this length (`Database.Options.logSizeLimit`).
     let reuseLimit: Int64
+
+    /// Whether this connection knows the current header to be on disk: it
+    /// synced it itself (`reset(sync: true)` or `syncHeader()`). False after a
+    /// reset without sync and whenever `refresh` finds a header another
+    /// connection wrote. In a store where resets do not sync (FORMAT.md,
+    /// "Reset"), the writer syncs the header before the first frame of a
+    /// generation unless this is set. Writer only.
+    private(set) var headerDurable = false
 
     init(file: StorageFile, pageSize: Int, databaseID: UInt64, reuseFrames: Int) {
         self.file = file
         self.pageSize = pageSize
         self.databaseID = databaseID
-        reuseLimit = Int64(Self.headerSize) + Int64(max(reuseFrames, 1)) * Int64(Self.frameHeaderSize + pageSize)
+        reuseLimit = Int64(Self.headerSize) + Int64(max(reuseFrames, 0)) * Int64(Self.frameHeaderSize + pageSize)
     }
 
     func frameOffset(_ frame: Int) -> Int64 {
@@ -203,6 +212,7 @@ final class WriteAheadLog {
             salt1 = h.salt1
             salt2 = h.salt2
             headerChecksum = h.checksum
+            headerDurable = false
             clearIndex()
             result = .reset
         }
@@ -292,8 +302,12 @@ final class WriteAheadLog {
     /// one. The file is reused, as SQLite restarts its log: the old frames stay
     /// until the new generation's frames overwrite them, and never count (their
     /// salts are the old header's). A file longer than `reuseLimit` is cut back
-    /// to the header first, so one large transaction does not keep its space.
-    /// With `truncate` (a connection closing), the file is cut back anyway.
+    /// to that length first, so one large transaction does not keep its space
+    /// while the file keeps what the next generations will rewrite (cutting a
+    /// file and growing it again costs the file system far more than
+    /// rewriting it). With `truncate` (an explicit checkpoint, a connection
+    /// closing), the file is cut back to its header.
+    /// Not synced unless `sync`: see `syncHeader`.
     /// The caller guarantees that no reader needs the old frames.
     func reset(sync: Bool, truncate: Bool = false, version newVersion: UInt32) throws(KuraError) {
         precondition(Self.versions.contains(newVersion))
@@ -313,13 +327,19 @@ final class WriteAheadLog {
             b.storeBytes(of: sum.littleEndian, toByteOffset: 32, as: UInt64.self)
         }
         let size = try file.size()
-        if truncate || size > reuseLimit { try file.truncate(to: Int64(Self.headerSize)) }
+        if truncate {
+            if size > Int64(Self.headerSize) { try file.truncate(to: Int64(Self.headerSize)) }
+        } else if size > reuseLimit {
+            try file.truncate(to: reuseLimit)
+        }
         // The frames no longer count: if writing the new header fails, the
         // index must not point at them. The next `refresh` re-reads the header.
         hasHeader = false
+        headerDurable = false
         clearIndex()
         try h.withBytes { b throws(KuraError) in try file.write(b, at: 0) }
         if sync { try file.sync(full: true) }
+        headerDurable = sync
         hasHeader = true
         version = newVersion
         generation = newGeneration
@@ -334,7 +354,19 @@ final class WriteAheadLog {
     /// `refresh` reads whatever header the file holds.
     func forgetHeader() {
         hasHeader = false
+        headerDurable = false
         clearIndex()
+    }
+
+    /// Syncs the log file so that its header is on disk before the first
+    /// frame of its generation follows it (FORMAT.md, "Reset"): should a
+    /// crash keep frames of the new generation but lose the new header, the
+    /// old header would validate a prefix of the old generation's frames and
+    /// recovery would copy stale page versions over the checkpointed store.
+    func syncHeader() throws(KuraError) {
+        precondition(hasHeader && maxFrame == 0 && uncommittedPages.isEmpty)
+        try file.sync(full: true)
+        headerDurable = true
     }
 
     /// Cuts a log without committed frames back to its header (the frames
