@@ -125,7 +125,11 @@ public final class ManagedObjectContext {
     /// positions (Context+Relationships.swift, "Ordered join tables").
     var joinPositions: [String: [JoinPair: JoinPositions]] = [:]
     /// Faults made by a batched fetch, by ID: firing one loads its batch.
-    var batchGroups: [ManagedObjectID: BatchGroup] = [:]
+    /// `@exclusivity(unchecked)` for the reason given at `registry` (every
+    /// deallocating object and every fault's load look at it): its edits
+    /// call no other code, and what they drop (a BatchGroup, which holds
+    /// IDs only) runs no deinit of app code.
+    @exclusivity(unchecked) var batchGroups: [ManagedObjectID: BatchGroup] = [:]
     /// The transaction every read of this context goes through instead of
     /// a read transaction of its own (set only on the scratch context a
     /// batch request evaluates inside its write transaction: BatchExecution.swift).
@@ -141,7 +145,9 @@ public final class ManagedObjectContext {
     /// (StoreAnswerMemo.swift); dropped by `reset()`.
     let storeAnswers = StoreAnswerMemo()
     /// Read transactions this context has opened (`read`), for tests.
-    var readTransactionCount = 0
+    /// A plain counter (`@exclusivity(unchecked)`: every fault's load
+    /// counts, and no access to it can overlap another).
+    @exclusivity(unchecked) var readTransactionCount = 0
 
     /// How `save` resolves conflicts with changes saved elsewhere since this
     /// context read the objects (default `.error`). See ``MergePolicy``.
@@ -545,9 +551,12 @@ public final class ManagedObjectContext {
     /// then the version).
     func apply(_ row: [Value], to o: ManagedObject) {
         let layout = self.layout(of: o.entity)
-        // Sized for every key at once (no regrowth per row); init, not the
-        // [:] literal (ManagedObject.swift).
-        var toOne = [String: ManagedObjectID](minimumCapacity: layout.relationships.count)
+        // Empty until a key is set (init, not the [:] literal:
+        // ManagedObject.swift); the first key makes a one-entry dictionary
+        // in one step (a literal: one hash, no regrowth), as most entities
+        // have one to-one key or none. `init(minimumCapacity:)` is an
+        // unspecialized call into the runtime that cost more than that.
+        var toOne = [String: ManagedObjectID]()
         var order = [String: Double]()
         // Transient relationships start over when a fault fires (RelationshipDescription.isTransient).
         if o.isFault { o.transientRelated = .init() }
@@ -567,7 +576,8 @@ public final class ManagedObjectContext {
         }
         for slot in layout.relationships {
             if slot.column < row.count, case .integer(let rid) = row[slot.column] {
-                toOne[slot.name] = targetID(slot, rowID: rid, row: row, of: o)
+                let id = targetID(slot, rowID: rid, row: row, of: o)
+                if toOne.isEmpty { toOne = [slot.name: id] } else { toOne[slot.name] = id }
             }
             if let oc = slot.orderColumn, oc < row.count, case .double(let d) = row[oc] { order[slot.name + "_order"] = d }
         }
