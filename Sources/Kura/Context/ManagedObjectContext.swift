@@ -551,12 +551,9 @@ public final class ManagedObjectContext {
     /// then the version).
     func apply(_ row: [Value], to o: ManagedObject) {
         let layout = self.layout(of: o.entity)
-        // Empty until a key is set (init, not the [:] literal:
-        // ManagedObject.swift); the first key makes a one-entry dictionary
-        // in one step (a literal: one hash, no regrowth), as most entities
-        // have one to-one key or none. `init(minimumCapacity:)` is an
-        // unspecialized call into the runtime that cost more than that.
-        var toOne = [String: ManagedObjectID]()
+        // Empty until a key is set; the first key makes a one-entry list in
+        // one step, as most entities have one to-one key or none.
+        var toOne = ToOneKeys()
         var order = [String: Double]()
         // Transient relationships start over when a fault fires (RelationshipDescription.isTransient).
         if o.isFault { o.transientRelated = .init() }
@@ -577,7 +574,7 @@ public final class ManagedObjectContext {
         for slot in layout.relationships {
             if slot.column < row.count, case .integer(let rid) = row[slot.column] {
                 let id = targetID(slot, rowID: rid, row: row, of: o)
-                if toOne.isEmpty { toOne = [slot.name: id] } else { toOne[slot.name] = id }
+                if toOne.isEmpty { toOne = ToOneKeys(slot.name, id) } else { toOne[slot.name] = id }
             }
             if let oc = slot.orderColumn, oc < row.count, case .double(let d) = row[oc] { order[slot.name + "_order"] = d }
         }

@@ -132,7 +132,7 @@ open class ManagedObject: CustomStringConvertible {
     @exclusivity(unchecked) var willSaveKept: WillSaveState?
     /// The to-one targets by relationship name: `toOneStorage`, through
     /// accessors that keep the state `willSave()` saw (as `values`).
-    var toOne: [String: ManagedObjectID] {
+    var toOne: ToOneKeys {
         @inline(__always) _read { yield toOneStorage }
         @inline(__always) _modify {
             if willSaveWatch != 0 { keepWillSaveState() }
@@ -143,10 +143,10 @@ open class ManagedObject: CustomStringConvertible {
             toOneStorage = newValue
         }
     }
-    // Empty dictionaries made with `init()`, not the `[:]` literal, which
-    // calls the literal initializer for every object made.
-    @exclusivity(unchecked) private var toOneStorage = [String: ManagedObjectID]()
-    @exclusivity(unchecked) var savedToOne = [String: ManagedObjectID]()
+    // Name-to-ID lists (ToOneKeys.swift), not dictionaries: a loaded
+    // object pays no hash table.
+    @exclusivity(unchecked) private var toOneStorage = ToOneKeys()
+    @exclusivity(unchecked) var savedToOne = ToOneKeys()
     /// Errors from subscript assignments, reported by the next save.
     @exclusivity(unchecked) var deferredErrors: [KuraError] = []
     /// The row's version when this context last read or saved it (the store's
@@ -288,7 +288,7 @@ open class ManagedObject: CustomStringConvertible {
 
     /// The attribute and to-one names whose current values differ from `values`
     /// and `toOne` (an object's state before or after a reload).
-    func differingKeys(values other: AttributeValues, toOne otherToOne: [String: ManagedObjectID]) -> Set<String> {
+    func differingKeys(values other: AttributeValues, toOne otherToOne: ToOneKeys) -> Set<String> {
         var keys = Set<String>()
         for (i, a) in entity.attributes.enumerated() where values[ordinal: i] != other[ordinal: i] { keys.insert(a.name) }
         for r in entity.relationships where !r.isToMany && toOne[r.name] != otherToOne[r.name] { keys.insert(r.name) }
