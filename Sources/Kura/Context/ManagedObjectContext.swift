@@ -555,8 +555,11 @@ public final class ManagedObjectContext {
         // one step, as most entities have one to-one key or none.
         var toOne = ToOneKeys()
         var order = [String: Double]()
-        // Transient relationships start over when a fault fires (RelationshipDescription.isTransient).
-        if o.isFault { o.transientRelated = .init() }
+        // Transient relationships start over when a fault fires
+        // (RelationshipDescription.isTransient); in a model without them
+        // there is nothing to clear (and the field's write, with its dynamic
+        // exclusivity check, is spared).
+        if o.isFault, model.hasTransientRelationships { o.transientRelated = .init() }
         // By ordinal, from the layout (iterating the descriptions would copy
         // each one); every slot gets a value, in order.
         let values = AttributeValues(count: layout.attributeColumns.count) { k in
@@ -571,12 +574,17 @@ public final class ManagedObjectContext {
             }
             return v
         }
-        for slot in layout.relationships {
-            if slot.column < row.count, case .integer(let rid) = row[slot.column] {
-                let id = targetID(slot, rowID: rid, row: row, of: o)
-                if toOne.isEmpty { toOne = ToOneKeys(slot.name, id) } else { toOne[slot.name] = id }
+        // By index: iterating the slots would copy each one (retaining and
+        // releasing its names) per row.
+        let slots = layout.relationships
+        for j in slots.indices {
+            let column = slots[j].column
+            if column < row.count, case .integer(let rid) = row[column] {
+                let id = slots[j].entityColumn == nil ? ManagedObjectID(entity: slots[j].destination, rowID: rid)
+                    : targetID(slots[j], rowID: rid, row: row, of: o)
+                if toOne.isEmpty { toOne = ToOneKeys(slots[j].name, id) } else { toOne[slots[j].name] = id }
             }
-            if let oc = slot.orderColumn, oc < row.count, case .double(let d) = row[oc] { order[slot.name + "_order"] = d }
+            if let oc = slots[j].orderColumn, oc < row.count, case .double(let d) = row[oc] { order[slots[j].name + "_order"] = d }
         }
         o.values = values
         o.toOne = toOne

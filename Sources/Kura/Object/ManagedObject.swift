@@ -41,8 +41,7 @@ open class ManagedObject: CustomStringConvertible {
     public let entity: EntityDescription
 
     // The stored state below is `@exclusivity(unchecked)` (except the
-    // fields holding objects or app-visible references: `transientRelated`,
-    // `keyPathProbe`): the runtime's dynamic exclusivity check (a
+    // field holding objects: `transientRelated`): the runtime's dynamic exclusivity check (a
     // thread-local access set entered and left on every write and many
     // reads) cost several percent of an insert-heavy save. It may be left
     // out because no access to these fields can overlap another: Kura reads
@@ -164,7 +163,10 @@ open class ManagedObject: CustomStringConvertible {
     var transientRelated = [String: [ManagedObject]]()
     /// Set only on the probe objects of ModelKeyPath.swift: typed property
     /// getters then record their key there instead of reading a value.
-    var keyPathProbe: KeyPathProbe?
+    /// Every typed read looks at it, so it is `@exclusivity(unchecked)` like
+    /// the state above: it is set once, right after the probe object is made
+    /// (replacing nil, which runs no code), and only read after that.
+    @exclusivity(unchecked) var keyPathProbe: KeyPathProbe?
     /// `readError`'s storage: a box, so that the error's many fields do not
     /// widen every object (one word, nil in the common case).
     @exclusivity(unchecked) private var readErrorBox: ReadErrorBox?
