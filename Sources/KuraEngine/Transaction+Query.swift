@@ -118,7 +118,7 @@ extension ReadTransaction {
 
     /// Row IDs of the entries of `index` inside `ranges`.
     func probeIndex(_ index: IndexDefinition, _ ranges: [KeyRange], _ info: TableInfo) throws(KuraError) -> [Int64] {
-        var source = CandidateSource(plan: QueryPlan(access: .index(index, ranges: ranges, reverse: false), ordered: false), table: info)
+        var source = CandidateSource(plan: QueryPlan(access: .index(index, ranges: ranges, reverse: false), ordered: false), table: info, snapshot: writer == nil)
         var ids: [Int64] = []
         if let w = writer {
             while let id = try source.nextIndexRowID(w) { ids.append(id) }

@@ -30,10 +30,16 @@ struct IDTable {
     /// The slot where a probe for `id` starts (capacity > 0).
     @inline(__always)
     private func home(_ id: ManagedObjectID) -> Int {
+        Self.home(id, mask: keys.count - 1)
+    }
+
+    /// The slot where a probe for `id` starts in a table of `mask + 1` slots.
+    @inline(__always)
+    private static func home(_ id: ManagedObjectID, mask: Int) -> Int {
         // Row ID, kind and the name's length, as ManagedObjectID.hash(into:) mixes them.
         let mixed = UInt64(bitPattern: id.rowID) ^ (id.isTemporary ? 1 << 63 : 0) ^ (UInt64(truncatingIfNeeded: id.entityName.utf8.count) << 55)
         let h = mixed &* 0x9E37_79B9_7F4A_7C15
-        return Int(truncatingIfNeeded: h ^ (h >> 32)) & (keys.count - 1)
+        return Int(truncatingIfNeeded: h ^ (h >> 32)) & mask
     }
 
     /// The slot holding `id`, if any.
@@ -61,7 +67,9 @@ struct IDTable {
                 if (count + 1) * 2 > keys.count { grow() }
                 let mask = keys.count - 1
                 var i = home(id)
-                while keys[i] != nil { i = (i + 1) & mask }
+                // Free slots found by the value (a plain word; testing the
+                // key would copy it: a retain and release of its name).
+                while values[i] != nil { i = (i + 1) & mask }
                 keys[i] = id
                 values[i] = newValue
                 count += 1
@@ -102,21 +110,40 @@ struct IDTable {
     }
 
     /// Doubles the capacity (at least 16 slots) and re-inserts every entry.
+    ///
+    /// The keys are moved, not copied (no retain and release of each one's
+    /// entity name), into fresh arrays; the old key array is left holding
+    /// nils, and free slots are found by the value (see `subscript`).
     private mutating func grow() {
-        let oldKeys = keys, oldValues = values
         let capacity = max(16, keys.count * 2)
-        keys = [ManagedObjectID?](repeating: nil, count: capacity)
-        values = [Unmanaged<ManagedObject>?](repeating: nil, count: capacity)
-        count = 0
+        var newKeys = [ManagedObjectID?](repeating: nil, count: capacity)
+        var newValues = [Unmanaged<ManagedObject>?](repeating: nil, count: capacity)
         let mask = capacity - 1
-        for (k, v) in zip(oldKeys, oldValues) {
-            guard let k, let v else { continue }
-            var i = home(k)
-            while keys[i] != nil { i = (i + 1) & mask }
-            keys[i] = k
-            values[i] = v
-            count += 1
+        let old = keys.count
+        // Each buffer is one array's own (the arrays are not shared while
+        // this runs: `keys` is made unique by the first `withUnsafe...`).
+        newKeys.withUnsafeMutableBufferPointer { nk in
+            newValues.withUnsafeMutableBufferPointer { nv in
+                keys.withUnsafeMutableBufferPointer { ok in
+                    values.withUnsafeBufferPointer { ov in
+                        for j in 0..<old {
+                            guard let v = ov[j] else { continue }
+                            // The invariant: a slot with a value has a key.
+                            guard let k = (ok.baseAddress.unsafelyUnwrapped + j).move() else {
+                                preconditionFailure("IDTable slot \(j) has a value but no key")
+                            }
+                            (ok.baseAddress.unsafelyUnwrapped + j).initialize(to: nil)
+                            var i = Self.home(k, mask: mask)
+                            while nv[i] != nil { i = (i + 1) & mask }
+                            nk[i] = k
+                            nv[i] = v
+                        }
+                    }
+                }
+            }
         }
+        keys = newKeys
+        values = newValues
     }
 
     /// Every stored object.

@@ -125,7 +125,11 @@ public final class ManagedObjectContext {
     /// positions (Context+Relationships.swift, "Ordered join tables").
     var joinPositions: [String: [JoinPair: JoinPositions]] = [:]
     /// Faults made by a batched fetch, by ID: firing one loads its batch.
-    var batchGroups: [ManagedObjectID: BatchGroup] = [:]
+    /// `@exclusivity(unchecked)` for the reason given at `registry` (every
+    /// deallocating object and every fault's load look at it): its edits
+    /// call no other code, and what they drop (a BatchGroup, which holds
+    /// IDs only) runs no deinit of app code.
+    @exclusivity(unchecked) var batchGroups: [ManagedObjectID: BatchGroup] = [:]
     /// The transaction every read of this context goes through instead of
     /// a read transaction of its own (set only on the scratch context a
     /// batch request evaluates inside its write transaction: BatchExecution.swift).
@@ -141,7 +145,9 @@ public final class ManagedObjectContext {
     /// (StoreAnswerMemo.swift); dropped by `reset()`.
     let storeAnswers = StoreAnswerMemo()
     /// Read transactions this context has opened (`read`), for tests.
-    var readTransactionCount = 0
+    /// A plain counter (`@exclusivity(unchecked)`: every fault's load
+    /// counts, and no access to it can overlap another).
+    @exclusivity(unchecked) var readTransactionCount = 0
 
     /// How `save` resolves conflicts with changes saved elsewhere since this
     /// context read the objects (default `.error`). See ``MergePolicy``.
@@ -545,12 +551,15 @@ public final class ManagedObjectContext {
     /// then the version).
     func apply(_ row: [Value], to o: ManagedObject) {
         let layout = self.layout(of: o.entity)
-        // Sized for every key at once (no regrowth per row); init, not the
-        // [:] literal (ManagedObject.swift).
-        var toOne = [String: ManagedObjectID](minimumCapacity: layout.relationships.count)
+        // Empty until a key is set; the first key makes a one-entry list in
+        // one step, as most entities have one to-one key or none.
+        var toOne = ToOneKeys()
         var order = [String: Double]()
-        // Transient relationships start over when a fault fires (RelationshipDescription.isTransient).
-        if o.isFault { o.transientRelated = .init() }
+        // Transient relationships start over when a fault fires
+        // (RelationshipDescription.isTransient); in a model without them
+        // there is nothing to clear (and the field's write, with its dynamic
+        // exclusivity check, is spared).
+        if o.isFault, model.hasTransientRelationships { o.transientRelated = .init() }
         // By ordinal, from the layout (iterating the descriptions would copy
         // each one); every slot gets a value, in order.
         let values = AttributeValues(count: layout.attributeColumns.count) { k in
@@ -565,11 +574,17 @@ public final class ManagedObjectContext {
             }
             return v
         }
-        for slot in layout.relationships {
-            if slot.column < row.count, case .integer(let rid) = row[slot.column] {
-                toOne[slot.name] = targetID(slot, rowID: rid, row: row, of: o)
+        // By index: iterating the slots would copy each one (retaining and
+        // releasing its names) per row.
+        let slots = layout.relationships
+        for j in slots.indices {
+            let column = slots[j].column
+            if column < row.count, case .integer(let rid) = row[column] {
+                let id = slots[j].entityColumn == nil ? ManagedObjectID(entity: slots[j].destination, rowID: rid)
+                    : targetID(slots[j], rowID: rid, row: row, of: o)
+                if toOne.isEmpty { toOne = ToOneKeys(slots[j].name, id) } else { toOne[slots[j].name] = id }
             }
-            if let oc = slot.orderColumn, oc < row.count, case .double(let d) = row[oc] { order[slot.name + "_order"] = d }
+            if let oc = slots[j].orderColumn, oc < row.count, case .double(let d) = row[oc] { order[slots[j].name + "_order"] = d }
         }
         o.values = values
         o.toOne = toOne

@@ -89,6 +89,10 @@ public final class ManagedObjectModel: Sendable {
     /// Whether some relationship has the delete rule `.deny` (else a save
     /// has no deleted object's relationships to check).
     let hasDenyRules: Bool
+    /// Whether some relationship is transient (else no object ever holds a
+    /// transient link: `ManagedObject.transientRelated` stays empty, and a
+    /// fault's load need not clear it).
+    let hasTransientRelationships: Bool
 
     /// Builds and validates a model.
     ///
@@ -119,6 +123,7 @@ public final class ManagedObjectModel: Sendable {
         hasToOneRelationships = resolved.contains { e in e.relationships.contains { !$0.isToMany } }
         hasUniquenessConstraints = resolved.contains { !$0.uniquenessConstraints.isEmpty }
         hasDenyRules = resolved.contains { e in e.relationships.contains { $0.deleteRule == .deny } }
+        hasTransientRelationships = resolved.contains { e in e.relationships.contains { $0.isTransient } }
         for (name, members) in configurations.sorted(by: { $0.key < $1.key }) {
             for m in members where byName[m] == nil {
                 throw ModelError(message: "configuration \"\(name)\" names entity \"\(m)\", which the model does not have")

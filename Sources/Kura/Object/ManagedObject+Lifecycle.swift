@@ -104,9 +104,9 @@ extension ManagedObject {
 /// called its `willSave()` (`ManagedObject.willSaveKept`).
 final class WillSaveState {
     let values: AttributeValues
-    let toOne: [String: ManagedObjectID]
+    let toOne: ToOneKeys
     let isDeleted: Bool
-    init(values: AttributeValues, toOne: [String: ManagedObjectID], isDeleted: Bool) {
+    init(values: AttributeValues, toOne: ToOneKeys, isDeleted: Bool) {
         self.values = values
         self.toOne = toOne
         self.isDeleted = isDeleted
@@ -147,7 +147,7 @@ extension ManagedObjectContext {
     func runWillSave() throws(KuraError) {
         /// Each object's state when its `willSave()` was last called: an object
         /// changed since (by its own hook or another's) is due again.
-        var seen: [ObjectIdentifier: (AttributeValues, [String: ManagedObjectID], Bool)] = [:]
+        var seen: [ObjectIdentifier: (AttributeValues, ToOneKeys, Bool)] = [:]
         func changedSinceLastCall(_ o: ManagedObject) -> Bool {
             guard let s = seen[ObjectIdentifier(o)] else { return true }
             return s.0 != o.values || s.1 != o.toOne || s.2 != o.isDeleted

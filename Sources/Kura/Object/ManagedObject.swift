@@ -41,8 +41,7 @@ open class ManagedObject: CustomStringConvertible {
     public let entity: EntityDescription
 
     // The stored state below is `@exclusivity(unchecked)` (except the
-    // fields holding objects or app-visible references: `transientRelated`,
-    // `keyPathProbe`): the runtime's dynamic exclusivity check (a
+    // field holding objects: `transientRelated`): the runtime's dynamic exclusivity check (a
     // thread-local access set entered and left on every write and many
     // reads) cost several percent of an insert-heavy save. It may be left
     // out because no access to these fields can overlap another: Kura reads
@@ -132,7 +131,7 @@ open class ManagedObject: CustomStringConvertible {
     @exclusivity(unchecked) var willSaveKept: WillSaveState?
     /// The to-one targets by relationship name: `toOneStorage`, through
     /// accessors that keep the state `willSave()` saw (as `values`).
-    var toOne: [String: ManagedObjectID] {
+    var toOne: ToOneKeys {
         @inline(__always) _read { yield toOneStorage }
         @inline(__always) _modify {
             if willSaveWatch != 0 { keepWillSaveState() }
@@ -143,10 +142,10 @@ open class ManagedObject: CustomStringConvertible {
             toOneStorage = newValue
         }
     }
-    // Empty dictionaries made with `init()`, not the `[:]` literal, which
-    // calls the literal initializer for every object made.
-    @exclusivity(unchecked) private var toOneStorage = [String: ManagedObjectID]()
-    @exclusivity(unchecked) var savedToOne = [String: ManagedObjectID]()
+    // Name-to-ID lists (ToOneKeys.swift), not dictionaries: a loaded
+    // object pays no hash table.
+    @exclusivity(unchecked) private var toOneStorage = ToOneKeys()
+    @exclusivity(unchecked) var savedToOne = ToOneKeys()
     /// Errors from subscript assignments, reported by the next save.
     @exclusivity(unchecked) var deferredErrors: [KuraError] = []
     /// The row's version when this context last read or saved it (the store's
@@ -164,7 +163,10 @@ open class ManagedObject: CustomStringConvertible {
     var transientRelated = [String: [ManagedObject]]()
     /// Set only on the probe objects of ModelKeyPath.swift: typed property
     /// getters then record their key there instead of reading a value.
-    var keyPathProbe: KeyPathProbe?
+    /// Every typed read looks at it, so it is `@exclusivity(unchecked)` like
+    /// the state above: it is set once, right after the probe object is made
+    /// (replacing nil, which runs no code), and only read after that.
+    @exclusivity(unchecked) var keyPathProbe: KeyPathProbe?
     /// `readError`'s storage: a box, so that the error's many fields do not
     /// widen every object (one word, nil in the common case).
     @exclusivity(unchecked) private var readErrorBox: ReadErrorBox?
@@ -288,7 +290,7 @@ open class ManagedObject: CustomStringConvertible {
 
     /// The attribute and to-one names whose current values differ from `values`
     /// and `toOne` (an object's state before or after a reload).
-    func differingKeys(values other: AttributeValues, toOne otherToOne: [String: ManagedObjectID]) -> Set<String> {
+    func differingKeys(values other: AttributeValues, toOne otherToOne: ToOneKeys) -> Set<String> {
         var keys = Set<String>()
         for (i, a) in entity.attributes.enumerated() where values[ordinal: i] != other[ordinal: i] { keys.insert(a.name) }
         for r in entity.relationships where !r.isToMany && toOne[r.name] != otherToOne[r.name] { keys.insert(r.name) }

@@ -94,6 +94,7 @@ public struct Managed<Value: AttributeValueConvertible> {
     public static subscript<Object: ManagedObject>(_enclosingInstance object: Object,
                                                     wrapped wrappedKeyPath: ReferenceWritableKeyPath<Object, Value>,
                                                     storage storageKeyPath: ReferenceWritableKeyPath<Object, Self>) -> Value {
+        @inline(__always)
         get {
             let key = object[keyPath: storageKeyPath].key
             if !object.isKeyPathProbe, let v = object.directAttribute(key, as: Value.self) { return v }

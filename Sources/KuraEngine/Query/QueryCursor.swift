@@ -573,7 +573,13 @@ struct CandidateSource {
                         if cursor!.isValid { try cursor!.previous(s) } else { try cursor!.last(s) }
                     }
                 } else {
-                    try searchRanges[ri].lower.withBytes { b throws(KuraError) in try cursor!.seek(b, s) }
+                    // A later range whose lower bound lies in the leaf the
+                    // cursor is on (a probe with many row IDs: R1's foreign-key
+                    // index) is found in that leaf, without a descent.
+                    try searchRanges[ri].lower.withBytes { b throws(KuraError) in
+                        if borrowsPages, cursor!.isValid, Self.seekWithinLeaf(&cursor!, b) { return }
+                        try cursor!.seek(b, s)
+                    }
                 }
             } else {
                 if reverse { try cursor!.previous(s) } else { try cursor!.next(s) }
@@ -589,6 +595,22 @@ struct CandidateSource {
             started = false
         }
         return nil
+    }
+
+    /// Moves `cursor` (valid, on a leaf) to the first key >= `key` when its
+    /// leaf holds that position: the leaf's first key <= `key` <= its last
+    /// key. Every key of an earlier leaf is below the leaf's first key and
+    /// every key of a later one above its last, so the leaf's lower bound is
+    /// the tree's, as `seek` would find it; the cursor's path to the leaf
+    /// stays as it was. False (the cursor unchanged) otherwise. Only for
+    /// snapshot reads, whose pages never change under the cursor.
+    @inline(__always)
+    static func seekWithinLeaf(_ cursor: inout TreeCursor, _ key: UnsafeRawBufferPointer) -> Bool {
+        let leaf = cursor.leaf
+        let n = leaf.cellCount
+        guard n > 0, leaf.compareKey(0, key) <= 0, leaf.compareKey(n - 1, key) >= 0 else { return false }
+        cursor.stack[cursor.stack.count - 1].index = leaf.lowerBound(key)
+        return true
     }
 
     /// A corruption error from reading a row, with the row ID and page added.

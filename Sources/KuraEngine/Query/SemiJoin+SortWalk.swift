@@ -140,43 +140,50 @@ extension ReadTransaction {
         var runKey: [UInt8]?
         var probe = TreeCursor(tree: fk.tree)
         while cursor.isValid {
-            let k = Array(cursor.key)
-            let segment = try IndexKeyParser.prefix(k, columns: 1, of: walk.index)
-            if segment == nullSegment { break }
-            if let rk = runKey, segment != rk {
+            // Keys are read where they lie in their leaves (valid until the
+            // cursor moves): no copy per entry; the run's key is copied only
+            // when a new run starts.
+            let k = cursor.key
+            let segment = UnsafeRawBufferPointer(rebasing: k[0..<(try IndexKeyParser.prefixLength(k, columns: 1, of: walk.index))])
+            if Self.sameBytes(segment, nullSegment) { break }
+            if let rk = runKey, !Self.sameBytes(segment, rk) {
                 // A run of equal values ends: settle its order.
                 run.sort(by: less)
                 out += run.map(\.rowID)
                 run.removeAll(keepingCapacity: true)
                 if out.count >= keep { return out }
+                runKey = nil
             }
-            runKey = segment
+            if runKey == nil { runKey = Array(segment) }
             // The outer rows naming this target row.
             let targetID = try IndexKeyParser.rowID(k, of: walk.index)
             let seg = QueryPlanner.segment(.integer(targetID), fk.columns[0])
             try seg.withBytes { b throws(KuraError) in try probe.seek(b, s) }
             while probe.isValid {
-                let pk = Array(probe.key)
-                guard pk.starts(with: seg) else { break }
+                let pk = probe.key
+                guard pk.count >= seg.count, Self.sameBytes(UnsafeRawBufferPointer(rebasing: pk[0..<seg.count]), seg) else { break }
                 let id = try IndexKeyParser.rowID(pk, of: fk)
                 try probe.next(s)
-                guard let record = try outerTree.get(RowIDKey.encode(id), s) else {
+                // The outer row read in place (no copy of its record).
+                let found: (values: [Value], rowID: Int64)?? = try RowIDKey.withEncoded(id) { key throws(KuraError) in
+                    try outerTree.withValue(key, s) { b throws(KuraError) -> (values: [Value], rowID: Int64)? in
+                        let n = try RecordCodec.count(in: b)
+                        let v = fkColumn.position < n ? try RecordCodec.value(at: fkColumn.position, in: b) : fkColumn.defaultValue
+                        // Not this integer key (a double equal to it): its lookup
+                        // reads null, so the null group has it.
+                        guard case .integer(let x) = v, x == targetID else { return nil }
+                        do throws(KuraError) {
+                            guard try matches(b, id) else { return nil }
+                        } catch {
+                            throw CandidateSource.locating(error, rowID: id, page: nil)
+                        }
+                        return try keyed(b, id)
+                    }
+                }
+                guard let found else {
                     throw KuraError(.corrupt, "index \"\(fk.name)\" names row \(id), which table \"\(r.info.name)\" does not have", page: fk.info.rootPage)
                 }
-                let entry: (values: [Value], rowID: Int64)? = try record.withBytes { b throws(KuraError) in
-                    let n = try RecordCodec.count(in: b)
-                    let v = fkColumn.position < n ? try RecordCodec.value(at: fkColumn.position, in: b) : fkColumn.defaultValue
-                    // Not this integer key (a double equal to it): its lookup
-                    // reads null, so the null group has it.
-                    guard case .integer(let x) = v, x == targetID else { return nil }
-                    do throws(KuraError) {
-                        guard try matches(b, id) else { return nil }
-                    } catch {
-                        throw CandidateSource.locating(error, rowID: id, page: nil)
-                    }
-                    return try keyed(b, id)
-                }
-                if let entry { run.append(entry) }
+                if let entry = found { run.append(entry) }
             }
             if walk.reverse { try cursor.previous(s) } else { try cursor.next(s) }
         }
@@ -194,5 +201,14 @@ extension ReadTransaction {
         }
         nulls.sort(by: less)
         return out + nulls.map(\.rowID)
+    }
+
+    /// Whether `a` holds the bytes of `b`.
+    @inline(__always)
+    private static func sameBytes(_ a: UnsafeRawBufferPointer, _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        // Short keys (a segment: a tag and a few bytes): a plain loop.
+        for i in 0..<a.count where a[i] != b[i] { return false }
+        return true
     }
 }

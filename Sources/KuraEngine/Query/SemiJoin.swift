@@ -393,12 +393,21 @@ extension ReadTransaction {
         try cursor.first(s)
         var current: Int64 = 0, run: Int64 = 0, ordered = true
         while cursor.isValid {
-            let key = cursor.key
-            // An integer segment: its tag, then the value as a row-ID key
-            // (IndexKey.swift), whose bytes sort as the values do.
-            if let base = key.baseAddress, key.count > 0, base.load(as: UInt8.self) == IndexKey.integerTag {
-                guard let (v, _) = RowIDKey.decode(base, 1, key.count) else {
-                    throw KuraError(.corrupt, "index \"\(index.name)\" has a malformed integer key", page: index.info.rootPage)
+            // The cells of one leaf are read in a loop of their own (the leaf
+            // held once, not fetched through the cursor per entry); the
+            // cursor then steps from the leaf's last cell to the next leaf.
+            let leaf = cursor.leaf
+            let n = leaf.cellCount
+            var i = cursor.index
+            while i < n {
+                let (o, l) = leaf.cellKey(i)
+                let base = UnsafeRawPointer(leaf.bytes + o)
+                i += 1
+                // An integer segment: its tag, then the value as a row-ID key
+                // (IndexKey.swift), whose bytes sort as the values do.
+                guard l > 0, base.load(as: UInt8.self) == IndexKey.integerTag else { continue }
+                guard let (v, _) = RowIDKey.decode(base, 1, l) else {
+                    throw KuraError(.corrupt, "index \"\(index.name)\" has a malformed integer key", page: leaf.number)
                 }
                 if run > 0 && v == current {
                     run += 1
@@ -411,6 +420,7 @@ extension ReadTransaction {
                     run = 1
                 }
             }
+            if n > 0 { cursor.stack[cursor.stack.count - 1].index = n - 1 }
             try cursor.next(s)
         }
         if run > 0 { out.append((current, run)) }

@@ -1,0 +1,55 @@
+// ToOneKeys: an object's to-one targets by relationship name (its
+// `toOne` and `savedToOne`), as a short list of (name, ID) pairs.
+//
+// Why not a Dictionary: every object loaded from the store gets one of these
+// per row, and a Dictionary keyed by String paid for a hash table per object
+// (its storage allocated through the runtime's generic path, the name hashed
+// with SipHash on every insert and lookup) and freed it again with the
+// object: about a tenth of a fetch of objects with one to-one key. An entity
+// has few to-one relationships, so a scan comparing names (equal names of
+// up to 15 bytes compare as two words) costs less than one hash.
+//
+// Semantics are a dictionary's: one entry per name (setting a name that is
+// there replaces its ID, setting nil removes it), equality ignores order,
+// iteration yields `(key, value)` pairs in no promised order.
+//
+// Invariant: no two entries have the same key.
+
+struct ToOneKeys: Equatable, Sequence {
+    typealias Element = (key: String, value: ManagedObjectID)
+
+    private var entries: [Element]
+
+    /// No targets.
+    init() { entries = [] }
+
+    /// One target (a row's to-one key, as a context loads it).
+    init(_ key: String, _ value: ManagedObjectID) { entries = [(key, value)] }
+
+    /// The target of relationship `key` (nil: none); setting nil removes it.
+    subscript(key: String) -> ManagedObjectID? {
+        get {
+            for e in entries where e.key == key { return e.value }
+            return nil
+        }
+        set {
+            if let i = entries.firstIndex(where: { $0.key == key }) {
+                if let newValue { entries[i].value = newValue } else { entries.remove(at: i) }
+            } else if let newValue {
+                entries.append((key, newValue))
+            }
+        }
+    }
+
+    var isEmpty: Bool { entries.isEmpty }
+    var count: Int { entries.count }
+
+    func makeIterator() -> IndexingIterator<[Element]> { entries.makeIterator() }
+
+    /// Equal when both hold the same names with the same IDs, in any order.
+    static func == (a: ToOneKeys, b: ToOneKeys) -> Bool {
+        guard a.entries.count == b.entries.count else { return false }
+        for e in a.entries where b[e.key] != e.value { return false }
+        return true
+    }
+}
