@@ -45,17 +45,7 @@ final class GroupedCountLeafTests: XCTestCase {
             XCTAssertEqual(got.map(\.id), want.map(\.id), label)
             XCTAssertEqual(got.map(\.count), want.map(\.count), label)
         }
-        let leaves: Int = try db.read { tx in
-            guard let index = try tx.indexes(of: "child").first, let pages = tx.snapshotPages else { return 0 }
-            var c = TreeCursor(tree: index.tree)
-            var seen = Set<UInt32>()
-            try c.first(pages)
-            while c.isValid {
-                seen.insert(c.leaf.number)
-                try c.next(pages)
-            }
-            return seen.count
-        }
+        let leaves = try indexLeafCount(db, table: "child")
         XCTAssertGreaterThan(leaves, 10, "the index should span many leaves")
         try db.read { tx in try check(tx, "snapshot") }
         struct Rollback: Error {}

@@ -33,17 +33,7 @@ final class IndexRangeSeekTests: XCTestCase {
                     model[try tx.insert([.integer(score), .text("n\(i)")], into: t)] = score
                 }
             }
-            let leafCount: Int = try db.read { tx in
-                guard let index = try tx.indexes(of: "t").first, let pages = tx.snapshotPages else { return 0 }
-                var c = TreeCursor(tree: index.tree)
-                var leaves = Set<UInt32>()
-                try c.first(pages)
-                while c.isValid {
-                    leaves.insert(c.leaf.number)
-                    try c.next(pages)
-                }
-                return leaves.count
-            }
+            let leafCount = try indexLeafCount(db, table: "t")
             XCTAssertGreaterThan(leafCount, 10, "the index should span many leaves")
             for round in 0..<150 {
                 let n = Int(rng.next() % 80) + 1

@@ -149,3 +149,19 @@ func makeSparseRowIDTable(_ db: Database, rows: Int, neighbours: Int,
     probes += [Int64.min, Int64.max, 0]
     return (model, probes)
 }
+
+/// How many leaves the first index of table `table` spans in the current
+/// snapshot (tests that need an index over many leaves check it).
+func indexLeafCount(_ db: Database, table: String) throws -> Int {
+    try db.read { tx in
+        guard let index = try tx.indexes(of: table).first, let pages = tx.snapshotPages else { return 0 }
+        var c = TreeCursor(tree: index.tree)
+        var leaves = Set<UInt32>()
+        try c.first(pages)
+        while c.isValid {
+            leaves.insert(c.leaf.number)
+            try c.next(pages)
+        }
+        return leaves.count
+    }
+}
