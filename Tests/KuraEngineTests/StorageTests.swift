@@ -194,6 +194,48 @@ final class StorageTests: XCTestCase {
         XCTAssertEqual(Checksum.xxh64(Array("Kura page".utf8), seed: 12345), 0xF717_0EC3_3FD4_36ED)
     }
 
+    /// Every length from 0 to 300 and a page's, against a plain indexed
+    /// implementation of XXH64 (the specification's loop, one stripe at a
+    /// time): the pointer-walking stripe loop ends where the spec's does.
+    func testChecksumAgreesWithAPlainImplementationAtEveryLength() {
+        func plain(_ d: [UInt8], seed: UInt64) -> UInt64 {
+            let p1: UInt64 = 0x9E37_79B1_85EB_CA87, p2: UInt64 = 0xC2B2_AE3D_27D4_EB4F, p3: UInt64 = 0x1656_67B1_9E37_79F9
+            let p4: UInt64 = 0x85EB_CA77_C2B2_AE63, p5: UInt64 = 0x27D4_EB2F_1656_67C5
+            func rotl(_ x: UInt64, _ r: UInt64) -> UInt64 { (x << r) | (x >> (64 - r)) }
+            func u64(_ i: Int) -> UInt64 { (0..<8).reduce(0) { $0 | UInt64(d[i + $1]) << (8 * UInt64($1)) } }
+            func round(_ a: UInt64, _ l: UInt64) -> UInt64 { rotl(a &+ l &* p2, 31) &* p1 }
+            var i = 0
+            var h: UInt64
+            if d.count >= 32 {
+                var v = [seed &+ p1 &+ p2, seed &+ p2, seed, seed &- p1]
+                while i + 32 <= d.count {
+                    for k in 0..<4 { v[k] = round(v[k], u64(i + 8 * k)) }
+                    i += 32
+                }
+                h = rotl(v[0], 1) &+ rotl(v[1], 7) &+ rotl(v[2], 12) &+ rotl(v[3], 18)
+                for k in 0..<4 { h = (h ^ round(0, v[k])) &* p1 &+ p4 }
+            } else {
+                h = seed &+ p5
+            }
+            h = h &+ UInt64(d.count)
+            while i + 8 <= d.count { h ^= round(0, u64(i)); h = rotl(h, 27) &* p1 &+ p4; i += 8 }
+            if i + 4 <= d.count {
+                h ^= (0..<4).reduce(UInt64(0)) { $0 | UInt64(d[i + $1]) << (8 * UInt64($1)) } &* p1
+                h = rotl(h, 23) &* p2 &+ p3
+                i += 4
+            }
+            while i < d.count { h ^= UInt64(d[i]) &* p5; h = rotl(h, 11) &* p1; i += 1 }
+            h ^= h >> 33; h = h &* p2; h ^= h >> 29; h = h &* p3; h ^= h >> 32
+            return h
+        }
+        var g = SplitMix64(seed: 0x5EED)
+        let data = (0..<4096).map { _ in UInt8(truncatingIfNeeded: g.next()) }
+        for n in Array(0...300) + [4088, 4096] {
+            let d = Array(data[0..<n])
+            XCTAssertEqual(Checksum.xxh64(d, seed: UInt64(n)), plain(d, seed: UInt64(n)), "length \(n)")
+        }
+    }
+
     func testTransactionUsedAfterItsClosureThrowsMisuse() throws {
         let db = try Database.inMemory()
         var escaped: ReadTransaction?

@@ -137,7 +137,9 @@ final class Snapshot: @unchecked Sendable {
     /// carrying a memo across.
     func lineage(afterCommitting pages: [UInt32], atLogEnd: Bool) -> [LineageStep] {
         guard atLogEnd, pages.count <= Self.lineagePages else { return [] }
-        var steps = [LineageStep(from: serial, pages: pages)]
+        var steps: [LineageStep] = []
+        steps.reserveCapacity(min(lineage.count + 1, Self.lineageDepth))
+        steps.append(LineageStep(from: serial, pages: pages))
         var total = pages.count
         for step in lineage.prefix(Self.lineageDepth - 1) {
             total += step.pages.count
