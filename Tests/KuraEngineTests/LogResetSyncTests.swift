@@ -130,4 +130,24 @@ final class LogResetSyncTests: XCTestCase {
         XCTAssertEqual(try logSize(), Int64(WriteAheadLog.headerSize), "an explicit checkpoint cuts the log to its header")
         try db.read { tx in XCTAssertEqual(try tx.rowCount(try tx.table("t")), 902) }
     }
+
+    /// A limit below one frame, down to `Int.min`, cuts the log to its header
+    /// at every automatic checkpoint (and opening with it does not trap).
+    func testALimitBelowOneFrameCutsTheLogAtEveryCheckpoint() throws {
+        for limit in [Int.min, -1, 0, 4096] {
+            let fs = FaultInjectingFileSystem()
+            var o = options(fs)
+            o.checkpointThreshold = 4
+            o.logSizeLimit = limit
+            let db = try Database(path: Self.path, options: o)
+            defer { db.close() }
+            try db.write { tx in
+                let t = try tx.createTable("t", schema: TableSchema([ColumnDefinition("v", .text)]))
+                for i in 0..<200 { _ = try tx.insert([.text(String(repeating: "x", count: 100) + "\(i)")], into: t) }
+            }
+            XCTAssertEqual(db.pager.wal.maxFrame, 0, "limit \(limit): the transaction was checkpointed")
+            let size = try fs.open(Self.path + "-wal", create: false, permissionsOf: nil).size()
+            XCTAssertEqual(size, Int64(WriteAheadLog.headerSize), "limit \(limit): the log is cut to its header")
+        }
+    }
 }

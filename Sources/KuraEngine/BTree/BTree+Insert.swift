@@ -193,11 +193,10 @@ extension BTree {
             guard past else { return false }
         }
         let layout = Node.leafLayout(keyLength: key.count, valueLength: value.count, pageSize: w.pageSize)
-        let compact = leaf.isCompactLeaf
-        let stored = compact ? layout.size - Node.compactSaving : layout.size
+        let stored = leaf.storedSize(ofLeafCell: layout.size)
         if !layout.overflow && leaf.freeSpace >= stored + 2 {
             // The usual case: the cell is written straight into the leaf.
-            try w.writable(hint.leaf).appendLeafCell(key, value, size: stored, compact: compact, table: kind == .table)
+            try w.writable(hint.leaf).appendLeafCell(key, value, size: stored, compact: leaf.isCompactLeaf, table: kind == .table)
             return true
         }
         let cell = try makeLeafCell(key, value, w)

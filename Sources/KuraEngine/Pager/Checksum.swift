@@ -35,8 +35,9 @@ package enum Checksum {
             var v4 = seed &- p1
             // Stripes of 32 bytes up to `end`, walked by pointer: no overflow
             // check per stripe (a page's hash is mostly this loop).
+            i = count & ~31
             var q = p
-            let end = p + (count & ~31)
+            let end = p + i
             repeat {
                 v1 = round(v1, UInt64(littleEndian: q.loadUnaligned(as: UInt64.self)))
                 v2 = round(v2, UInt64(littleEndian: q.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
@@ -44,7 +45,6 @@ package enum Checksum {
                 v4 = round(v4, UInt64(littleEndian: q.loadUnaligned(fromByteOffset: 24, as: UInt64.self)))
                 q += 32
             } while q < end
-            i = count & ~31
             h = rotl(v1, 1) &+ rotl(v2, 7) &+ rotl(v3, 12) &+ rotl(v4, 18)
             h = merge(h, v1); h = merge(h, v2); h = merge(h, v3); h = merge(h, v4)
         } else {

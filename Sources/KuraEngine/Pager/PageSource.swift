@@ -159,11 +159,17 @@ final class SnapshotPages: PageSource {
         return .emptied
     }
 
+    /// Where page `number` goes in the memo at its current size: its slot,
+    /// and the word and bit of `used` that say whether the slot holds a page.
+    @inline(__always)
+    private func position(_ number: UInt32) -> (slot: Int, word: Int, bit: UInt64) {
+        let slot = Int(number) & mask
+        return (slot, slot >> 6, UInt64(1) << UInt64(slot & 63))
+    }
+
     /// Drops page `number` from the memo if it holds it.
     private func forget(_ number: UInt32) {
-        let slot = Int(number) & mask
-        let word = slot >> 6
-        let bit = UInt64(1) << UInt64(slot & 63)
+        let (slot, word, bit) = position(number)
         guard used[word] & bit != 0, memoNumbers[slot] == number else { return }
         (memoPages + slot).deinitialize(count: 1)
         used[word] &= ~bit
@@ -199,9 +205,7 @@ final class SnapshotPages: PageSource {
 
     @inline(__always)
     func page(_ number: UInt32) throws(KuraError) -> Page {
-        let slot = Int(number) & mask
-        let word = slot >> 6
-        let bit = UInt64(1) << UInt64(slot & 63)
+        let (slot, word, bit) = position(number)
         if used[word] & bit != 0 {
             if memoNumbers[slot] == number { return memoPages[slot] }
             let p = try pager.page(number, snapshot)
@@ -224,9 +228,7 @@ final class SnapshotPages: PageSource {
 
     @inline(__always)
     private func store(_ p: Page, _ number: UInt32) {
-        let slot = Int(number) & mask
-        let word = slot >> 6
-        let bit = UInt64(1) << UInt64(slot & 63)
+        let (slot, word, bit) = position(number)
         memoNumbers[slot] = number
         if used[word] & bit != 0 {
             memoPages[slot] = p

@@ -317,7 +317,7 @@ final class Pager: @unchecked Sendable {
         // A reset keeps a log of up to `logSizeLimit` bytes (whole frames).
         let frameBytes = WriteAheadLog.frameHeaderSize + ps
         wal = WriteAheadLog(file: walFile, pageSize: ps, databaseID: databaseID,
-                            reuseFrames: max(logSizeLimit - WriteAheadLog.headerSize, 0) / frameBytes)
+                            reuseFrames: (max(logSizeLimit, WriteAheadLog.headerSize) - WriteAheadLog.headerSize) / frameBytes)
         try Pager.finishInterruptedCreation(file, wal, pageSize: ps, databaseID: databaseID,
                                             durability: durability, busyTimeout: busyTimeout)
         cache = PageCache(capacity: max(cacheBytes / ps, 8))
@@ -994,17 +994,16 @@ final class Pager: @unchecked Sendable {
             // be started without waiting for other connections' readers.
             sharedHeader?.beginChange()
             try state.withLock { () throws(KuraError) in
-                let storeVersion = try pageLocked(1, latest).headerVersion
-                try wal.reset(sync: durability != .off && storeVersion < FileHeader.lazyHeaderSyncVersion,
-                              version: logVersion(for: storeVersion))
+                try wal.reset(sync: false, version: logVersion(for: try pageLocked(1, latest).headerVersion))
             }
         }
         if wal.maxFrame == 0 && durability != .off && !wal.headerDurable {
-            // The first frame of a generation. From format 8 on a reset does not
-            // sync the header it writes (whoever reset the log, this connection
-            // or another); it must be on disk before any frame after it.
-            let storeVersion = try state.withLock { () throws(KuraError) in try pageLocked(1, latest).headerVersion }
-            if storeVersion >= FileHeader.lazyHeaderSyncVersion { try wal.syncHeader() }
+            // The first frame of a generation, after a header this connection
+            // has not synced: from format 8 on a reset does not sync the
+            // header it writes (whoever reset the log), and one this writer
+            // just wrote above is not synced either. It must be on disk before
+            // any frame after it (FORMAT.md, "Reset").
+            try wal.syncHeader()
         }
         if poisoned {
             // An earlier commit failed and its frames could not be cut off then.
