@@ -44,6 +44,20 @@ final class CompactCellsTests: XCTestCase {
         return [.integer(Int64(g.next() % 50)), .text(String(repeating: "abcdefgh", count: 1 + length / 8))]
     }
 
+    /// A format-7 store at `path` (wide leaves only) with table "t" indexed on
+    /// "a", churned `steps` times against `model` (`churn`), then closed.
+    static func makeFormatSevenStore(_ path: String, _ options: Database.Options, _ model: inout [Int64: [Value]],
+                                     _ g: inout SplitMix64, steps: Int) throws {
+        let db = try Database(path: path, options: options)
+        defer { db.close() }
+        try db.setFormatForTesting(7)
+        try db.write { tx in
+            let t = try tx.createTable("t", schema: try Self.schema())
+            _ = try tx.createIndex("by_a", on: t, columns: [IndexColumn("a")])
+        }
+        try churn(db, &model, &g, steps: steps)
+    }
+
     /// Random inserts, updates (growing and shrinking) and deletes against
     /// `model`, in a few transactions, enough to split, merge and
     /// redistribute leaves of a 512-byte-page store.
@@ -119,16 +133,7 @@ final class CompactCellsTests: XCTestCase {
         var options = Database.Options()
         options.pageSize = 512
         var model: [Int64: [Value]] = [:]
-        do {
-            let db = try Database(path: path, options: options)
-            try db.setFormatForTesting(7)
-            try db.write { tx in
-                let t = try tx.createTable("t", schema: try Self.schema())
-                _ = try tx.createIndex("by_a", on: t, columns: [IndexColumn("a")])
-            }
-            try Self.churn(db, &model, &g, steps: 800)
-            db.close()
-        }
+        try Self.makeFormatSevenStore(path, options, &model, &g, steps: 800)
         XCTAssertEqual(try fileVersion(path), 7)
         do {
             // Beside another connection: format 7, wide leaves only.
@@ -278,16 +283,7 @@ final class CompactCellsTests: XCTestCase {
         var o = Database.Options()
         o.pageSize = 512
         var model: [Int64: [Value]] = [:]
-        do {
-            let db = try Database(path: file, options: o)
-            try db.setFormatForTesting(7)
-            try db.write { tx in
-                let t = try tx.createTable("t", schema: try Self.schema())
-                _ = try tx.createIndex("by_a", on: t, columns: [IndexColumn("a")])
-            }
-            try Self.churn(db, &model, &g, steps: 200)
-            db.close()
-        }
+        try Self.makeFormatSevenStore(file, o, &model, &g, steps: 200)
         do {
             let db = try Database(path: file, options: o)
             XCTAssertEqual(try db.read { tx in try tx.headerPage().headerVersion }, FileHeader.compactCellsVersion)
