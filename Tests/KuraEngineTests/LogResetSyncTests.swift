@@ -104,6 +104,30 @@ final class LogResetSyncTests: XCTestCase {
         XCTAssertEqual(try value(db), 6)
     }
 
+    /// Another connection's reset: a writer that had synced the old header
+    /// finds a new one it did not sync, and syncs it before its first frame.
+    func testAHeaderAnotherConnectionWroteIsSyncedBeforeTheFirstFrame() throws {
+        let fs = FaultInjectingFileSystem()
+        let a = try Database(path: Self.path, options: options(fs))
+        defer { a.close() }
+        try a.write { tx in
+            let t = try tx.createTable("t", schema: TableSchema([ColumnDefinition("v", .integer)]))
+            _ = try tx.insert([.integer(0)], into: t)
+        }
+        let b = try Database(path: Self.path, options: options(fs))
+        defer { b.close() }
+        XCTAssertTrue(try a.checkpoint())
+        try b.write { tx in _ = try tx.update([.integer(1)], in: try tx.table("t"), rowID: 1) }
+        XCTAssertTrue(b.pager.wal.headerDurable, "b synced the header a's checkpoint wrote before its first frame")
+        // a resets the log again; b's next first frame finds that header.
+        XCTAssertTrue(try a.checkpoint())
+        let before = fs.operationCount(.sync)
+        try b.write { tx in _ = try tx.update([.integer(2)], in: try tx.table("t"), rowID: 1) }
+        XCTAssertEqual(fs.operationCount(.sync) - before, 1, "the new header is synced once; durability normal syncs nothing else")
+        XCTAssertTrue(b.pager.wal.headerDurable)
+        XCTAssertEqual(try a.read { tx in try tx.values(in: try tx.table("t"), rowID: 1) }, [.integer(2)])
+    }
+
     /// A log longer than `logSizeLimit` is cut back to it (whole frames) at an
     /// automatic checkpoint, a shorter one is kept for reuse, and an explicit
     /// checkpoint cuts it to its header.
