@@ -31,7 +31,12 @@ public final class Database: Sendable {
         /// store keeps the page size it was created with.
         public var pageSize: Int = 4096
         /// Memory for cached pages, in bytes. Scans of stores many times larger
-        /// stay within it (plus the pages a cursor currently holds).
+        /// stay within it (plus the pages a cursor currently holds). A scan of
+        /// a whole table (a query no index serves, `rows(in:)` from one end)
+        /// caches the pages it reads from disk only when a scan reads them
+        /// again: one pass over a table does not fill this memory, a table
+        /// scanned repeatedly is cached from its second scan on; lookups and
+        /// index ranges cache every page they read.
         public var cacheSize: Int = 32 << 20
         /// When commits are synced to disk.
         public var durability: Durability = .full

@@ -23,6 +23,8 @@ public final class RowCursor {
         self.reverse = reverse
         self.start = start
         cursor = TreeCursor(tree: BTree(root: table.rootPage, kind: .table))
+        // From one end of the table: a scan, which should not fill the cache.
+        cursor.sequential = start == nil
     }
 
     /// The next row, or nil at the end.

@@ -42,9 +42,10 @@ struct BTree {
     }
 
     /// Reads page `number` as a node of this tree, checking kind and owner.
+    /// `sequential`: for a scan of the whole tree (`PageSource.sequentialPage`).
     @inline(__always)
-    func node<S: PageSource>(_ number: UInt32, _ s: S) throws(KuraError) -> Page {
-        let p = try s.page(number)
+    func node<S: PageSource>(_ number: UInt32, _ s: S, sequential: Bool = false) throws(KuraError) -> Page {
+        let p = sequential ? try s.sequentialPage(number) : try s.page(number)
         let k = p.kindByte
         guard k == kind.leaf.rawValue || k == kind.interior.rawValue else {
             throw KuraError(.corrupt, "page \(number) should be a \(kind) tree page but has kind \(k); run `kura check` on the store", page: number)
@@ -232,6 +233,11 @@ struct TreeCursor {
     var stack: [(page: Page, index: Int)] = []
     /// True when positioned on a leaf cell.
     private(set) var isValid = false
+    /// Set by a caller that walks the whole tree from `first` or `last` (a
+    /// full scan): the pages the cursor moves to from one leaf to the next are
+    /// then read with `PageSource.sequentialPage`, which keeps a single pass
+    /// from filling the caches. Descents by `seek` read pages as usual.
+    var sequential = false
 
     init(tree: BTree) { self.tree = tree }
 
@@ -282,7 +288,7 @@ struct TreeCursor {
             guard stack.count < BTree.maxDepth else { throw tree.depthError(p.number) }
             let i = leftmost ? 0 : p.cellCount
             stack.append((p, i))
-            p = try tree.node(p.child(i), s)
+            p = try tree.node(p.child(i), s, sequential: sequential)
         }
         let n = p.cellCount
         stack.append((p, leftmost ? 0 : n - 1))
@@ -323,11 +329,11 @@ struct TreeCursor {
             while let top = stack.last, top.index >= top.page.cellCount { stack.removeLast() }
             guard !stack.isEmpty else { isValid = false; return }
             stack[stack.count - 1].index += 1
-            var p = try tree.node(stack[stack.count - 1].page.child(stack[stack.count - 1].index), s)
+            var p = try tree.node(stack[stack.count - 1].page.child(stack[stack.count - 1].index), s, sequential: sequential)
             while !p.isLeafNode {
                 guard stack.count < BTree.maxDepth else { throw tree.depthError(p.number) }
                 stack.append((p, 0))
-                p = try tree.node(p.child(0), s)
+                p = try tree.node(p.child(0), s, sequential: sequential)
             }
             stack.append((p, 0))
             if p.cellCount > 0 { return }
@@ -344,11 +350,11 @@ struct TreeCursor {
             while let top = stack.last, top.index <= 0 { stack.removeLast() }
             guard !stack.isEmpty else { isValid = false; return }
             stack[stack.count - 1].index -= 1
-            var p = try tree.node(stack[stack.count - 1].page.child(stack[stack.count - 1].index), s)
+            var p = try tree.node(stack[stack.count - 1].page.child(stack[stack.count - 1].index), s, sequential: sequential)
             while !p.isLeafNode {
                 guard stack.count < BTree.maxDepth else { throw tree.depthError(p.number) }
                 stack.append((p, p.cellCount))
-                p = try tree.node(p.child(p.cellCount), s)
+                p = try tree.node(p.child(p.cellCount), s, sequential: sequential)
             }
             stack.append((p, p.cellCount - 1))
             if p.cellCount > 0 { return }

@@ -33,6 +33,12 @@ struct PageCache {
     private(set) var count = 0
     private var ring: [UInt64] = []
     private var hand = 0
+    /// Keys that sequential scans read and did not admit: one bit per hashed
+    /// key (`admitsScanned`), allocated by the first scan that misses. False
+    /// positives only admit a page, which is what the cache did before.
+    private var scanned: [UInt64] = []
+    /// Bits set in `scanned` since it was last cleared.
+    private var scannedMarks = 0
 
     init(capacity: Int) {
         self.capacity = max(capacity, 8)
@@ -95,6 +101,38 @@ struct PageCache {
         insertNew(key, page)
         ring.append(key)
         if ring.count > 2 * capacity + 64 { compactRing() }
+    }
+
+    /// Whether a page that a sequential scan (a cursor walking a whole tree
+    /// from one end) just read from disk should enter the cache. Only on the
+    /// scan's second pass over the key: the first read only marks it. One
+    /// pass over a table (a count, an export, a stream of every row in a
+    /// fresh process) so leaves the cache, and the process's memory, as they
+    /// were, where it used to fill the cache with pages nothing reads again;
+    /// a table scanned again is cached from that second scan on, and pages
+    /// reached any other way (lookups, index ranges) are cached as always.
+    /// This is 2Q's "ghost" list (Johnson and Shasha, 1994) as a bitmap: four
+    /// bits per page the cache holds, cleared once it has marked as many keys
+    /// as the cache holds pages, so that at most a quarter of its bits are
+    /// set and a scan of a table larger than the cache, which the cache
+    /// could not keep anyway, does not leave it full of marks.
+    mutating func admitsScanned(_ key: UInt64) -> Bool {
+        if scanned.isEmpty {
+            var bits = 4096
+            while bits < 4 * capacity { bits <<= 1 }
+            scanned = [UInt64](repeating: 0, count: bits / 64)
+        }
+        let bits = scanned.count * 64
+        let h = Int(truncatingIfNeeded: (key &* 0x9E37_79B9_7F4A_7C15) >> UInt64(64 - bits.trailingZeroBitCount))
+        let bit: UInt64 = 1 << UInt64(h & 63)
+        if scanned[h >> 6] & bit != 0 { return true }
+        if scannedMarks >= capacity {
+            for i in scanned.indices { scanned[i] = 0 }
+            scannedMarks = 0
+        }
+        scanned[h >> 6] |= bit
+        scannedMarks += 1
+        return false
     }
 
     /// Adds `key`, which is not in the table.

@@ -25,6 +25,14 @@ import Darwin
 protocol PageSource {
     var pageSize: Int { get }
     func page(_ number: UInt32) throws(KuraError) -> Page
+    /// Page `number` for a scan of a whole tree (`TreeCursor.sequential`):
+    /// the same page as `page(_:)`, but a source may keep it out of its
+    /// caches, since a scan reads each page once.
+    func sequentialPage(_ number: UInt32) throws(KuraError) -> Page
+}
+
+extension PageSource {
+    func sequentialPage(_ number: UInt32) throws(KuraError) -> Page { try page(number) }
 }
 
 /// Pages of a read transaction.
@@ -218,6 +226,16 @@ final class SnapshotPages: PageSource {
         noteMiss()
         store(p, number)
         return p
+    }
+
+    /// A page for a scan of a whole tree: served from the memo when it holds
+    /// it, otherwise from the pager without being memoized (a scan reads each
+    /// leaf once; memoizing them would only grow the memo and keep pages
+    /// alive) and with the pager's scan admission (`Pager.page(_:_:sequential:)`).
+    func sequentialPage(_ number: UInt32) throws(KuraError) -> Page {
+        let (slot, word, bit) = position(number)
+        if used[word] & bit != 0 && memoNumbers[slot] == number { return memoPages[slot] }
+        return try pager.page(number, snapshot, sequential: true)
     }
 
     @inline(__always)

@@ -761,8 +761,10 @@ final class Pager: @unchecked Sendable {
     // MARK: Reading pages
 
     /// Page `number` as seen by `snapshot`. The page is immutable; keep it only
-    /// while the snapshot is in use.
-    func page(_ number: UInt32, _ snapshot: Snapshot) throws(KuraError) -> Page {
+    /// while the snapshot is in use. `sequential`: a scan of a whole tree asks
+    /// for it, and a page read from disk then enters the cache only on a
+    /// scan's second read of it (`PageCache.admitsScanned`).
+    func page(_ number: UInt32, _ snapshot: Snapshot, sequential: Bool = false) throws(KuraError) -> Page {
         guard number >= 1 && number <= snapshot.pageCount else {
             throw KuraError.corruption("reference to page \(number), beyond the last page (\(snapshot.pageCount))", page: number, path: path)
         }
@@ -801,7 +803,9 @@ final class Pager: @unchecked Sendable {
             let stillValid = state.withShared { epoch == checkpointEpoch }
             if !stillValid { continue }
             let p = try load(number, frame: frame, shared: true)
-            state.withLock { if epoch == checkpointEpoch { cache.put(key, p) } }
+            state.withLock {
+                if epoch == checkpointEpoch && (!sequential || cache.admitsScanned(key)) { cache.put(key, p) }
+            }
             return p
         }
     }

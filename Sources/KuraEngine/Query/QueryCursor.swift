@@ -508,6 +508,8 @@ struct CandidateSource {
         if !started {
             started = true
             cursor = TreeCursor(tree: tableTree)
+            // A scan of the whole table: its leaves should not fill the cache.
+            cursor!.sequential = true
             try cursor!.first(s)
         } else {
             try cursor!.next(s)

@@ -390,6 +390,7 @@ extension ReadTransaction {
         precondition(index.columns.first.map { !$0.descending } ?? false, "groupedCounts needs an index led by an ascending column")
         var out: [(id: Int64, count: Int64)] = []
         var cursor = TreeCursor(tree: index.tree)
+        cursor.sequential = true
         try cursor.first(s)
         var current: Int64 = 0, run: Int64 = 0, ordered = true
         while cursor.isValid {
