@@ -105,6 +105,81 @@ final class ObjectRegistryTests: XCTestCase {
         XCTAssertEqual(try context.count(for: FetchRequest<Company>(entityName: "Company")), 501)
     }
 
+    /// Every way an object enters a context links it to that context
+    /// (`ManagedObjectContext.link`, set by each initializer): an insert, a
+    /// fault from `object(with:)`, `existingObject`, a fetch, a child
+    /// context's insert and the view context's. One instance per ID, a fault
+    /// loads its own row, and once the context is released its objects see no
+    /// context (a fault then reads its zero value and notes `.misuse`).
+    /// `existingObject` of a deleted row throws `.notFound`, as before.
+    @MainActor
+    func testEveryPathLinksObjectsToTheirContextUntilItIsReleased() throws {
+        let container = try PersistentContainer.inMemory(model: companyModel())
+        let a = container.newContext()
+        var ids: [ManagedObjectID] = []
+        for i in 0..<20 {
+            let c = Company(context: a)
+            XCTAssertTrue(c.managedObjectContext === a, "insert")
+            c.name = "c\(i)"
+            ids.append(c.objectID)
+        }
+        try a.save()
+        let saved = try a.fetch(FetchRequest<Company>(entityName: "Company", sortDescriptors: [SortKey("name")]))
+        ids = saved.map(\.objectID)
+        let names = saved.map(\.name)
+
+        let b = container.newContext()
+        for (k, id) in ids.enumerated().reversed() {
+            let fault = try b.object(with: id)
+            XCTAssertTrue(fault.isFault)
+            XCTAssertTrue(fault.managedObjectContext === b, "object(with:)")
+            XCTAssertTrue(try b.object(with: id) === fault, "one instance per ID")
+            let loaded = try b.existingObject(with: id)
+            XCTAssertTrue(loaded === fault, "existingObject gives the registered instance")
+            XCTAssertFalse(loaded.isFault)
+            XCTAssertEqual((loaded as? Company)?.name, names[k], "a fault loads its own row")
+            XCTAssertEqual(try loaded.value(forKey: "name") as? String, names[k])
+        }
+        let c = container.newContext()
+        let fetched = try c.fetch(FetchRequest<Company>(entityName: "Company"))
+        XCTAssertEqual(fetched.count, 20)
+        for o in fetched { XCTAssertTrue(o.managedObjectContext === c, "fetch") }
+
+        let child = ManagedObjectContext(parent: a)
+        let inChild = Company(context: child)
+        XCTAssertTrue(inChild.managedObjectContext === child, "child context")
+        let view = container.viewContext
+        let inView = try view.existingObject(with: ids[0])
+        XCTAssertTrue(inView.managedObjectContext === view, "view context")
+
+        // Released context: its objects see none.
+        var orphan: Company?
+        var orphanLoaded: Company?
+        do {
+            let d = container.newContext()
+            orphan = try d.object(with: ids[1]) as? Company
+            orphanLoaded = try d.existingObject(with: ids[2]) as? Company
+            XCTAssertTrue(orphan?.managedObjectContext === d)
+        }
+        XCTAssertNil(orphan?.managedObjectContext)
+        XCTAssertNil(orphanLoaded?.managedObjectContext)
+        XCTAssertEqual(orphanLoaded?.name, names[2], "loaded values stay readable")
+        XCTAssertEqual(orphan?.name, "", "a fault of a released context reads its zero value")
+        XCTAssertEqual(orphan?.readError?.code, .misuse)
+
+        // Deleted rows: existingObject throws .notFound (deleted here, then saved).
+        let gone = try a.existingObject(with: ids[3])
+        try a.delete(gone)
+        XCTAssertThrowsError(try a.existingObject(with: ids[3])) { e in
+            XCTAssertEqual((e as? KuraError)?.code, .notFound)
+        }
+        try a.save()
+        XCTAssertThrowsError(try container.newContext().existingObject(with: ids[3])) { e in
+            XCTAssertEqual((e as? KuraError)?.code, .notFound)
+            XCTAssertTrue((e as? KuraError)?.message.contains("no longer exists") == true, "\(e)")
+        }
+    }
+
     /// A save's new permanent IDs sit in runs by row ID (ObjectRegistry.openRun):
     /// lookups, replacement, removal by a leaving object, counts, the
     /// dictionary still answering for an ID registered before the run

@@ -36,7 +36,9 @@ import Foundation
 /// keep its context alive, as in Core Data).
 final class ContextLink {
     unowned(unsafe) var context: ManagedObjectContext?
-    init(_ context: ManagedObjectContext) { self.context = context }
+    /// A link to no context yet: the context's initializer sets `context`
+    /// to itself as its last step (it cannot pass itself earlier).
+    init() { context = nil }
 }
 
 /// A context: the Kura counterpart of NSManagedObjectContext.
@@ -266,8 +268,10 @@ public final class ManagedObjectContext {
     init(container: PersistentContainer) {
         ownedContainer = container
         borrowedContainer = container
+        modelHasTransientRelationships = container.model.hasTransientRelationships
         parent = nil
         registry = ObjectRegistry(identity: identity)
+        link.context = self
     }
 
     /// A child context of `parent` (Context+Parent.swift): it keeps its
@@ -280,9 +284,11 @@ public final class ManagedObjectContext {
         let c = parent.container
         ownedContainer = c
         borrowedContainer = c
+        modelHasTransientRelationships = c.model.hasTransientRelationships
         self.parent = parent
         mergePolicy = parent.mergePolicy
         registry = ObjectRegistry(identity: identity)
+        link.context = self
     }
 
     /// A context that does not keep `container` alive (the view context,
@@ -290,14 +296,20 @@ public final class ManagedObjectContext {
     init(borrowing container: PersistentContainer) {
         ownedContainer = nil
         borrowedContainer = container
+        modelHasTransientRelationships = container.model.hasTransientRelationships
         parent = nil
         registry = ObjectRegistry(identity: identity)
+        link.context = self
     }
 
-    /// What this context's objects reach it through (ContextLink): cleared
-    /// first thing when the context is deallocated, so that from then on
-    /// its objects read a nil `managedObjectContext`, as a weak reference would.
-    private(set) lazy var link = ContextLink(self)
+    /// What this context's objects reach it through (ContextLink): pointed
+    /// at the context by each initializer, cleared first thing when the
+    /// context is deallocated, so that from then on its objects read a nil
+    /// `managedObjectContext`, as a weak reference would. A `let` made with
+    /// the context (not a lazy property): every object registered reads it,
+    /// and a lazy property's getter costs a check and a retain and release
+    /// of the context per read.
+    let link = ContextLink()
 
     deinit {
         link.context = nil
@@ -307,6 +319,10 @@ public final class ManagedObjectContext {
     /// The container's open store, resolved once it is loaded (then kept:
     /// no lock per access; PersistentContainer+Loading.swift).
     private var cachedStore: LoadedStore?
+    /// `model.hasTransientRelationships`, read once (the container's model
+    /// never changes): every fault's load asks it, and reading it through
+    /// `container` and `model` retains and releases both.
+    private let modelHasTransientRelationships: Bool
     /// The last entity `layout(of:)` resolved, and its layout.
     private var lastLayout: (entity: EntityDescription, layout: RowLayout)?
     /// The last entity `entity(named:)` resolved.
@@ -403,7 +419,9 @@ public final class ManagedObjectContext {
     }
 
     func register(inserted o: ManagedObject) {
-        o.managedObjectContext = self
+        // The link itself (what `managedObjectContext = self` stores),
+        // without a retain and release of the context per object.
+        o.contextLink = link
         // Defaults in stored form, computed once per entity (RowLayout.insertSlots)
         // and copied into the object's own slots (which the setters that
         // follow then change in place); a store that is not loaded has no layouts.
@@ -462,7 +480,7 @@ public final class ManagedObjectContext {
     /// Registers a fault for `id` of entity `e` (`id`'s entity).
     func registerFault(_ id: ManagedObjectID, _ e: EntityDescription) -> ManagedObject {
         let o = e.objectClass.init(entity: e, objectID: id)
-        o.managedObjectContext = self
+        o.contextLink = link
         o.isFault = true
         track(o, as: id)
         return o
@@ -508,7 +526,7 @@ public final class ManagedObjectContext {
             throw KuraError(.notFound, "\(o.objectID) no longer exists in the store (deleted by another context?)")
         }
         try checkRowEntity(row, of: o)
-        apply(row, to: o)
+        apply(row, to: o, layout: layout)
         o.awakeFromFetch()
     }
 
@@ -550,7 +568,12 @@ public final class ManagedObjectContext {
     /// entity's column order: attributes, then to-one keys and order columns,
     /// then the version).
     func apply(_ row: [Value], to o: ManagedObject) {
-        let layout = self.layout(of: o.entity)
+        apply(row, to: o, layout: layout(of: o.entity))
+    }
+
+    /// `apply(_:to:)` with the layout of `o`'s entity at hand (a fault's
+    /// load resolved it for its read: not resolved twice per object).
+    func apply(_ row: [Value], to o: ManagedObject, layout: RowLayout) {
         // Empty until a key is set; the first key makes a one-entry list in
         // one step, as most entities have one to-one key or none.
         var toOne = ToOneKeys()
@@ -559,7 +582,7 @@ public final class ManagedObjectContext {
         // (RelationshipDescription.isTransient); in a model without them
         // there is nothing to clear (and the field's write, with its dynamic
         // exclusivity check, is spared).
-        if o.isFault, model.hasTransientRelationships { o.transientRelated = .init() }
+        if o.isFault, modelHasTransientRelationships { o.transientRelated = .init() }
         // By ordinal, from the layout (iterating the descriptions would copy
         // each one); every slot gets a value, in order.
         let values = AttributeValues(count: layout.attributeColumns.count) { k in
@@ -639,7 +662,7 @@ public final class ManagedObjectContext {
             return o
         }
         let o = e.objectClass.init(entity: e, objectID: id)
-        o.managedObjectContext = self
+        o.contextLink = link
         apply(row, to: o)
         track(o, as: id)
         o.awakeFromFetch()
