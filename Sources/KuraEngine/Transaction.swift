@@ -622,6 +622,53 @@ public final class WriteTransaction: ReadTransaction {
         }
     }
 
+    /// The catalog as `loadCatalog` gives it, without writing back and
+    /// forgetting the hot table: for a caller that reads only what the hot
+    /// table does not change (which objects exist, their roots and
+    /// definitions), never counters.
+    func peekCatalog() throws(KuraError) -> Catalog {
+        if let c = catalog { return c }
+        // No catalog yet, so no hot table either (resolving one loads it).
+        return try loadCatalog()
+    }
+
+    /// Takes over what the previous write transaction of this connection
+    /// handed on (`WriterTables`), if it was made for the snapshot this
+    /// transaction runs on and at its catalog key: checked here, under the
+    /// writer lock, against this transaction's own snapshot and header, so
+    /// a commit, compaction or checkpoint by any connection or process since
+    /// (a new snapshot) or a schema change (a new cookie) discards it.
+    func adopt(_ carried: WriterTables?) {
+        guard let carried, carried.serial == writer!.snapshot.serial,
+              let key = writer!.unchangedCatalogKey, key == carried.key else { return }
+        catalog = carried.catalog
+        counted = carried.counted
+        hot = carried.hot
+    }
+
+    /// What this transaction hands the next write transaction of its
+    /// connection once it committed, as of `serial` (the snapshot its commit
+    /// made, or its own if it wrote nothing): nil unless it loaded the
+    /// catalog and changed no schema (no table or index created, altered or
+    /// dropped, no migration or format upgrade: the header's catalog key is
+    /// the snapshot's), in a store whose counters live in the tables' leaves.
+    /// Its catalog then holds the committed entries, those of `counted` with
+    /// the committed counters (the hot table's written back at commit).
+    func tableCarry(to serial: UInt64) -> WriterTables? {
+        guard let c = catalog, localSchemaGeneration == 0, schemaChanged.isEmpty, droppedTables.isEmpty,
+              let w = writer, w.header.headerVersion >= FileHeader.leafCountersVersion,
+              let key = w.unchangedCatalogKey else { return nil }
+        if let h = hot {
+            // Written back at commit; a handle whose entry is not the
+            // catalog's (it cannot be, but it costs one comparison) is not carried.
+            guard !h.dirty, let e = c.entries[h.info.name], e.id == h.info.id, counted.contains(e.id),
+                  e.nextRowID == h.info.nextRowID, e.rowCount == h.info.rowCount else {
+                return WriterTables(serial: serial, key: key, catalog: c, counted: counted, hot: nil)
+            }
+        }
+        return WriterTables(serial: serial, key: key, catalog: c, counted: counted, hot: hot)
+    }
+
     override func currentCatalog() throws(KuraError) -> Catalog { try loadCatalog() }
 
     /// Current catalog entry for `table` with its counters, by name, checking it
@@ -1146,7 +1193,11 @@ public final class WriteTransaction: ReadTransaction {
         try checkActive()
         try writer!.checkNotFailed()
         try collectExternalGarbage()
+        // The hot table's counters go to the catalog; the handle itself is
+        // kept for `tableCarry` (nothing below changes a counter or the schema).
+        let kept = hot
         if catalog != nil { flushHotTable() }
+        kept?.dirty = false
         let w = writer!
         if let c = catalog {
             let root = w.header.headerCatalogRoot
@@ -1175,8 +1226,12 @@ public final class WriteTransaction: ReadTransaction {
                 w.markModified()
             }
         }
-        guard w.modified else { return }
+        guard w.modified else {
+            hot = kept
+            return
+        }
         try w.commit()
+        hot = kept
     }
 }
 
