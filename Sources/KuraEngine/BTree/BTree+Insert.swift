@@ -405,11 +405,17 @@ extension BTree {
         }
         let parentCells = try w.page(parentNo).cellCount
         let appending = i == count - 1 && parentIndex == parentCells
-        let s = appending ? count - 1 : Self.splitPoint(count: count) { k in
-            k == i ? cell.count : old.cellSize(k < i ? k : k - 1) + saving
+        // Each old cell's stored size, measured once (the split point and
+        // both halves use it).
+        let sizes = [Int](unsafeUninitializedCapacity: count - 1) { b, n in
+            for k in 0..<(count - 1) { b[k] = old.cellSize(k) }
+            n = count - 1
         }
-        node.rebuildLeaf(kind: kind.leaf, treeRoot: root, compact: compact, from: old, cells: 0..<s, inserting: cell, at: i)
-        sibling.rebuildLeaf(kind: kind.leaf, treeRoot: root, compact: compact, from: old, cells: s..<count, inserting: cell, at: i)
+        let s = appending ? count - 1 : Self.splitPoint(count: count) { k in
+            k == i ? cell.count : sizes[k < i ? k : k - 1] + saving
+        }
+        node.rebuildLeaf(kind: kind.leaf, treeRoot: root, compact: compact, from: old, sizes: sizes, cells: 0..<s, inserting: cell, at: i)
+        sibling.rebuildLeaf(kind: kind.leaf, treeRoot: root, compact: compact, from: old, sizes: sizes, cells: s..<count, inserting: cell, at: i)
         let last = s - 1
         let up = last == i ? Self.interiorCell(child: node.number, key: Self.leafCellKey(cell))
             : Self.interiorCell(child: node.number, key: old.keyBytes(last < i ? last : last - 1)[...])

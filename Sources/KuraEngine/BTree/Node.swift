@@ -734,11 +734,12 @@ extension Page {
     /// Makes the node a leaf of `kind` in the form `old` (a leaf) has
     /// (`compact`, which must be `old`'s form), holding cells `range` of the
     /// list that is `old`'s cells with the wide cell `cell` inserted at
-    /// position `at`: the cells of `old` are copied as they lie (no cell is
+    /// position `at` (`sizes[j]` is `old.cellSize(j)`, measured once by the
+    /// caller): the cells of `old` are copied as they lie (no cell is
     /// copied out into an array), `cell` in that form. The cells must fit;
     /// the page has no counters afterwards, as after `rebuild`. A leaf split
     /// (`BTree.insertCell`) builds both halves so from a copy of the full leaf.
-    func rebuildLeaf(kind: PageKind, treeRoot: UInt32, compact: Bool, from old: Page, cells range: Range<Int>,
+    func rebuildLeaf(kind: PageKind, treeRoot: UInt32, compact: Bool, from old: Page, sizes: [Int], cells range: Range<Int>,
                      inserting cell: [UInt8], at: Int) {
         Node.initialize(self, kind: kind, treeRoot: treeRoot, compact: compact)
         var top = Node.usable(size)
@@ -752,7 +753,7 @@ extension Page {
                 }
             } else {
                 let j = k < at ? k : k - 1
-                let n = old.cellSize(j)
+                let n = sizes[j]
                 top -= n
                 (bytes + top).copyMemory(from: old.bytes + old.cellOffset(j), byteCount: n)
             }
