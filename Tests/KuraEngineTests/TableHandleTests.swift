@@ -433,4 +433,48 @@ final class TableHandleTests: XCTestCase {
         }
         try check(2)
     }
+
+    // The same across processes: another process's commits (KuraTestChild
+    // `writer`: rows with automatic row IDs into the table this connection
+    // appends to, and its own checkpoints in the second round) between two
+    // one-row commits of this connection. A stale carry would hand out a row
+    // ID the child took (the insert throws) and count rows wrong.
+    func testWriterTablesFollowAnotherProcessesCommits() throws {
+        guard let child = CrashTests.childURL else { throw XCTSkip("KuraTestChild binary not found beside the test bundle") }
+        let dir = try TemporaryDirectory()
+        let path = dir.path + "/p.kura"
+        let db = try Database(path: path)
+        defer { db.close() }
+        try db.write { tx in
+            try tx.createTable("writes")
+            try tx.insert([.integer(0)], into: try tx.createTable("counter"), rowID: 1)
+        }
+        func insert() throws -> Int64 {
+            try db.write { tx in try tx.insert([.integer(99), .integer(0), .blob([])], into: try tx.table("writes")) }
+        }
+        var expected: Int64 = 0
+        for (round, threshold) in [1000, 2].enumerated() {
+            XCTAssertEqual(try insert(), expected + 1)
+            XCTAssertEqual(try insert(), expected + 2)
+            expected += 2
+            let carried = db.writerTables.take()
+            db.writerTables.keep(carried)
+            XCTAssertNotNil(carried?.hot, "nothing carried, so this test shows nothing")
+            let p = Process()
+            p.executableURL = child
+            p.arguments = ["writer", path, "\(round + 1)", "5", "\(threshold)"]
+            p.standardOutput = FileHandle.nullDevice
+            try p.run()
+            p.waitUntilExit()
+            XCTAssertEqual(p.terminationStatus, 0)
+            expected += 5
+            XCTAssertEqual(try insert(), expected + 1)
+            expected += 1
+        }
+        try db.read { tx in
+            XCTAssertEqual(try tx.table("writes").rowCount, expected)
+            XCTAssertEqual(try tx.count(TableQuery("writes")), Int(expected))
+            XCTAssertEqual(try tx.checkIntegrity(), [])
+        }
+    }
 }
