@@ -236,13 +236,22 @@ final class TableHandleCache: @unchecked Sendable {
 /// page), at the same catalog key (`key`: database ID, format, schema cookie).
 /// Made only by a transaction that changed no schema (`WriteTransaction.tableCarry`).
 /// A one-row commit that follows then does no catalog lookup, no counters
-/// descent and no handle allocation.
-struct WriterTables {
+/// descent and no handle allocation. A class, so that handing it over copies
+/// one reference. Immutable.
+final class WriterTables {
     let serial: UInt64
     let key: CatalogCache.Key
     let catalog: Catalog
     let counted: Set<Int64>
     let hot: TableHandle?
+
+    init(serial: UInt64, key: CatalogCache.Key, catalog: Catalog, counted: Set<Int64>, hot: TableHandle?) {
+        self.serial = serial
+        self.key = key
+        self.catalog = catalog
+        self.counted = counted
+        self.hot = hot
+    }
 }
 
 /// One connection's `WriterTables` from its last write transaction to its

@@ -658,15 +658,9 @@ public final class WriteTransaction: ReadTransaction {
         guard let c = catalog, localSchemaGeneration == 0, schemaChanged.isEmpty, droppedTables.isEmpty,
               let w = writer, w.header.headerVersion >= FileHeader.leafCountersVersion,
               let key = w.unchangedCatalogKey else { return nil }
-        if let h = hot {
-            // Written back at commit; a handle whose entry is not the
-            // catalog's (it cannot be, but it costs one comparison) is not carried.
-            guard !h.dirty, let e = c.entries[h.info.name], e.id == h.info.id, counted.contains(e.id),
-                  e.nextRowID == h.info.nextRowID, e.rowCount == h.info.rowCount else {
-                return WriterTables(serial: serial, key: key, catalog: c, counted: counted, hot: nil)
-            }
-        }
-        return WriterTables(serial: serial, key: key, catalog: c, counted: counted, hot: hot)
+        // The hot table was written back to the catalog at commit (`dirty`
+        // cleared); one that was not is not carried.
+        return WriterTables(serial: serial, key: key, catalog: c, counted: counted, hot: hot?.dirty == false ? hot : nil)
     }
 
     override func currentCatalog() throws(KuraError) -> Catalog { try loadCatalog() }
@@ -1142,10 +1136,21 @@ public final class WriteTransaction: ReadTransaction {
     /// one of whose tree pages this transaction changed (a split or a merge
     /// may have rebuilt the right-most leaf without them), at the end of its
     /// tree's right-most leaf. A leaf that holds them already is not written:
-    /// an append's commit writes no page for the counters.
-    func storeLeafCounters(_ c: Catalog) throws(KuraError) {
+    /// an append's commit writes no page for the counters. `hot`: the hot
+    /// table the commit wrote back to `c`, whose counters it stores without
+    /// a lookup when it is the only table concerned.
+    func storeLeafCounters(_ c: Catalog, hot: HotTable? = nil) throws(KuraError) {
         let w = writer!
         let touched = w.touchedTableRoots
+        if let h = hot, !h.dirty, changedTables.count == 1, changedTables.contains(h.info.name),
+           touched.isEmpty || (touched.count == 1 && touched.contains(h.info.rootPage)) {
+            // Only the hot table's counters changed and no other table's tree
+            // was touched (a run of writes to one table): the names below
+            // would be that table alone, and its counters those of `h`, just
+            // written back to the catalog.
+            try TableCounters.storeInLeaf(h.info.counters, root: h.info.rootPage, w)
+            return
+        }
         var names = changedTables
         if !touched.isEmpty {
             for (name, info) in c.entries where info.kind == "table" && touched.contains(info.rootPage) { names.insert(name) }
@@ -1212,7 +1217,7 @@ public final class WriteTransaction: ReadTransaction {
                 if let info = c.entries[name] { try Catalog.store(info, root: root, w) }
             }
             if leafCounters {
-                try storeLeafCounters(c)
+                try storeLeafCounters(c, hot: kept)
             } else {
                 for name in changedTables.sorted() {
                     guard let info = c.entries[name], info.kind == "table" else { continue }
