@@ -408,7 +408,16 @@ extension BTree {
         // Each old cell's stored size, measured once (the split point and
         // both halves use it).
         let sizes = [Int](unsafeUninitializedCapacity: count - 1) { b, n in
-            for k in 0..<(count - 1) { b[k] = old.cellSize(k) }
+            if compact && kind == .index {
+                // A compact index cell is its key's length and the key
+                // (`cellKey` reads them; `cellSize` would also look for a value).
+                for k in 0..<(count - 1) {
+                    let (ko, kl) = old.cellKey(k)
+                    b[k] = ko + kl - old.cellOffset(k)
+                }
+            } else {
+                for k in 0..<(count - 1) { b[k] = old.cellSize(k) }
+            }
             n = count - 1
         }
         let s = appending ? count - 1 : Self.splitPoint(count: count) { k in
