@@ -84,6 +84,8 @@ public final class Database: Sendable {
     let externalState = ExternalState()
     /// What the last write transaction handed the next (PageSource.swift, "Carry").
     let writerCarry = WriterCarrySlot()
+    /// The catalog and hot table the last write transaction handed the next (TableHandle.swift, `WriterTables`).
+    let writerTables = WriterTablesSlot()
     /// The read transaction kept for the next one (Transaction.swift).
     let spareRead = SpareReadTransaction()
 
@@ -237,6 +239,8 @@ public final class Database: Sendable {
         // Taken whatever happens: a transaction that rolls back hands nothing on.
         let writer = try PageWriter(pager: pager, snapshot: snapshot, carried: writerCarry.take())
         let tx = WriteTransaction(database: self, writer: writer)
+        // Taken whatever happens too; used only if made for this snapshot.
+        tx.adopt(writerTables.take())
         defer {
             // Rolled back: its external files go before the writer lock does.
             if !committed { tx.removeUncommittedExternalFiles() }
@@ -248,7 +252,9 @@ public final class Database: Sendable {
         // The snapshot the commit made (or, if it wrote nothing, the one it
         // ran on): still the newest, as this connection holds the writer lock.
         let pager = self.pager
-        writerCarry.keep(writer.carry(to: pager.state.withShared { pager.latest.serial }))
+        let serial = pager.state.withShared { pager.latest.serial }
+        writerCarry.keep(writer.carry(to: serial))
+        writerTables.keep(tx.tableCarry(to: serial))
         watcherSlot.current?.poke()
         return result
     }

@@ -15,6 +15,10 @@
 // between commits is kept across them, per connection (`TableHandleCache`): the
 // resolved entry, schema and indexes (`ResolvedTable`) for as long as the schema
 // cookie stays the same, and the counters of the newest snapshot read.
+// A write transaction's hot table, with its catalog, is handed to the
+// connection's next write transaction (`WriterTables`) only when that one
+// starts on the snapshot the first one's commit made: nothing changed the
+// store in between, so the counters it carries are still the stored ones.
 //
 // Invariant: `info.id`, `info.name` and `info.rootPage` identify the table; a
 // caller holding a `TableInfo` uses a handle only if id and name match (a table
@@ -220,4 +224,48 @@ final class TableHandleCache: @unchecked Sendable {
             if moveTo(snapshot) { counters[id] = c }
         }
     }
+}
+
+/// What a write transaction that committed hands the next write transaction
+/// of its connection (`Database.write`): its catalog (with the counters of
+/// every table it looked up, `WriteTransaction.counted`) and its hot table,
+/// as of `serial`, the snapshot its commit made. Valid only for a write
+/// transaction that starts on that very snapshot (`Snapshot.serial`: no commit
+/// by any connection or process, no checkpoint and no log refresh came in
+/// between, so the catalog and counters are still the store's, page for
+/// page), at the same catalog key (`key`: database ID, format, schema cookie).
+/// Made only by a transaction that changed no schema (`WriteTransaction.tableCarry`).
+/// A one-row commit that follows then does no catalog lookup, no counters
+/// descent and no handle allocation. A class, so that handing it over copies
+/// one reference. Immutable.
+final class WriterTables {
+    let serial: UInt64
+    let key: CatalogCache.Key
+    let catalog: Catalog
+    let counted: Set<Int64>
+    let hot: TableHandle?
+
+    init(serial: UInt64, key: CatalogCache.Key, catalog: Catalog, counted: Set<Int64>, hot: TableHandle?) {
+        self.serial = serial
+        self.key = key
+        self.catalog = catalog
+        self.counted = counted
+        self.hot = hot
+    }
+}
+
+/// One connection's `WriterTables` from its last write transaction to its
+/// next, taken by the next writer whatever its snapshot (so a transaction
+/// that rolls back hands nothing on).
+final class WriterTablesSlot: @unchecked Sendable {
+    // @unchecked Sendable: `tables` is guarded by `lock`. The handle and
+    // catalog it holds are used only by the write transaction that took them,
+    // which holds the connection's writer lock; the lock orders the handover
+    // between the threads of two successive write transactions.
+    private let lock = ThreadLock()
+    private var tables: WriterTables?
+
+    func take() -> WriterTables? { lock.withLock { () -> WriterTables? in defer { tables = nil }; return tables } }
+
+    func keep(_ t: WriterTables?) { lock.withLock { tables = t } }
 }

@@ -622,6 +622,47 @@ public final class WriteTransaction: ReadTransaction {
         }
     }
 
+    /// The catalog as `loadCatalog` gives it, without writing back and
+    /// forgetting the hot table: for a caller that reads only what the hot
+    /// table does not change (which objects exist, their roots and
+    /// definitions), never counters.
+    func peekCatalog() throws(KuraError) -> Catalog {
+        if let c = catalog { return c }
+        // No catalog yet, so no hot table either (resolving one loads it).
+        return try loadCatalog()
+    }
+
+    /// Takes over what the previous write transaction of this connection
+    /// handed on (`WriterTables`), if it was made for the snapshot this
+    /// transaction runs on and at its catalog key: checked here, under the
+    /// writer lock, against this transaction's own snapshot and header, so
+    /// a commit, compaction or checkpoint by any connection or process since
+    /// (a new snapshot) or a schema change (a new cookie) discards it.
+    func adopt(_ carried: WriterTables?) {
+        guard let carried, carried.serial == writer!.snapshot.serial,
+              let key = writer!.unchangedCatalogKey, key == carried.key else { return }
+        catalog = carried.catalog
+        counted = carried.counted
+        hot = carried.hot
+    }
+
+    /// What this transaction hands the next write transaction of its
+    /// connection once it committed, as of `serial` (the snapshot its commit
+    /// made, or its own if it wrote nothing): nil unless it loaded the
+    /// catalog and changed no schema (no table or index created, altered or
+    /// dropped, no migration or format upgrade: the header's catalog key is
+    /// the snapshot's), in a store whose counters live in the tables' leaves.
+    /// Its catalog then holds the committed entries, those of `counted` with
+    /// the committed counters (the hot table's written back at commit).
+    func tableCarry(to serial: UInt64) -> WriterTables? {
+        guard let c = catalog, localSchemaGeneration == 0, schemaChanged.isEmpty, droppedTables.isEmpty,
+              let w = writer, w.header.headerVersion >= FileHeader.leafCountersVersion,
+              let key = w.unchangedCatalogKey else { return nil }
+        // The hot table was written back to the catalog at commit (`dirty`
+        // cleared); one that was not is not carried.
+        return WriterTables(serial: serial, key: key, catalog: c, counted: counted, hot: hot?.dirty == false ? hot : nil)
+    }
+
     override func currentCatalog() throws(KuraError) -> Catalog { try loadCatalog() }
 
     /// Current catalog entry for `table` with its counters, by name, checking it
@@ -1095,10 +1136,21 @@ public final class WriteTransaction: ReadTransaction {
     /// one of whose tree pages this transaction changed (a split or a merge
     /// may have rebuilt the right-most leaf without them), at the end of its
     /// tree's right-most leaf. A leaf that holds them already is not written:
-    /// an append's commit writes no page for the counters.
-    func storeLeafCounters(_ c: Catalog) throws(KuraError) {
+    /// an append's commit writes no page for the counters. `hot`: the hot
+    /// table the commit wrote back to `c`, whose counters it stores without
+    /// a lookup when it is the only table concerned.
+    func storeLeafCounters(_ c: Catalog, hot: HotTable? = nil) throws(KuraError) {
         let w = writer!
         let touched = w.touchedTableRoots
+        if let h = hot, !h.dirty, changedTables.count == 1, changedTables.contains(h.info.name),
+           touched.isEmpty || (touched.count == 1 && touched.contains(h.info.rootPage)) {
+            // Only the hot table's counters changed and no other table's tree
+            // was touched (a run of writes to one table): the names below
+            // would be that table alone, and its counters those of `h`, just
+            // written back to the catalog.
+            try TableCounters.storeInLeaf(h.info.counters, root: h.info.rootPage, w)
+            return
+        }
         var names = changedTables
         if !touched.isEmpty {
             for (name, info) in c.entries where info.kind == "table" && touched.contains(info.rootPage) { names.insert(name) }
@@ -1146,7 +1198,11 @@ public final class WriteTransaction: ReadTransaction {
         try checkActive()
         try writer!.checkNotFailed()
         try collectExternalGarbage()
+        // The hot table's counters go to the catalog; the handle itself is
+        // kept for `tableCarry` (nothing below changes a counter or the schema).
+        let kept = hot
         if catalog != nil { flushHotTable() }
+        kept?.dirty = false
         let w = writer!
         if let c = catalog {
             let root = w.header.headerCatalogRoot
@@ -1161,7 +1217,7 @@ public final class WriteTransaction: ReadTransaction {
                 if let info = c.entries[name] { try Catalog.store(info, root: root, w) }
             }
             if leafCounters {
-                try storeLeafCounters(c)
+                try storeLeafCounters(c, hot: kept)
             } else {
                 for name in changedTables.sorted() {
                     guard let info = c.entries[name], info.kind == "table" else { continue }
@@ -1175,8 +1231,12 @@ public final class WriteTransaction: ReadTransaction {
                 w.markModified()
             }
         }
-        guard w.modified else { return }
+        guard w.modified else {
+            hot = kept
+            return
+        }
         try w.commit()
+        hot = kept
     }
 }
 

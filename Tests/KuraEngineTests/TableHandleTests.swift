@@ -331,4 +331,150 @@ final class TableHandleTests: XCTestCase {
             XCTAssertEqual(try tx.checkIntegrity(), [])
         }
     }
+
+    // Guards the catalog and hot table a write transaction hands the next
+    // one of its connection (TableHandle.swift, `WriterTables`): they are
+    // valid only on the snapshot its commit made, at the same schema cookie.
+    // Between two one-row commits of connection 1, connection 2 moves the
+    // counters, adds a column, adds an index, drops and re-creates the table,
+    // checkpoints and compacts, and connection 1 rolls a transaction back and
+    // changes the schema itself; connection 1's next insert must see each:
+    // the next row ID and row count, the new schema, the new index, the new
+    // table. A stale carry reuses a row ID (the insert throws), writes a row
+    // the old schema accepts, or leaves an index entry out (integrity check).
+    func testWriterTablesFollowOtherConnectionsChanges() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.path + "/tables.kura"
+        let db1 = try Database(path: path)
+        let db2 = try Database(path: path)
+        defer { db1.close(); db2.close() }
+        try db1.write { tx in
+            let t = try tx.createTable("t", schema: Self.schemaAB)
+            for i in 1...5 { try tx.insert([.integer(Int64(i)), .text("r\(i)")], into: t) }
+        }
+        func insert(_ db: Database, _ values: [Value]) throws -> Int64 {
+            try db.write { tx in try tx.insert(values, into: try tx.table("t")) }
+        }
+        func assertCarried(_ line: UInt = #line) {
+            let t = db1.writerTables.take()
+            XCTAssertNotNil(t?.hot, "nothing carried, so this step shows nothing", line: line)
+            db1.writerTables.keep(t)
+        }
+        func check(_ rows: Int64, _ line: UInt = #line) throws {
+            try db1.read { tx in
+                XCTAssertEqual(try tx.table("t").rowCount, rows, line: line)
+                XCTAssertEqual(try tx.count(TableQuery("t")), Int(rows), line: line)
+                XCTAssertEqual(try tx.checkIntegrity(), [], line: line)
+            }
+        }
+        XCTAssertEqual(try insert(db1, [.integer(6), .text("r6")]), 6)
+        XCTAssertEqual(try insert(db1, [.integer(7), .text("r7")]), 7)
+        assertCarried()
+
+        // Counters moved by another connection.
+        for i in 8...10 { XCTAssertEqual(try insert(db2, [.integer(Int64(i)), .text("r\(i)")]), Int64(i)) }
+        XCTAssertEqual(try insert(db1, [.integer(11), .text("r11")]), 11)
+        try check(11)
+        assertCarried()
+
+        // A column added by another connection: a three-value row fits only the new schema.
+        try db2.write { tx in try tx.addColumn(ColumnDefinition("c", .text, nullable: true), to: try tx.table("t")) }
+        XCTAssertEqual(try insert(db1, [.integer(12), .text("r12"), .text("c12")]), 12)
+        XCTAssertEqual(try db1.read { tx in try tx.values(in: try tx.table("t"), rowID: 12) }, [.integer(12), .text("r12"), .text("c12")])
+        try check(12)
+        assertCarried()
+
+        // An index added by another connection gets the next row's entry.
+        try db2.write { tx in _ = try tx.createIndex("t_a", on: try tx.table("t"), columns: [IndexColumn("a")]) }
+        XCTAssertEqual(try insert(db1, [.integer(777), .text("r13"), .null]), 13)
+        try db1.read { tx in
+            let q = TableQuery("t", where: try KuraPredicate(format: "a == 777"))
+            XCTAssertTrue(try tx.explain(q).contains("t_a"), "the query does not use the index")
+            XCTAssertEqual(try tx.fetch(q).map(\.rowID), [13])
+        }
+        try check(13)
+        assertCarried()
+
+        // A rolled-back transaction of this connection hands nothing on.
+        XCTAssertThrowsError(try db1.write { tx in
+            _ = try tx.insert([.integer(1), .text("x"), .null], into: try tx.table("t"))
+            throw KuraError(.invalidArgument, "roll back")
+        })
+        XCTAssertEqual(try insert(db1, [.integer(14), .text("r14"), .null]), 14)
+        try check(14)
+        assertCarried()
+
+        // A checkpoint, then a compaction, by another connection.
+        _ = try db2.checkpoint()
+        XCTAssertEqual(try insert(db1, [.integer(15), .text("r15"), .null]), 15)
+        assertCarried()
+        _ = try db2.compact()
+        XCTAssertEqual(try insert(db1, [.integer(16), .text("r16"), .null]), 16)
+        try check(16)
+        assertCarried()
+
+        // A schema change by this connection, then rows again.
+        try db1.write { tx in _ = try tx.createIndex("t_b", on: try tx.table("t"), columns: [IndexColumn("b")]) }
+        XCTAssertEqual(try insert(db1, [.integer(17), .text("r17"), .null]), 17)
+        XCTAssertEqual(try insert(db1, [.integer(18), .text("r18"), .null]), 18)
+        try check(18)
+        assertCarried()
+
+        // The table replaced by another connection under the same name.
+        try db2.write { tx in
+            try tx.dropTable("t")
+            _ = try tx.createTable("t", schema: Self.schemaC)
+        }
+        XCTAssertEqual(try insert(db1, [.text("c1")]), 1)
+        XCTAssertEqual(try insert(db1, [.text("c2")]), 2)
+        try db1.read { tx in
+            XCTAssertEqual(try tx.values(in: try tx.table("t"), rowID: 1), [.text("c1")])
+            XCTAssertEqual(try tx.indexes(of: "t").count, 0)
+        }
+        try check(2)
+    }
+
+    // The same across processes: another process's commits (KuraTestChild
+    // `writer`: rows with automatic row IDs into the table this connection
+    // appends to, and its own checkpoints in the second round) between two
+    // one-row commits of this connection. A stale carry would hand out a row
+    // ID the child took (the insert throws) and count rows wrong.
+    func testWriterTablesFollowAnotherProcessesCommits() throws {
+        guard let child = CrashTests.childURL else { throw XCTSkip("KuraTestChild binary not found beside the test bundle") }
+        let dir = try TemporaryDirectory()
+        let path = dir.path + "/p.kura"
+        let db = try Database(path: path)
+        defer { db.close() }
+        try db.write { tx in
+            try tx.createTable("writes")
+            try tx.insert([.integer(0)], into: try tx.createTable("counter"), rowID: 1)
+        }
+        func insert() throws -> Int64 {
+            try db.write { tx in try tx.insert([.integer(99), .integer(0), .blob([])], into: try tx.table("writes")) }
+        }
+        var expected: Int64 = 0
+        for (round, threshold) in [1000, 2].enumerated() {
+            XCTAssertEqual(try insert(), expected + 1)
+            XCTAssertEqual(try insert(), expected + 2)
+            expected += 2
+            let carried = db.writerTables.take()
+            db.writerTables.keep(carried)
+            XCTAssertNotNil(carried?.hot, "nothing carried, so this test shows nothing")
+            let p = Process()
+            p.executableURL = child
+            p.arguments = ["writer", path, "\(round + 1)", "5", "\(threshold)"]
+            p.standardOutput = FileHandle.nullDevice
+            try p.run()
+            p.waitUntilExit()
+            XCTAssertEqual(p.terminationStatus, 0)
+            expected += 5
+            XCTAssertEqual(try insert(), expected + 1)
+            expected += 1
+        }
+        try db.read { tx in
+            XCTAssertEqual(try tx.table("writes").rowCount, expected)
+            XCTAssertEqual(try tx.count(TableQuery("writes")), Int(expected))
+            XCTAssertEqual(try tx.checkIntegrity(), [])
+        }
+    }
 }

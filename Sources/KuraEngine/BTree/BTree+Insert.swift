@@ -279,6 +279,13 @@ extension BTree {
             try insertCell(up, at: parentIndex, into: parentNo, path: path.dropLast(), w)
             return
         }
+        if node.isLeafNode && node.isCompactLeaf == compactLeaves(w) && (kind == .index || !node.isCompactLeaf) {
+            // A leaf already in the form the writer builds (so `leafForm`
+            // has nothing to check: an index leaf, or a wide table leaf in a
+            // store that builds wide ones): split without copying its cells out.
+            try splitLeaf(node, inserting: cell, at: i, path: path, w)
+            return
+        }
         var cells: [[UInt8]] = []
         cells.reserveCapacity(node.cellCount + 1)
         for k in 0..<node.cellCount { cells.append(node.cellBytes(k)) }
@@ -359,16 +366,71 @@ extension BTree {
 
     /// Index s such that cells[0..<s] holds about half the bytes; 1 <= s < count.
     static func splitPoint(_ cells: [[UInt8]], pageSize: Int) -> Int {
-        let total = cells.reduce(0) { $0 + $1.count + 2 }
+        splitPoint(count: cells.count) { cells[$0].count }
+    }
+
+    /// `splitPoint` over `count` cells whose wide sizes `size` gives.
+    @inline(__always)
+    static func splitPoint(count: Int, size: (Int) -> Int) -> Int {
+        var total = 0
+        for k in 0..<count { total += size(k) + 2 }
         var acc = 0
         var s = 0
-        while s < cells.count - 1 {
-            let next = acc + cells[s].count + 2
+        while s < count - 1 {
+            let next = acc + size(s) + 2
             if next > total / 2 && s > 0 { break }
             acc = next
             s += 1
         }
-        return max(1, min(s, cells.count - 1))
+        return max(1, min(s, count - 1))
+    }
+
+    /// The general leaf split of `insertCell` for leaf `node` (writable, not
+    /// the root, reached by `path`), which has no room for the wide cell
+    /// `cell` at position `i`, when the leaf is already in the form the
+    /// writer builds: the same split point and pages as copying every cell
+    /// out and rebuilding both halves (`splitPoint` over the wide sizes, an
+    /// append past the tree's last key keeping the old page full), but the
+    /// halves are built from one copy of the page (`Page.rebuildLeaf`), with
+    /// no array per cell.
+    private func splitLeaf(_ node: Page, inserting cell: [UInt8], at i: Int,
+                           path: ArraySlice<(page: UInt32, index: Int)>, _ w: PageWriter) throws(KuraError) {
+        let old = Page(copying: node)
+        let compact = node.isCompactLeaf
+        let saving = compact ? Node.compactSaving : 0
+        let count = node.cellCount + 1
+        let sibling = try w.allocate()
+        guard let (parentNo, parentIndex) = path.last else {
+            throw KuraError(.corrupt, "leaf \(node.number) of tree \(root) has no parent on its path", page: node.number)
+        }
+        let parentCells = try w.page(parentNo).cellCount
+        let appending = i == count - 1 && parentIndex == parentCells
+        // Each old cell's stored size, measured once (the split point and
+        // both halves use it).
+        let sizes = [Int](unsafeUninitializedCapacity: count - 1) { b, n in
+            if compact && kind == .index {
+                // A compact index cell is its key's length and the key
+                // (`cellKey` reads them; `cellSize` would also look for a value).
+                for k in 0..<(count - 1) {
+                    let (ko, kl) = old.cellKey(k)
+                    b[k] = ko + kl - old.cellOffset(k)
+                }
+            } else {
+                for k in 0..<(count - 1) { b[k] = old.cellSize(k) }
+            }
+            n = count - 1
+        }
+        let s = appending ? count - 1 : Self.splitPoint(count: count) { k in
+            k == i ? cell.count : sizes[k < i ? k : k - 1] + saving
+        }
+        node.rebuildLeaf(kind: kind.leaf, treeRoot: root, compact: compact, from: old, sizes: sizes, cells: 0..<s, inserting: cell, at: i)
+        sibling.rebuildLeaf(kind: kind.leaf, treeRoot: root, compact: compact, from: old, sizes: sizes, cells: s..<count, inserting: cell, at: i)
+        let last = s - 1
+        let up = last == i ? Self.interiorCell(child: node.number, key: Self.leafCellKey(cell))
+            : Self.interiorCell(child: node.number, key: old.keyBytes(last < i ? last : last - 1)[...])
+        let parent = try w.writable(parentNo)
+        parent.setChild(parentIndex, sibling.number)
+        try insertCell(up, at: parentIndex, into: parentNo, path: path.dropLast(), w)
     }
 
     static func interiorCell(child: UInt32, key: ArraySlice<UInt8>) -> [UInt8] {

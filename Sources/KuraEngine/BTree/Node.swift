@@ -731,6 +731,40 @@ extension Page {
         fragmented = 0
     }
 
+    /// Makes the node a leaf of `kind` in the form `old` (a leaf) has
+    /// (`compact`, which must be `old`'s form), holding cells `range` of the
+    /// list that is `old`'s cells with the wide cell `cell` inserted at
+    /// position `at` (`sizes[j]` is `old.cellSize(j)`, measured once by the
+    /// caller): the cells of `old` are copied as they lie (no cell is
+    /// copied out into an array), `cell` in that form. The cells must fit;
+    /// the page has no counters afterwards, as after `rebuild`. A leaf split
+    /// (`BTree.insertCell`) builds both halves so from a copy of the full leaf.
+    func rebuildLeaf(kind: PageKind, treeRoot: UInt32, compact: Bool, from old: Page, sizes: [Int], cells range: Range<Int>,
+                     inserting cell: [UInt8], at: Int) {
+        Node.initialize(self, kind: kind, treeRoot: treeRoot, compact: compact)
+        var top = Node.usable(size)
+        var slot = 0
+        for k in range {
+            if k == at {
+                cell.withUnsafeBytes { b in
+                    let r = storedRange(of: b)
+                    top -= r.count
+                    (bytes + top).copyMemory(from: b.baseAddress! + r.lowerBound, byteCount: r.count)
+                }
+            } else {
+                let j = k < at ? k : k - 1
+                let n = sizes[j]
+                top -= n
+                (bytes + top).copyMemory(from: old.bytes + old.cellOffset(j), byteCount: n)
+            }
+            setU16(Node.headerSize + 2 * slot, UInt16(top))
+            slot += 1
+        }
+        contentStart = top
+        cellCount = slot
+        rightChild = 0
+    }
+
     /// Replaces the node's cells with `cells` (wide form; which must fit in
     /// the page's form) and sets the right-most child. A leaf becomes a leaf
     /// of compact cells with `compact` (a table leaf's keys must then be

@@ -365,7 +365,9 @@ extension WriteTransaction {
             if fs.exists(externalDirectory) { try sweepOrphans() }
             state.swept = true
         }
-        guard try tableExists(ExternalReference.trashTable) else { return }
+        // Without flushing the hot table (`peekCatalog`): a commit with no
+        // trash table keeps it for the next write transaction.
+        guard try peekCatalog().entries[ExternalReference.trashTable]?.kind == "table" else { return }
         let trash = try table(ExternalReference.trashTable)
         guard trash.rowCount > 0, try writer!.pager.isOnlySnapshot(writer!.snapshot) else { return }
         var entries: [(Int64, String)] = []

@@ -541,7 +541,10 @@ final class PageWriter: PageSource {
                 markUsed(Int(n) & memoMask)
             }
         }
+        var used = 0
+        for w in 0..<((memoMask + 64) / 64) { used += memoUsed[w].nonzeroBitCount }
         var pages: [Page] = []
+        pages.reserveCapacity(used)
         for w in 0..<((memoMask + 64) / 64) {
             var bits = memoUsed[w]
             while bits != 0 {
