@@ -24,7 +24,8 @@ final class CompactDoublesTests: XCTestCase {
     static let boundaries: [Double] = [
         0, -0.0, 1, -1, 127, 128, -128, -129, 127.5, -128.5, 255, 32767, -32768,
         Double(Int32.max), Double(Int32.max) + 1, Double(Int32.min), Double(Int32.min) - 1,
-        Double(Int32.max) - 0.5, Double(Int32.min) + 0.5, 9_007_199_254_740_992, -9_007_199_254_740_992,
+        Double(Int32.max) - 0.5, Double(Int32.min) + 0.5, Double(Int32.max) + 0.5, Double(Int32.min) - 0.5,
+        Double(Int32.max) + 0.999, Double(Int32.min) - 0.999, 9_007_199_254_740_992, -9_007_199_254_740_992,
         .nan, -.nan, .infinity, -.infinity, .ulpOfOne, .leastNonzeroMagnitude, -.leastNonzeroMagnitude,
         .greatestFiniteMagnitude, 0.5, -0.5, 1.0000000000000002, 2.5,
         // Dates: whole seconds since 2001 (type 11 until 2069) and fractions.

@@ -75,7 +75,7 @@ final class RecordPatchTests: XCTestCase {
             XCTAssertEqual(length, expected.count <= old.count ? expected.count : nil, "values \(values), seed \(seed)")
             if let length {
                 var buffer = old
-                buffer.withUnsafeMutableBytes { patch.writeInPlace(UnsafeMutableRawBufferPointer(rebasing: $0[..<length])) }
+                buffer.withUnsafeMutableBytes { patch.writeInPlace($0) }
                 XCTAssertEqual(Array(buffer[..<length]), expected, "values \(values), seed \(seed)")
                 if length < old.count { shrunkInPlace += 1 }
             }

@@ -17,9 +17,10 @@
 // tree's shape, the writer's remembered leaf and its append hints stay valid.
 //
 // Invariants: only a value held whole in its leaf (no overflow chain) is
-// offered; `write` gets the bytes `read` saw (same offset; the length `read`
-// returned, at most theirs), in the page the writer keeps as the leaf's
-// current version. No
+// offered; `write` gets exactly the bytes `read` saw (same offset, same
+// length), in the page the writer keeps as the leaf's current version, and
+// writes the new value (the length `read` returned, at most theirs) from
+// their start. No
 // page is held across calls: the next call finds its leaf by number again.
 
 extension BTree {
@@ -39,10 +40,11 @@ extension BTree {
     /// remembered: rows changed in row-ID order mostly share it) and calls
     /// `read` with its value where it lies. When `read` returns a length
     /// (the new value's, at most the old one's), makes the leaf writable and
-    /// calls `write` with that many bytes at the value's place, after setting
-    /// the cell's value length to it. A shorter length whose varint takes
-    /// another number of bytes than the old one's is declined (`write` is
-    /// not called).
+    /// calls `write` with the same bytes there, which writes the new value
+    /// from their start; a shorter value's length is set in the cell and the
+    /// bytes after it are counted as fragmented. A shorter length whose
+    /// varint takes another number of bytes than the old one's is declined
+    /// (`write` is not called).
     ///
     /// - Throws: `.corrupt` for damaged pages, and what `read` throws (nothing
     ///   is changed then; a `.corrupt` one gets the row ID and the leaf's page).
@@ -67,19 +69,15 @@ extension BTree {
                 throw e
             }
             guard let length = wanted, length <= v.length else { return .declined }
-            if length == v.length {
-                let page = try w.writable(leaf.number)
-                write(UnsafeMutableRawBufferPointer(start: page.bytes + v.offset, count: length))
-                withExtendedLifetime(page) {}
-                return .written
-            }
             // The value length varint ends where the value starts.
             let lengthBytes = Varint.size(UInt64(v.length))
-            guard Varint.size(UInt64(length)) == lengthBytes else { return .declined }
+            guard length == v.length || Varint.size(UInt64(length)) == lengthBytes else { return .declined }
             let page = try w.writable(leaf.number)
-            _ = Varint.write(UInt64(length), to: page.bytes + (v.offset - lengthBytes))
-            write(UnsafeMutableRawBufferPointer(start: page.bytes + v.offset, count: length))
-            page.fragmented += v.length - length
+            write(UnsafeMutableRawBufferPointer(start: page.bytes + v.offset, count: v.length))
+            if length < v.length {
+                _ = Varint.write(UInt64(length), to: page.bytes + (v.offset - lengthBytes))
+                page.fragmented += v.length - length
+            }
             withExtendedLifetime(page) {}
             return .written
         }

@@ -66,8 +66,11 @@ public enum RecordCodec {
     /// test) and fractions (truncated) keep type 9.
     @inline(__always)
     static func compactDoubleType(_ d: Double) -> UInt64 {
-        // The range test is false for NaN; inside it the conversion cannot trap.
-        guard d >= -2147483648.0 && d <= 2147483647.0 else { return 9 }
+        // The range test is false for NaN; inside it the conversion cannot
+        // trap (it is the conversion's own test, which the optimizer then
+        // drops; a fraction just outside the Int32 range truncates into it
+        // and fails the bit test below).
+        guard d > -2147483649.0 && d < 2147483648.0 else { return 9 }
         let i = Int32(d)
         guard Double(i).bitPattern == d.bitPattern else { return 9 }
         return i >= -128 && i <= 127 ? 10 : 11

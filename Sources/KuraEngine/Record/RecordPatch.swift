@@ -15,8 +15,8 @@
 // In place (`preparesInPlace`/`writeInPlace`): a record whose patched form is
 // no longer than it (the same types, or a format-9 double that becomes an
 // integral one and shrinks from 8 body bytes to 1 or 4) is written where it
-// lies in its leaf (BTree+InPlace.swift). One whose types change is rebuilt into a
-// buffer the patch reuses from row to row, then copied there.
+// lies in its leaf (BTree+InPlace.swift). One whose types change is rebuilt
+// there from a copy of its old bytes on the stack (no allocation per row).
 //
 // Invariants: the changes are already validated and normalized for their
 // columns (`TableSchema.validatedChange`); the positions are distinct. The old
@@ -43,8 +43,10 @@ struct RecordPatch {
     private var offsets: [Int] = []
     /// The length of the record read last.
     private var recordLength = 0
-    /// The record read last, rebuilt for `writeInPlace` when it shrinks (reused).
-    private var shrunk: [UInt8] = []
+    /// The length of the record read last with the changes put in (`read`).
+    private var patchedLength = 0
+    /// Whether a changed value of the record read last changes its serial type.
+    private var typesChange = false
 
     /// `changes` are (column position, validated value) pairs with distinct
     /// positions; `compactDoubles` (a store of format 9 or later) gives their
@@ -69,71 +71,84 @@ struct RecordPatch {
     /// - Throws: `.corrupt` for a malformed record header or body.
     mutating func apply(to record: [UInt8]) throws(KuraError) -> [UInt8]? {
         try record.withBytes { buf throws(KuraError) -> [UInt8]? in
-            guard let sameTypes = try read(buf) else { return nil }
-            if sameTypes {
+            guard try read(buf) else { return nil }
+            if !typesChange {
                 var out = record
                 out.withUnsafeMutableBytes { o in writeBodies(o) }
                 return out
             }
-            return rebuilt(buf)
+            // `buf` holds the record `read` walked; the new one has
+            // `patchedLength` >= 1 bytes (a record has its header size).
+            return [UInt8](unsafeUninitializedCapacity: patchedLength) { o, count in
+                rebuild(from: buf.baseAddress!, to: UnsafeMutableRawPointer(o.baseAddress!))
+                count = patchedLength
+            }
         }
     }
 
     /// The length of the record in `buf` (where it lies, e.g. in its leaf)
     /// with the changes put in, when that is no longer than it: every
     /// replaced value keeps its serial type (only body bytes at fixed offsets
-    /// change and the length stays), or the patched record, rebuilt now from
-    /// `buf`, is no longer (a type changed). `writeInPlace` then writes it into a buffer of
-    /// that length at the place of the old one. Nil when it would grow (the
-    /// caller makes room for it) or the row must be encoded whole.
+    /// change and the length stays), or a type changes and the rebuilt
+    /// record is no longer. `writeInPlace` then writes it over the old one.
+    /// Nil when it would grow (the caller makes room for it) or the row must
+    /// be encoded whole.
     ///
     /// - Throws: `.corrupt` for a malformed record header or body.
     mutating func preparesInPlace(_ buf: UnsafeRawBufferPointer) throws(KuraError) -> Int? {
-        guard let sameTypes = try read(buf) else { return nil }
-        if sameTypes {
-            shrunk.removeAll(keepingCapacity: true)
-            return buf.count
-        }
-        let length = rebuiltLength()
-        guard length <= buf.count else { return nil }
-        rebuild(buf, length: length, into: &shrunk)
-        return shrunk.count
+        guard try read(buf), patchedLength <= buf.count else { return nil }
+        return patchedLength
     }
 
-    /// Writes the record `preparesInPlace` last returned a length for into
-    /// `record`: the old bytes (that length) with the new bodies, or the
-    /// record it rebuilt (`record` has its length).
+    /// Writes the record `preparesInPlace` last returned a length for over
+    /// `record`, which holds the bytes it read (the old length): the new
+    /// bodies at their offsets, or, when a type changes, the rebuilt record
+    /// from `record`'s start (from a copy of the old bytes on the stack; the
+    /// bytes past the new length are left as they were).
     func writeInPlace(_ record: UnsafeMutableRawBufferPointer) {
-        if shrunk.isEmpty {
-            precondition(record.count == recordLength, "an in-place patch written to a record of another length")
+        precondition(record.count == recordLength, "an in-place patch written to a record of another length")
+        if !typesChange {
             writeBodies(record)
             return
         }
-        precondition(record.count == shrunk.count, "a shrunk patch written to a record of another length")
-        // A record has at least its header byte, so both have a base address.
-        shrunk.withUnsafeBytes { record.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+        // A record has at least its header byte, so it has a base address.
+        let p = record.baseAddress!
+        withUnsafeTemporaryAllocation(byteCount: recordLength, alignment: 8) { old in
+            old.baseAddress!.copyMemory(from: p, byteCount: recordLength)
+            rebuild(from: UnsafeRawPointer(old.baseAddress!), to: p)
+        }
     }
 
-    /// Walks the header of the record in `buf` into `types` and `offsets`:
-    /// nil if it stores fewer values than `width`, else whether every changed
-    /// value keeps its serial type.
-    private mutating func read(_ buf: UnsafeRawBufferPointer) throws(KuraError) -> Bool? {
+    /// Walks the header of the record in `buf` into `types` and `offsets`,
+    /// and sets `typesChange` and `patchedLength`: false if it stores fewer
+    /// values than `width`.
+    private mutating func read(_ buf: UnsafeRawBufferPointer) throws(KuraError) -> Bool {
         types.removeAll(keepingCapacity: true)
         offsets.removeAll(keepingCapacity: true)
         recordLength = buf.count
         var header = try RecordHeader(buf)
-        var sameTypes = true
+        typesChange = false
+        // Header and body sizes of the record with the changes put in.
+        var headerSize = 0
+        var bodySize = 0
         var c = 0
         while let (t, at) = try header.next() {
+            var nt = t
             if c < changePositions.count && changePositions[c] == types.count {
-                if changeTypes[c] != t { sameTypes = false }
+                nt = changeTypes[c]
+                if nt != t { typesChange = true }
                 c += 1
             }
+            headerSize += Varint.size(nt)
+            // Known types: the old ones passed `RecordHeader`, the new ones
+            // came from `serialType`.
+            bodySize += RecordCodec.bodyLength(nt).unsafelyUnwrapped
             types.append(t)
             offsets.append(at)
         }
-        guard types.count >= width else { return nil }
-        return sameTypes
+        guard types.count >= width else { return false }
+        patchedLength = typesChange ? Varint.size(UInt64(headerSize)) + headerSize + bodySize : buf.count
+        return true
     }
 
     /// The changed values' bodies, at their offsets in the record read last
@@ -146,14 +161,6 @@ struct RecordPatch {
         }
     }
 
-    /// The record rebuilt from the old bodies and the new values (some serial
-    /// type changed, so the header and the bodies' offsets move).
-    private func rebuilt(_ buf: UnsafeRawBufferPointer) -> [UInt8] {
-        var out: [UInt8] = []
-        rebuild(buf, length: rebuiltLength(), into: &out)
-        return out
-    }
-
     /// The serial type value `i` of the record read last has once patched.
     @inline(__always)
     private func newType(_ i: Int, _ c: inout Int) -> UInt64 {
@@ -162,51 +169,30 @@ struct RecordPatch {
         return changeTypes[c - 1]
     }
 
-    /// The length of the record read last, rebuilt (`rebuild`).
-    private func rebuiltLength() -> Int {
-        var headerSize = 0
-        var bodySize = 0
-        var c = 0
-        for i in types.indices {
-            let t = newType(i, &c)
-            headerSize += Varint.size(t)
-            // Every type here is known: the old ones passed `RecordHeader`, the
-            // new ones came from `serialType`.
-            bodySize += RecordCodec.bodyLength(t).unsafelyUnwrapped
-        }
-        return Varint.size(UInt64(headerSize)) + headerSize + bodySize
-    }
-
-    /// Replaces the contents of `out` with the record read last (in `buf`)
-    /// rebuilt from its old bodies and the new values (`length` bytes, as
-    /// `rebuiltLength` gives): its room appended at once (`out` keeps its
-    /// capacity from row to row), then written in place.
-    private func rebuild(_ buf: UnsafeRawBufferPointer, length: Int, into out: inout [UInt8]) {
+    /// Writes the record read last, whose bytes are at `old`, rebuilt from
+    /// its old bodies and the new values (`patchedLength` bytes) at `p`,
+    /// which does not overlap `old`.
+    private func rebuild(from old: UnsafeRawPointer, to p: UnsafeMutableRawPointer) {
         var headerSize = 0
         var c = 0
         for i in types.indices { headerSize += Varint.size(newType(i, &c)) }
-        out.removeAll(keepingCapacity: true)
-        out.append(contentsOf: repeatElement(0, count: length))
-        out.withUnsafeMutableBytes { o in
-            // `o` holds `length` >= 1 bytes (a record has its header size), and
-            // `buf` the record read last, whose bodies `RecordHeader` bounded.
-            let p = o.baseAddress!
-            var at = Varint.write(UInt64(headerSize), to: p)
-            var c = 0
-            for i in types.indices { at += Varint.write(newType(i, &c), to: p + at) }
-            c = 0
-            for i in types.indices {
-                if c < changePositions.count && changePositions[c] == i {
-                    Self.writeBody(changeValues[c], type: changeTypes[c], to: p + at)
-                    at += RecordCodec.bodyLength(changeTypes[c]).unsafelyUnwrapped
-                    c += 1
-                } else {
-                    let n = RecordCodec.bodyLength(types[i]).unsafelyUnwrapped
-                    if n > 0 { (p + at).copyMemory(from: buf.baseAddress! + offsets[i], byteCount: n) }
-                    at += n
-                }
+        var at = Varint.write(UInt64(headerSize), to: p)
+        c = 0
+        for i in types.indices { at += Varint.write(newType(i, &c), to: p + at) }
+        c = 0
+        for i in types.indices {
+            if c < changePositions.count && changePositions[c] == i {
+                Self.writeBody(changeValues[c], type: changeTypes[c], to: p + at)
+                at += RecordCodec.bodyLength(changeTypes[c]).unsafelyUnwrapped
+                c += 1
+            } else {
+                // `RecordHeader` bounded every old body inside the record.
+                let n = RecordCodec.bodyLength(types[i]).unsafelyUnwrapped
+                if n > 0 { (p + at).copyMemory(from: old + offsets[i], byteCount: n) }
+                at += n
             }
         }
+        precondition(at == patchedLength, "a rebuilt record of another length than measured")
     }
 
     /// Writes the body of `value` (as `RecordCodec.encode` lays it out) at `p`,
