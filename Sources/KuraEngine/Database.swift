@@ -114,11 +114,12 @@ public final class Database: Sendable {
         }
     }
 
-    /// Moves a format-2 to format-7 store to format 8 (counters in the tables'
+    /// Moves a format-2 to format-8 store to format 9 (counters in the tables'
     /// right-most leaves, a log of version 2, reader marks, compact leaf cells
-    /// in the leaves writers build from then on; FORMAT.md, "Version
+    /// in the leaves writers build from then on, integral doubles in serial
+    /// types 10 and 11 in the rows they write; FORMAT.md, "Version
     /// history"): one write transaction, then a checkpoint, so that the store
-    /// file says 8 before any other connection can open it, and the log is
+    /// file says 9 before any other connection can open it, and the log is
     /// reset in version 2. Returns whether the transaction committed.
     /// Called only while this connection is the only one with the store open
     /// (`Pager.openedAlone`): a connection of an older build would

@@ -23,7 +23,8 @@
 //   - the counters tree (format 2): every table has one entry and no entry names
 //     anything but a table (format 1 keeps counters in the catalog record);
 //   - table rows: keys are row IDs below the table's next row ID, every record
-//     and every column decodes, the row count equals the rows found;
+//     and every column decodes (below format 9: no double of serial type 10 or
+//     11), the row count equals the rows found;
 //   - indexes: entries have empty values, every entry equals the key computed
 //     from its row now and every row has its entry (so a stale entry, a missing
 //     one, or a key computed under other Unicode tables is reported), unique
@@ -457,6 +458,10 @@ final class IntegrityChecker<S: IntegritySource> {
         // Tables, computing the index entries their rows need.
         var expected: [String: Set<[UInt8]>] = [:]
         var comparable = Set<String>()
+        // Doubles of serial types 10 and 11 (format 9) in an older store would
+        // be taken for corruption by the builds that store's format admits.
+        // (An unreadable header is reported already; its rows are not judged.)
+        let compactDoublesAllowed = (result.header?.version).map { $0 >= FileHeader.compactDoublesVersion } ?? true
         var spaces: [Int64: ObjectSpace] = [:]
         for o in objects where o.info.kind == "table" {
             let info = o.info
@@ -482,6 +487,9 @@ final class IntegrityChecker<S: IntegritySource> {
                     try record.withBytes { b throws(KuraError) in
                         let view = try RecordView(b)
                         for c in 0..<view.count { _ = try view.value(at: c) }
+                        if !compactDoublesAllowed, let c = view.types.firstIndex(where: { $0 == 10 || $0 == 11 }) {
+                            self.report(p.number, "\(label): row \(rowID): value \(c) is a double of serial type \(view.types[c]), which only a store of format \(FileHeader.compactDoublesVersion) or later may have")
+                        }
                         for d in indexes {
                             var (key, hasNull) = try d.valuePrefix { (c: Int) throws(KuraError) -> Value in
                                 if let schema, c < schema.columns.count { return try schema.value(view, c) }

@@ -398,7 +398,7 @@ extension WriteTransaction {
         for (p, v) in changes.sorted(by: { $0.0 < $1.0 }) {
             validated.append((p, try schema.validatedChange(v, at: p, table: h.info.name)))
         }
-        var patch = RecordPatch(validated)
+        var patch = RecordPatch(validated, compactDoubles: compactDoubles)
         let tree = h.tree
         var n = 0
         for id in ids {

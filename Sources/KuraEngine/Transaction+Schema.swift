@@ -97,10 +97,16 @@ extension ReadTransaction {
 }
 
 extension WriteTransaction {
+    /// Whether rows this transaction writes store integral doubles in serial
+    /// types 10 and 11 (FORMAT.md, "Records"): only in a store of format 9 or
+    /// later, which builds that do not read them refuse. Read from this
+    /// transaction's page 1, so an upgrade in the same transaction counts.
+    var compactDoubles: Bool { writer!.header.headerVersion >= FileHeader.compactDoublesVersion }
+
     /// Encodes a row for `info`, checking it against the table's schema if it has one.
     func encodeRow(_ values: [Value], _ info: TableInfo) throws(KuraError) -> [UInt8] {
-        guard let schema = try schema(of: info) else { return RecordCodec.encode(values) }
-        return RecordCodec.encode(try schema.validate(values, table: info.name))
+        guard let schema = try schema(of: info) else { return RecordCodec.encode(values, compactDoubles: compactDoubles) }
+        return RecordCodec.encode(try schema.validate(values, table: info.name), compactDoubles: compactDoubles)
     }
 
     /// Throws `.constraintViolation` if a unique index already holds one of the
@@ -205,7 +211,7 @@ extension WriteTransaction {
         guard let schema = try schema(of: info) else {
             throw KuraError(.invalidArgument, "table \"\(info.name)\" has no schema; insert values by position")
         }
-        return try insertEncoded(RecordCodec.encode(schema.row(from: values, table: info.name)), into: info)
+        return try insertEncoded(RecordCodec.encode(schema.row(from: values, table: info.name), compactDoubles: compactDoubles), into: info)
     }
 
     // MARK: Indexes

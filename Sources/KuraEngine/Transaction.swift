@@ -608,9 +608,12 @@ public final class WriteTransaction: ReadTransaction {
     }
 
     /// A row's record, checked against the table's schema if it has one.
+    /// (Inlined into each insert and update, as it was before it read the
+    /// store's format.)
+    @inline(__always)
     func encode(_ values: [Value], for h: HotTable) throws(KuraError) -> [UInt8] {
-        guard let schema = h.schema else { return RecordCodec.encode(values) }
-        return RecordCodec.encode(try schema.validate(values, table: h.info.name))
+        guard let schema = h.schema else { return RecordCodec.encode(values, compactDoubles: compactDoubles) }
+        return RecordCodec.encode(try schema.validate(values, table: h.info.name), compactDoubles: compactDoubles)
     }
 
     func flushHotTable() {
@@ -833,10 +836,15 @@ public final class WriteTransaction: ReadTransaction {
     }
 
     /// The record itself, re-encoded with defaults and normalized values if the
-    /// table has a schema.
+    /// table has a schema. In a store below format 9, a record holding
+    /// doubles of serial type 10 or 11 (which only format 9 allows) is
+    /// re-encoded with type 9.
     private func checkedRecord(_ record: [UInt8], _ h: HotTable) throws(KuraError) -> [UInt8] {
         guard h.schema != nil else {
-            _ = try record.withBytes { b throws(KuraError) in try RecordView(b) }
+            let compactTypes = try record.withBytes { b throws(KuraError) in
+                try RecordView(b).types.contains { $0 == 10 || $0 == 11 }
+            }
+            if compactTypes && !compactDoubles { return RecordCodec.encode(try RecordCodec.decode(record)) }
             return record
         }
         return try encode(RecordCodec.decode(record), for: h)
@@ -1058,7 +1066,7 @@ public final class WriteTransaction: ReadTransaction {
             for row in rows { try whole(row) }
             return rows.count
         }
-        var patch = RecordPatch(validated)
+        var patch = RecordPatch(validated, compactDoubles: compactDoubles)
         let changed = Set(validated.map(\.position))
         let touchesIndex = h.indexes.contains { $0.columns.contains { changed.contains($0.position) } }
         let tree = h.tree
@@ -1162,13 +1170,14 @@ public final class WriteTransaction: ReadTransaction {
         }
     }
 
-    /// Moves a format-2 to format-7 store to this build's format (FORMAT.md,
+    /// Moves a format-2 to format-8 store to this build's format (FORMAT.md,
     /// "Version history"): below format 5, every table's counters go from the
     /// counters tree to the end of its tree's right-most leaf and the counters
-    /// tree is freed; then the header's version becomes 8 (whose log the next
+    /// tree is freed; then the header's version becomes 9 (whose log the next
     /// reset writes in log version 2, whose connections use reader marks, and
-    /// whose writers build compact leaves; the leaves already written keep
-    /// their wide cells, which format 8 reads as well). Part of this transaction: committed
+    /// whose writers build compact leaves and store integral doubles in
+    /// serial types 10 and 11; the leaves and records already written keep
+    /// their form, which format 9 reads as well). Part of this transaction: committed
     /// with it, or not at all. The caller makes sure no other connection has
     /// the store open (Database, `upgradeFormat`): an older build's connection
     /// would look for the counters tree, or take a version-2 log for garbage.

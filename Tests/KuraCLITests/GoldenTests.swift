@@ -45,7 +45,7 @@ final class GoldenTests: XCTestCase {
         try golden(["info", "s.kura"], """
             store:           s.kura
             file size:       2560 bytes
-            format version:  8
+            format version:  9
             page size:       512
             page count:      5
             free pages:      1 (freelist head 5)
@@ -81,7 +81,7 @@ final class GoldenTests: XCTestCase {
         try golden(["stats", "s.kura"], """
             object                  kind     pages  leaf  interior  overflow  entries  payload  fill  depth
             catalog                 catalog      1     1         0         0        2      155   33%      1
-            people                  table        1     1         0         0        4      124   28%      1
+            people                  table        1     1         0         0        4      105   24%      1
             people_age (on people)  index        1     1         0         0        4       18    6%      1
             store: 5 pages of 512 bytes = 2560 bytes; 1 header, 3 in trees, 1 free, 0 leaked
 
@@ -93,7 +93,7 @@ final class GoldenTests: XCTestCase {
             page  kind            owner               items  fill  overflow
                1  header          -                       0     -  0
                2  table-leaf      catalog                 2   33%  0
-               3  table-leaf      table "people"          4   28%  0
+               3  table-leaf      table "people"          4   24%  0
                4  index-leaf      index "people_age"      4    6%  0
                5  freelist-trunk  freelist                0    0%  0
 
@@ -112,12 +112,12 @@ final class GoldenTests: XCTestCase {
         try golden(["page", "s.kura", "3"], """
             page 3 of s.kura (512 bytes), from the store file at offset 1024
             kind: table leaf (byte 0 = 2); used as: table-leaf, owner: table "people"
-            checksum: stored 0x364ee9986e804a94, computed 0x364ee9986e804a94: ok
+            checksum: stored 0xd425dea80ca5a7fa, computed 0xd425dea80ca5a7fa: ok
             header:
               kind:               2
               flags:              3
               cell count:         4
-              content start:      360
+              content start:      379
               fragmented bytes:   0
               right-most child:   0
               tree root:          3
@@ -125,18 +125,18 @@ final class GoldenTests: XCTestCase {
               row count:          4
               cell form:          compact
             cells: 4
-              #0 at 453, 35 bytes, key 81 01 (row 1), value 32 bytes: ["Ada", 36, 1.5, true, 599616000.0, "first"]
-              #1 at 410, 43 bytes, key 81 02 (row 2), value 40 bytes: ["Grace", 45, 2.0, false, 578819289.0, "with, comma"]
-              #2 at 387, 23 bytes, key 81 03 (row 3), value 20 bytes: ["Linus", null, 3.25, true, null, null]
-              #3 at 360, 27 bytes, key 81 04 (row 4), value 24 bytes: ["Margaret", 33, null, false, 662601600.0, ""]
+              #0 at 457, 31 bytes, key 81 01 (row 1), value 28 bytes: ["Ada", 36, 1.5, true, 599616000.0, "first"]
+              #1 at 425, 32 bytes, key 81 02 (row 2), value 29 bytes: ["Grace", 45, 2.0, false, 578819289.0, "with, comma"]
+              #2 at 402, 23 bytes, key 81 03 (row 3), value 20 bytes: ["Linus", null, 3.25, true, null, null]
+              #3 at 379, 23 bytes, key 81 04 (row 4), value 20 bytes: ["Margaret", 33, null, false, 662601600.0, ""]
             regions:
                   0 ..< 16       16 bytes  header
                  16 ..< 24        8 bytes  cell pointers
-                 24 ..< 360     336 bytes  free
-                360 ..< 387      27 bytes  cell 3
-                387 ..< 410      23 bytes  cell 2
-                410 ..< 453      43 bytes  cell 1
-                453 ..< 488      35 bytes  cell 0
+                 24 ..< 379     355 bytes  free
+                379 ..< 402      23 bytes  cell 3
+                402 ..< 425      23 bytes  cell 2
+                425 ..< 457      32 bytes  cell 1
+                457 ..< 488      31 bytes  cell 0
                 488 ..< 504      16 bytes  table counters
                 504 ..< 512       8 bytes  checksum
 
@@ -185,7 +185,7 @@ final class GoldenTests: XCTestCase {
     func testHeaderPage() throws {
         let r = try kura(["page", "s.kura", "1"])
         XCTAssertEqual(r.status, 0, r.stderr)
-        XCTAssertTrue(r.stdout.contains("  magic:              KuraDB\\n\\0\n  format version:     8\n  page size:          512\n  page count:         5\n"), r.stdout)
+        XCTAssertTrue(r.stdout.contains("  magic:              KuraDB\\n\\0\n  format version:     9\n  page size:          512\n  page count:         5\n"), r.stdout)
     }
 
     func testQuery() throws {

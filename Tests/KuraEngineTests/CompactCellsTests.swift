@@ -157,7 +157,7 @@ final class CompactCellsTests: XCTestCase {
         }
         do {
             let alone = try Database(path: path, options: options)
-            XCTAssertEqual(try fileVersion(path), FileHeader.compactCellsVersion, "opened alone, the store moves to format 8")
+            XCTAssertEqual(try fileVersion(path), FileHeader.formatVersion, "opened alone, the store moves to this build's format")
             let before = try Self.leafForms(alone)
             XCTAssertEqual(before.compact, 0, "the move rewrites no leaf")
             try Self.assertMatches(alone, model, context)
@@ -177,7 +177,7 @@ final class CompactCellsTests: XCTestCase {
             defer { again.close() }
             try Self.assertMatches(again, model, context)
             _ = try again.compact()
-            XCTAssertEqual(try fileVersion(path), FileHeader.compactCellsVersion)
+            XCTAssertEqual(try fileVersion(path), FileHeader.formatVersion)
             XCTAssertEqual(try Self.leafForms(again).wide, 0, "compaction of a format-8 store writes compact leaves")
             try Self.assertMatches(again, model, context)
         }
@@ -286,7 +286,7 @@ final class CompactCellsTests: XCTestCase {
         try Self.makeFormatSevenStore(file, o, &model, &g, steps: 200)
         do {
             let db = try Database(path: file, options: o)
-            XCTAssertEqual(try db.read { tx in try tx.headerPage().headerVersion }, FileHeader.compactCellsVersion)
+            XCTAssertEqual(try db.read { tx in try tx.headerPage().headerVersion }, FileHeader.formatVersion)
             try Self.churn(db, &model, &g, steps: 80)
             let forms = try Self.leafForms(db)
             XCTAssertGreaterThan(forms.wide, 0, "seed \(seed)")
@@ -359,7 +359,7 @@ final class CompactCellsTests: XCTestCase {
         }
         let db = try Database(path: path, options: o)
         defer { db.close() }
-        XCTAssertEqual(try fileVersion(path), FileHeader.compactCellsVersion)
+        XCTAssertEqual(try fileVersion(path), FileHeader.formatVersion)
         // A wide leaf in the middle of the table, and its row IDs.
         let (leaf, ids) = try db.read { tx -> (UInt32, [Int64]) in
             var cursor = TreeCursor(tree: BTree(root: try tx.table("t").rootPage, kind: .table))

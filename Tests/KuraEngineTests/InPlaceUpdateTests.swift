@@ -145,11 +145,11 @@ extension InPlaceUpdateTests {
         try db.write { tx in
             let t = try tx.createTable("t", schema: TableSchema([ColumnDefinition("score", .integer), ColumnDefinition("ts", .double),
                                                                  ColumnDefinition("name", .text)]))
-            for i in 0..<1000 { try tx.insert([.integer(Int64(i % 100) + 20), .double(Double(i)), .text(i == 321 ? "MARKED" : "plain")], into: t) }
+            for i in 0..<1000 { try tx.insert([.integer(Int64(i % 100) + 20), .double(Double(i) + 0.5), .text(i == 321 ? "MARKED" : "plain")], into: t) }
             try tx.createIndex("by_score", on: t, columns: [IndexColumn("score")])
         }
         db.close()
-        // Row 322's record: header [3 (its size), 5 (one-byte integer), 9 (double),
+        // Row 322's record: header [3 (its size), 5 (one-byte integer), 9 (double, not integral),
         // 25 (6-byte text)], then 41, 8 bytes of double, "MARKED". Its text now claims 50 bytes.
         var bytes = fs.contents(of: path)!
         let marker = Array("MARKED".utf8)

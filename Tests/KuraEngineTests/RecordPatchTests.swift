@@ -41,36 +41,54 @@ final class RecordPatchTests: XCTestCase {
     func testPatchedRecordEqualsTheEncodedRow() throws {
         let seed = Self.seed("patch")
         var rng = SplitMix64(seed: seed)
-        var sameType = 0, rebuilt = 0, short = 0
+        var sameType = 0, rebuilt = 0, short = 0, shrunkInPlace = 0
         for _ in 0..<3000 {
+            // Half the records as a format-9 store writes them (integral
+            // doubles in types 10 and 11), half as older formats do.
+            let compact = rng.next() % 2 == 0
             let count = 1 + Int(rng.next() % 8)
             var values = (0..<count).map { _ in Self.randomValue(&rng) }
             var changes: [(position: Int, value: Value)] = []
             for p in 0..<(count + 2) where rng.next() % 3 == 0 {
-                // Same kind as the old value half the time (a double for a double).
-                let v: Value = if p < count, case .double = values[p], rng.next() % 2 == 0 { .double(Double(rng.next() % 999)) } else { Self.randomValue(&rng) }
+                // Same kind as the old value half the time (a double for a
+                // double: integral or not, so its width may change).
+                let v: Value = if p < count, case .double = values[p], rng.next() % 2 == 0 {
+                    .double(rng.next() % 2 == 0 ? Double(rng.next() % 999) : Double(rng.next() % 99_999) / 8)
+                } else { Self.randomValue(&rng) }
                 changes.append((p, v))
             }
-            var patch = RecordPatch(changes.shuffled(using: &rng))
-            let old = RecordCodec.encode(values)
+            var patch = RecordPatch(changes.shuffled(using: &rng), compactDoubles: compact)
+            let old = RecordCodec.encode(values, compactDoubles: compact)
             let patched = try patch.apply(to: old)
             if changes.contains(where: { $0.position >= count }) {
                 XCTAssertNil(patched, "a record of \(count) values was patched at \(changes.map(\.position)), seed \(seed)")
                 short += 1
                 continue
             }
-            if changes.allSatisfy({ RecordCodec.serialType($0.value) == RecordCodec.serialType(values[$0.position]) }) { sameType += 1 } else { rebuilt += 1 }
+            if changes.allSatisfy({ RecordCodec.serialType($0.value, compactDoubles: compact) == RecordCodec.serialType(values[$0.position], compactDoubles: compact) }) { sameType += 1 } else { rebuilt += 1 }
             for c in changes { values[c.position] = c.value }
-            XCTAssertEqual(patched, RecordCodec.encode(values), "values \(values), seed \(seed)")
+            let expected = RecordCodec.encode(values, compactDoubles: compact)
+            XCTAssertEqual(patched, expected, "values \(values), seed \(seed)")
+            // In place: offered exactly when the record does not grow, and
+            // then written over the old bytes it gives the same record.
+            let length = try old.withUnsafeBytes { b throws(KuraError) in try patch.preparesInPlace(b) }
+            XCTAssertEqual(length, expected.count <= old.count ? expected.count : nil, "values \(values), seed \(seed)")
+            if let length {
+                var buffer = old
+                buffer.withUnsafeMutableBytes { patch.writeInPlace($0) }
+                XCTAssertEqual(Array(buffer[..<length]), expected, "values \(values), seed \(seed)")
+                if length < old.count { shrunkInPlace += 1 }
+            }
         }
         XCTAssertGreaterThan(sameType, 300)
         XCTAssertGreaterThan(rebuilt, 300)
         XCTAssertGreaterThan(short, 300)
+        XCTAssertGreaterThan(shrunkInPlace, 100)
     }
 
     func testPatchRejectsAMalformedRecord() {
         // A header that promises more body than the record has.
-        var patch = RecordPatch([(0, .double(1))])
+        var patch = RecordPatch([(0, .double(1))], compactDoubles: true)
         XCTAssertThrowsError(try patch.apply(to: [1, 9, 0, 0])) { e in
             XCTAssertEqual((e as? KuraError)?.code, .corrupt)
         }

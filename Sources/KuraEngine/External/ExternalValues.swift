@@ -254,7 +254,7 @@ extension WriteTransaction {
                 written.append(r)
                 v[i] = .text(r.text)
             }
-            let result = try body(RecordCodec.encode(v))
+            let result = try body(RecordCodec.encode(v, compactDoubles: compactDoubles))
             var dropped: [ExternalReference] = []
             for i in schema.externalColumns { if let r = oldRef(i), !kept.contains(r.name) { dropped.append(r) } }
             try releaseExternal(dropped)

@@ -44,7 +44,9 @@
 // alone moves it to 8 (Database, `upgradeFormat`); its old leaves stay as
 // they are until a writer rebuilds them. Format 8 also moves the sync of a
 // reset log's header from the reset to the first frame after it (FORMAT.md,
-// "Reset").
+// "Reset"). Format 9 stores integral doubles in serial types 10 and 11
+// (FORMAT.md, "Records"); a connection that opens a format-2 to format-8 store
+// alone moves it to 9, and its old records keep type 9.
 //     size-8  8     page checksum
 //
 // All integers little-endian. Page 1 is written through the log like any other
@@ -54,7 +56,7 @@ enum FileHeader {
     static let magic: [UInt8] = Array("KuraDB\n\0".utf8)
     /// Bumped by every change to the on-disk format (FORMAT.md, "Version history").
     /// New stores are created at this version.
-    static let formatVersion: UInt32 = 8
+    static let formatVersion: UInt32 = 9
     /// The version the counters migration writes (format 1 to 2, the first
     /// write transaction that loads the catalog). Formats 2 and 3 become 4
     /// only when a connection opens the store alone (Pager, `setUpSharedHeader`).
@@ -95,10 +97,17 @@ enum FileHeader {
     /// reach the disk before the header they follow: they must refuse the
     /// store, which the version does.
     static let lazyHeaderSyncVersion: UInt32 = 8
+    /// From this version on, writers store a double that is an integer in
+    /// the Int32 range in serial type 10 (1 body byte) or 11 (4 bytes)
+    /// instead of 9 (FORMAT.md, "Records"). Builds before it reject those
+    /// types as corrupt, so they must refuse the store, which the version
+    /// does. Every record of an older store keeps type 9, which this build
+    /// reads in every format.
+    static let compactDoublesVersion: UInt32 = 9
     /// Versions this build opens: format 1 is migrated by the first write
-    /// transaction that loads the catalog, formats 2 to 7 by a connection
+    /// transaction that loads the catalog, formats 2 to 8 by a connection
     /// that opens the store alone.
-    static let readableVersions: ClosedRange<UInt32> = 1...8
+    static let readableVersions: ClosedRange<UInt32> = 1...9
 
     static let magicOffset = 0
     static let magicLength = 8

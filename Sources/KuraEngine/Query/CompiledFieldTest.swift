@@ -71,7 +71,8 @@ struct CompiledFieldTest {
             break
         case .number(let op, let c):
             let ty = f.type(ordinal)
-            guard ty >= 1 && ty <= 9 else { break }
+            // Booleans (1, 2), integers (3...8) and doubles (9...11) are numbers.
+            guard ty >= 1 && ty <= 11 else { break }
             let v = try f.value(ordinal)
             switch op {
             case .equal: return ValueOrdering.compareNumbers(v, c) == 0

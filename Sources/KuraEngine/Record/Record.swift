@@ -15,22 +15,34 @@
 //     7  integer, 4 bytes
 //     8  integer, 8 bytes
 //     9  double, 8 bytes   IEEE 754 binary64, little-endian
-//     10, 11               reserved (a decoder rejects them)
+//     10 double, 1 byte    (format 9) an integral double in -128...127,
+//                          two's complement
+//     11 double, 4 bytes   (format 9) an integral double in the Int32
+//                          range, little-endian two's complement
 //     n >= 12, even        blob of (n - 12) / 2 bytes
 //     n >= 13, odd         UTF-8 text of (n - 13) / 2 bytes
+//
+// Types 10 and 11 (compact doubles) exist from format 9 on: a writer uses them
+// only in a store of format 9 or later (`compactDoubles`), and only for a
+// double that converts to an Int32 and back to the same bit pattern (never
+// -0.0, NaN, an infinity or a fraction). They decode to `.double`, so nothing
+// above this file tells them from type 9. Every decoder accepts them whatever
+// the store's format (the integrity check reports them in a store below 9).
 //
 // Invariants: a record has as many serial types as it has values; a record with
 // fewer values than its table has columns reads the missing ones as null (that is
 // how adding a column rewrites nothing). Decoders are bounds-checked: a header that
-// runs past the record, a body shorter than its types promise, a reserved type or
+// runs past the record, a body shorter than its types promise, an unknown type or
 // invalid UTF-8 all throw `KuraError.corrupt`.
 
 /// Encodes and decodes records. Decoding works on borrowed bytes so that a scan
 /// touches only the columns it needs.
 public enum RecordCodec {
-    /// Serial type of `value` (see the table above).
+    /// Serial type of `value` (see the table above); a double takes type 10
+    /// or 11 when `compactDoubles` (a store of format 9 or later) and
+    /// `compactDoubleType` allows it, else 9.
     @inline(__always)
-    static func serialType(_ value: Value) -> UInt64 {
+    static func serialType(_ value: Value, compactDoubles: Bool) -> UInt64 {
         switch value {
         case .null: return 0
         case .bool(let b): return b ? 2 : 1
@@ -41,13 +53,31 @@ public enum RecordCodec {
             if v >= -32768 && v <= 32767 { return 6 }
             if v >= -2147483648 && v <= 2147483647 { return 7 }
             return 8
-        case .double: return 9
+        case .double(let d): return compactDoubles ? compactDoubleType(d) : 9
         case .blob(let b): return 12 + 2 * UInt64(b.count)
         case .text(let s): return 13 + 2 * UInt64(s.utf8.count)
         }
     }
 
-    /// Body length of a serial type, or nil for a reserved type.
+    /// The format-9 serial type of double `d`: 10 when it is an integer in
+    /// -128...127, 11 when it is another Int32, else 9. Only a value that
+    /// comes back bit for bit from its integer takes 10 or 11: -0.0 (whose
+    /// integer reads back as +0.0), NaN and the infinities (outside the range
+    /// test) and fractions (truncated) keep type 9.
+    @inline(__always)
+    static func compactDoubleType(_ d: Double) -> UInt64 {
+        // The range test is false for NaN; inside it the conversion cannot
+        // trap (it is the conversion's own test, which the optimizer then
+        // drops; a fraction just outside the Int32 range truncates into it
+        // and fails the bit test below).
+        guard d > -2147483649.0 && d < 2147483648.0 else { return 9 }
+        let i = Int32(d)
+        guard Double(i).bitPattern == d.bitPattern else { return 9 }
+        return i >= -128 && i <= 127 ? 10 : 11
+    }
+
+    /// Body length of a serial type, or nil for a blob or text type longer
+    /// than a body may be.
     @inline(__always)
     static func bodyLength(_ type: UInt64) -> Int? {
         switch type {
@@ -56,7 +86,8 @@ public enum RecordCodec {
         case 6: return 2
         case 7: return 4
         case 8, 9: return 8
-        case 10, 11: return nil
+        case 10: return 1
+        case 11: return 4
         default:
             let n = (type - 12) / 2
             return n > UInt64(Int32.max) ? nil : Int(n)
@@ -66,11 +97,20 @@ public enum RecordCodec {
     /// The largest record `encode` writes into a temporary buffer and copies.
     static let copiedRecordLimit = 1024
 
-    /// Encodes `values` as a record.
+    /// Encodes `values` as a record, every double in 8 bytes (serial type 9),
+    /// which stores of every format read. (Rows written by a transaction of a
+    /// store of format 9 or later store integral doubles shorter; any build
+    /// that reads such a store decodes both forms alike.)
     public static func encode(_ values: [Value]) -> [UInt8] {
+        encode(values, compactDoubles: false)
+    }
+
+    /// Encodes `values` as a record; `compactDoubles` (only for a store of
+    /// format 9 or later) writes integral doubles as types 10 and 11.
+    static func encode(_ values: [Value], compactDoubles: Bool) -> [UInt8] {
         let n = values.count
         return withUnsafeTemporaryAllocation(of: UInt64.self, capacity: max(n, 1)) { types in
-            let size = measure(values, types)
+            let size = measure(values, types, compactDoubles: compactDoubles)
             // A small record is written into a temporary buffer and copied
             // into an array made from it: on Linux,
             // `[UInt8](unsafeUninitializedCapacity:)` calls the standard
@@ -95,11 +135,12 @@ public enum RecordCodec {
         }
     }
 
-    /// Appends the encoding of `values` to `out`.
+    /// Appends the encoding of `values` to `out`, every double in 8 bytes (as
+    /// `encode(_:)`).
     public static func encode(_ values: [Value], into out: inout [UInt8]) {
         let n = values.count
         withUnsafeTemporaryAllocation(of: UInt64.self, capacity: max(n, 1)) { types in
-            let size = measure(values, types)
+            let size = measure(values, types, compactDoubles: false)
             let start = out.count
             out.append(contentsOf: repeatElement(0, count: size.total))
             out.withUnsafeMutableBytes { buf in
@@ -112,18 +153,19 @@ public enum RecordCodec {
     /// Each value's serial type into `types`, the header's size (the serial
     /// types' varints) and the whole record's.
     @inline(__always)
-    private static func measure(_ values: [Value], _ types: UnsafeMutableBufferPointer<UInt64>) -> (header: Int, total: Int) {
+    private static func measure(_ values: [Value], _ types: UnsafeMutableBufferPointer<UInt64>, compactDoubles: Bool) -> (header: Int, total: Int) {
         var headerSize = 0
         var bodySize = 0
         for i in values.indices {
             let v = values[i]
-            let t = serialType(v)
+            let t = serialType(v, compactDoubles: compactDoubles)
             types[i] = t
             headerSize += Varint.size(t)
             switch v {
             case .null, .bool: break
             case .integer: bodySize += t <= 4 ? 0 : t == 5 ? 1 : t == 6 ? 2 : t == 7 ? 4 : 8
-            case .double: bodySize += 8
+            // Types 9, 10, 11: 8, 1, 4 bytes (a table in one constant).
+            case .double: bodySize += Int(truncatingIfNeeded: 0x04_01_08 &>> ((t &- 9) &* 8)) & 0xFF
             case .blob(let b): bodySize += b.count
             case .text(let s): bodySize += s.utf8.count
             }
@@ -149,8 +191,7 @@ public enum RecordCodec {
                 default: break
                 }
             case .double(let d):
-                p.storeBytes(of: d.bitPattern.littleEndian, toByteOffset: at, as: UInt64.self)
-                at += 8
+                at += writeDouble(d, type: types[i], to: p + at)
             case .blob(let b):
                 b.withUnsafeBytes { src in
                     if let base = src.baseAddress, src.count > 0 { (p + at).copyMemory(from: base, byteCount: src.count) }
@@ -163,6 +204,25 @@ public enum RecordCodec {
                 }
                 at += s.utf8.count
             }
+        }
+    }
+
+    /// Writes the body of double `d` in serial type `type` (9, or the 10 or
+    /// 11 `compactDoubleType` chose for it) at `p`; returns its length.
+    @inline(__always)
+    static func writeDouble(_ d: Double, type: UInt64, to p: UnsafeMutableRawPointer) -> Int {
+        switch type {
+        case 10:
+            // `compactDoubleType` chose 10: d is an integer in -128...127.
+            p.storeBytes(of: Int8(d), as: Int8.self)
+            return 1
+        case 11:
+            // `compactDoubleType` chose 11: d is an integer in the Int32 range.
+            p.storeBytes(of: Int32(d).littleEndian, toByteOffset: 0, as: Int32.self)
+            return 4
+        default:
+            p.storeBytes(of: d.bitPattern.littleEndian, toByteOffset: 0, as: UInt64.self)
+            return 8
         }
     }
 
@@ -320,6 +380,8 @@ extension RecordCodec {
         case 7: return .integer(Int64(Int32(littleEndian: p.loadUnaligned(as: Int32.self))))
         case 8: return .integer(Int64(littleEndian: p.loadUnaligned(as: Int64.self)))
         case 9: return .double(Double(bitPattern: UInt64(littleEndian: p.loadUnaligned(as: UInt64.self))))
+        case 10: return .double(Double(p.load(as: Int8.self)))
+        case 11: return .double(Double(Int32(littleEndian: p.loadUnaligned(as: Int32.self))))
         default:
             let n = Int((t - 12) / 2)
             let bytes = UnsafeRawBufferPointer(start: p, count: n)

@@ -39,13 +39,13 @@ struct RecordHeader {
     /// The next value's serial type and the offset of its body in the record,
     /// or nil after the last value.
     ///
-    /// - Throws: `.corrupt` for a malformed or reserved serial type, or a body
+    /// - Throws: `.corrupt` for a malformed or unknown serial type, or a body
     ///   that ends past the record.
     @inline(__always)
     mutating func next() throws(KuraError) -> (type: UInt64, body: Int)? {
         guard pos < headerEnd else { return nil }
         guard let (t, n) = Varint.read(base, pos, headerEnd), let blen = RecordCodec.bodyLength(t) else {
-            throw KuraError(.corrupt, "record header has a malformed or reserved serial type at byte \(pos)")
+            throw KuraError(.corrupt, "record header has a malformed or unknown serial type at byte \(pos)")
         }
         guard body + blen <= length else {
             throw KuraError(.corrupt, "record body is shorter than its header promises (\(body + blen) > \(length) bytes)")

@@ -5,11 +5,18 @@
 // used to decode every value of each row (a String per text column), put the
 // new values in, re-validate the whole row and encode it again. A patch copies
 // the unchanged values' bytes as they stand: when every replaced value keeps
-// its serial type (a double, or an integer of the same width) the output is
-// the old record with those bodies overwritten; otherwise the header and body
-// are rebuilt from the old pieces and the new values. The bytes produced are
-// exactly what `RecordCodec.encode` gives for the old values with the changes
-// put in, so a patched record and an encoded one cannot be told apart.
+// its serial type (a double of the same width, or an integer of the same
+// width) the output is the old record with those bodies overwritten;
+// otherwise the header and body are rebuilt from the old pieces and the new
+// values. The bytes produced are exactly what `RecordCodec.encode` gives for
+// the old values with the changes put in (with the same `compactDoubles`), so
+// a patched record and an encoded one cannot be told apart.
+//
+// In place (`preparesInPlace`/`writeInPlace`): a record whose patched form is
+// no longer than it (the same types, or a format-9 double that becomes an
+// integral one and shrinks from 8 body bytes to 1 or 4) is written where it
+// lies in its leaf (BTree+InPlace.swift). One whose types change is rebuilt
+// there from a copy of its old bytes on the stack (no allocation per row).
 //
 // Invariants: the changes are already validated and normalized for their
 // columns (`TableSchema.validatedChange`); the positions are distinct. The old
@@ -23,8 +30,12 @@
 ///
 /// Not thread-safe: one per update statement.
 struct RecordPatch {
-    /// The changes, by ascending position.
-    private let changes: [(position: Int, value: Value, type: UInt64)]
+    /// The changes, by ascending position: positions, serial types and
+    /// values apart, so that the per-row walks read an integer without
+    /// copying (retaining) a value.
+    private let changePositions: [Int]
+    private let changeTypes: [UInt64]
+    private let changeValues: [Value]
     /// One past the highest changed position.
     private let width: Int
     /// Serial types and body offsets of the record being patched (reused).
@@ -32,19 +43,27 @@ struct RecordPatch {
     private var offsets: [Int] = []
     /// The length of the record read last.
     private var recordLength = 0
+    /// The length of the record read last with the changes put in (`read`).
+    private var patchedLength = 0
+    /// Whether a changed value of the record read last changes its serial type.
+    private var typesChange = false
 
-    /// `changes` are (column position, validated value) pairs with distinct positions.
-    init(_ changes: [(position: Int, value: Value)]) {
+    /// `changes` are (column position, validated value) pairs with distinct
+    /// positions; `compactDoubles` (a store of format 9 or later) gives their
+    /// doubles the serial types `RecordCodec.encode` would.
+    init(_ changes: [(position: Int, value: Value)], compactDoubles: Bool) {
         let sorted = changes.sorted { $0.position < $1.position }
         for k in sorted.indices.dropFirst() {
             precondition(sorted[k - 1].position != sorted[k].position, "a record patch sets column \(sorted[k].position) twice")
         }
-        self.changes = sorted.map { ($0.position, $0.value, RecordCodec.serialType($0.value)) }
+        changePositions = sorted.map(\.position)
+        changeTypes = sorted.map { RecordCodec.serialType($0.value, compactDoubles: compactDoubles) }
+        changeValues = sorted.map(\.value)
         width = (sorted.last?.position ?? -1) + 1
     }
 
     /// Positions the patch sets.
-    var positions: [Int] { changes.map(\.position) }
+    var positions: [Int] { changePositions }
 
     /// `record` with the changes put in; nil if it stores fewer values than
     /// the highest changed position needs (the caller encodes the row whole).
@@ -52,54 +71,84 @@ struct RecordPatch {
     /// - Throws: `.corrupt` for a malformed record header or body.
     mutating func apply(to record: [UInt8]) throws(KuraError) -> [UInt8]? {
         try record.withBytes { buf throws(KuraError) -> [UInt8]? in
-            guard let sameTypes = try read(buf) else { return nil }
-            if sameTypes {
+            guard try read(buf) else { return nil }
+            if !typesChange {
                 var out = record
                 out.withUnsafeMutableBytes { o in writeBodies(o) }
                 return out
             }
-            return rebuilt(buf)
+            // `buf` holds the record `read` walked; the new one has
+            // `patchedLength` >= 1 bytes (a record has its header size).
+            return [UInt8](unsafeUninitializedCapacity: patchedLength) { o, count in
+                rebuild(from: buf.baseAddress!, to: UnsafeMutableRawPointer(o.baseAddress!))
+                count = patchedLength
+            }
         }
     }
 
-    /// Whether the record in `buf` (where it lies, e.g. in its leaf) can take
-    /// the changes in place: every replaced value keeps its serial type, so
-    /// only body bytes at fixed offsets change and the length stays. If so,
-    /// `writeInPlace` then writes them into a buffer holding the same bytes.
-    /// False when `apply` must rebuild it or the row must be encoded whole.
+    /// The length of the record in `buf` (where it lies, e.g. in its leaf)
+    /// with the changes put in, when that is no longer than it: every
+    /// replaced value keeps its serial type (only body bytes at fixed offsets
+    /// change and the length stays), or a type changes and the rebuilt
+    /// record is no longer. `writeInPlace` then writes it over the old one.
+    /// Nil when it would grow (the caller makes room for it) or the row must
+    /// be encoded whole.
     ///
     /// - Throws: `.corrupt` for a malformed record header or body.
-    mutating func preparesInPlace(_ buf: UnsafeRawBufferPointer) throws(KuraError) -> Bool {
-        try read(buf) == true
+    mutating func preparesInPlace(_ buf: UnsafeRawBufferPointer) throws(KuraError) -> Int? {
+        guard try read(buf), patchedLength <= buf.count else { return nil }
+        return patchedLength
     }
 
-    /// Writes the changes into `record`, the bytes of the record
-    /// `preparesInPlace` last returned true for (same length).
+    /// Writes the record `preparesInPlace` last returned a length for over
+    /// `record`, which holds the bytes it read (the old length): the new
+    /// bodies at their offsets, or, when a type changes, the rebuilt record
+    /// from `record`'s start (from a copy of the old bytes on the stack; the
+    /// bytes past the new length are left as they were).
     func writeInPlace(_ record: UnsafeMutableRawBufferPointer) {
         precondition(record.count == recordLength, "an in-place patch written to a record of another length")
-        writeBodies(record)
+        if !typesChange {
+            writeBodies(record)
+            return
+        }
+        // A record has at least its header byte, so it has a base address.
+        let p = record.baseAddress!
+        withUnsafeTemporaryAllocation(byteCount: recordLength, alignment: 8) { old in
+            old.baseAddress!.copyMemory(from: p, byteCount: recordLength)
+            rebuild(from: UnsafeRawPointer(old.baseAddress!), to: p)
+        }
     }
 
-    /// Walks the header of the record in `buf` into `types` and `offsets`:
-    /// nil if it stores fewer values than `width`, else whether every changed
-    /// value keeps its serial type.
-    private mutating func read(_ buf: UnsafeRawBufferPointer) throws(KuraError) -> Bool? {
+    /// Walks the header of the record in `buf` into `types` and `offsets`,
+    /// and sets `typesChange` and `patchedLength`: false if it stores fewer
+    /// values than `width`.
+    private mutating func read(_ buf: UnsafeRawBufferPointer) throws(KuraError) -> Bool {
         types.removeAll(keepingCapacity: true)
         offsets.removeAll(keepingCapacity: true)
         recordLength = buf.count
         var header = try RecordHeader(buf)
-        var sameTypes = true
+        typesChange = false
+        // Header and body sizes of the record with the changes put in.
+        var headerSize = 0
+        var bodySize = 0
         var c = 0
         while let (t, at) = try header.next() {
-            if c < changes.count && changes[c].position == types.count {
-                if changes[c].type != t { sameTypes = false }
+            var nt = t
+            if c < changePositions.count && changePositions[c] == types.count {
+                nt = changeTypes[c]
+                if nt != t { typesChange = true }
                 c += 1
             }
+            headerSize += Varint.size(nt)
+            // Known types: the old ones passed `RecordHeader`, the new ones
+            // came from `serialType`.
+            bodySize += RecordCodec.bodyLength(nt).unsafelyUnwrapped
             types.append(t)
             offsets.append(at)
         }
-        guard types.count >= width else { return nil }
-        return sameTypes
+        guard types.count >= width else { return false }
+        patchedLength = typesChange ? Varint.size(UInt64(headerSize)) + headerSize + bodySize : buf.count
+        return true
     }
 
     /// The changed values' bodies, at their offsets in the record read last
@@ -107,56 +156,60 @@ struct RecordPatch {
     /// old one was, inside the record, as `RecordHeader` checked).
     private func writeBodies(_ o: UnsafeMutableRawBufferPointer) {
         // A record has at least its header byte, so the buffer has a base address.
-        for ch in changes { Self.writeBody(ch.value, to: o.baseAddress! + offsets[ch.position]) }
+        for c in changePositions.indices {
+            Self.writeBody(changeValues[c], type: changeTypes[c], to: o.baseAddress! + offsets[changePositions[c]])
+        }
     }
 
-    /// The record rebuilt from the old bodies and the new values (some serial
-    /// type changed, so the header and the bodies' offsets move).
-    private func rebuilt(_ buf: UnsafeRawBufferPointer) -> [UInt8] {
-        var newTypes = types
-        for ch in changes { newTypes[ch.position] = ch.type }
+    /// The serial type value `i` of the record read last has once patched.
+    @inline(__always)
+    private func newType(_ i: Int, _ c: inout Int) -> UInt64 {
+        guard c < changePositions.count && changePositions[c] == i else { return types[i] }
+        c += 1
+        return changeTypes[c - 1]
+    }
+
+    /// Writes the record read last, whose bytes are at `old`, rebuilt from
+    /// its old bodies and the new values (`patchedLength` bytes) at `p`,
+    /// which does not overlap `old`.
+    private func rebuild(from old: UnsafeRawPointer, to p: UnsafeMutableRawPointer) {
         var headerSize = 0
-        var bodySize = 0
-        for t in newTypes {
-            headerSize += Varint.size(t)
-            // Every type here is known: the old ones passed `RecordHeader`, the
-            // new ones came from `serialType`.
-            bodySize += RecordCodec.bodyLength(t).unsafelyUnwrapped
-        }
-        var out: [UInt8] = []
-        out.reserveCapacity(Varint.size(UInt64(headerSize)) + headerSize + bodySize)
-        Varint.append(UInt64(headerSize), to: &out)
-        for t in newTypes { Varint.append(t, to: &out) }
         var c = 0
+        for i in types.indices { headerSize += Varint.size(newType(i, &c)) }
+        var at = Varint.write(UInt64(headerSize), to: p)
+        c = 0
+        for i in types.indices { at += Varint.write(newType(i, &c), to: p + at) }
+        c = 0
         for i in types.indices {
-            if c < changes.count && changes[c].position == i {
-                let n = RecordCodec.bodyLength(changes[c].type).unsafelyUnwrapped
-                let start = out.count
-                out.append(contentsOf: repeatElement(0, count: n))
-                out.withUnsafeMutableBytes { o in Self.writeBody(changes[c].value, to: o.baseAddress! + start) }
+            if c < changePositions.count && changePositions[c] == i {
+                Self.writeBody(changeValues[c], type: changeTypes[c], to: p + at)
+                at += RecordCodec.bodyLength(changeTypes[c]).unsafelyUnwrapped
                 c += 1
             } else {
+                // `RecordHeader` bounded every old body inside the record.
                 let n = RecordCodec.bodyLength(types[i]).unsafelyUnwrapped
-                out.append(contentsOf: UnsafeRawBufferPointer(rebasing: buf[offsets[i]..<(offsets[i] + n)]))
+                if n > 0 { (p + at).copyMemory(from: old + offsets[i], byteCount: n) }
+                at += n
             }
         }
-        return out
+        precondition(at == patchedLength, "a rebuilt record of another length than measured")
     }
 
     /// Writes the body of `value` (as `RecordCodec.encode` lays it out) at `p`,
-    /// which has room for `bodyLength(serialType(value))` bytes.
-    private static func writeBody(_ value: Value, to p: UnsafeMutableRawPointer) {
+    /// which has room for `bodyLength(type)` bytes; `type` is the serial type
+    /// `serialType` gave `value`.
+    private static func writeBody(_ value: Value, type: UInt64, to p: UnsafeMutableRawPointer) {
         switch value {
         case .null, .bool: break
         case .integer(let i):
-            switch RecordCodec.serialType(value) {
+            switch type {
             case 5: p.storeBytes(of: UInt8(bitPattern: Int8(i)), as: UInt8.self)
             case 6: p.storeBytes(of: Int16(i).littleEndian, toByteOffset: 0, as: Int16.self)
             case 7: p.storeBytes(of: Int32(i).littleEndian, toByteOffset: 0, as: Int32.self)
             case 8: p.storeBytes(of: i.littleEndian, toByteOffset: 0, as: Int64.self)
             default: break
             }
-        case .double(let d): p.storeBytes(of: d.bitPattern.littleEndian, toByteOffset: 0, as: UInt64.self)
+        case .double(let d): _ = RecordCodec.writeDouble(d, type: type, to: p)
         case .blob(let b): b.withUnsafeBytes { if $0.count > 0 { p.copyMemory(from: $0.baseAddress!, byteCount: $0.count) } }
         case .text(let s):
             var s = s
