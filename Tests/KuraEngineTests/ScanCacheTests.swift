@@ -25,6 +25,16 @@ final class ScanCacheTests: XCTestCase {
         return o
     }
 
+    /// The rows `query` selects, stepped through one by one.
+    private func selected(_ db: Database, _ query: TableQuery) throws -> Int {
+        try db.read { tx in
+            let c = try tx.select(query)
+            var n = 0
+            while try c.next() != nil { n += 1 }
+            return n
+        }
+    }
+
     func testAFirstScanLeavesTheCacheAndASecondScanFillsIt() throws {
         let fs = MemoryFileSystem()
         let o = try makeStore(fs, rows: 8000)
@@ -32,13 +42,7 @@ final class ScanCacheTests: XCTestCase {
         defer { db.close() }
         let before = db.cachedPageCount
         // A query scan (QueryCursor) over every row.
-        let n = try db.read { tx in
-            let c = try tx.select(TableQuery("t", where: try KuraPredicate(format: "name CONTAINS %@", arguments: [.text("row")])))
-            var n = 0
-            while try c.next() != nil { n += 1 }
-            return n
-        }
-        XCTAssertEqual(n, 8000)
+        XCTAssertEqual(try selected(db, TableQuery("t", where: try KuraPredicate(format: "name CONTAINS %@", arguments: [.text("row")]))), 8000)
         let afterFirst = db.cachedPageCount
         // Only the pages a scan reaches by descending (root, catalog) may enter.
         XCTAssertLessThan(afterFirst - before, 10, "one scan filled the cache with \(afterFirst - before) pages")
@@ -69,13 +73,7 @@ final class ScanCacheTests: XCTestCase {
         let afterLookups = db.cachedPageCount
         XCTAssertGreaterThan(afterLookups - before, 8000 / 60, "lookups cached \(afterLookups - before) pages")
         // An index range (score == 7: every 100th row, spread over the table).
-        let matched = try db.read { tx in
-            let c = try tx.select(TableQuery("t", where: try KuraPredicate(format: "score == 7")))
-            var n = 0
-            while try c.next() != nil { n += 1 }
-            return n
-        }
-        XCTAssertEqual(matched, 80)
+        XCTAssertEqual(try selected(db, TableQuery("t", where: try KuraPredicate(format: "score == 7"))), 80)
         XCTAssertGreaterThan(db.cachedPageCount, afterLookups, "the index range's pages were not cached")
     }
 

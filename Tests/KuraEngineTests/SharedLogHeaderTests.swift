@@ -77,22 +77,12 @@ final class SharedLogHeaderTests: XCTestCase {
         guard let child = CrashTests.childURL else { throw XCTSkip("KuraTestChild binary not found beside the test bundle") }
         let dir = try TemporaryDirectory()
         let path = dir.path + "/p.kura"
-        let db = try Database(path: path)
+        let db = try makeChildWriterStore(at: path)
         defer { db.close() }
-        try db.write { tx in
-            try tx.createTable("writes")
-            try tx.insert([.integer(0)], into: try tx.createTable("counter"), rowID: 1)
-        }
         XCTAssertEqual(try rows(db, "writes"), 0)
         for (round, threshold) in [1000, 2].enumerated() {
             // Threshold 2: the child also checkpoints, and its close truncates the log.
-            let p = Process()
-            p.executableURL = child
-            p.arguments = ["writer", path, "\(round + 1)", "5", "\(threshold)"]
-            p.standardOutput = FileHandle.nullDevice
-            try p.run()
-            p.waitUntilExit()
-            XCTAssertEqual(p.terminationStatus, 0)
+            try runChildWriter(child, path: path, round: round + 1, commits: 5, threshold: threshold)
             let before = counts(db)
             XCTAssertEqual(try rows(db, "writes"), 5 * (round + 1))
             XCTAssertEqual(counts(db).reads, before.reads + 1)

@@ -443,12 +443,8 @@ final class TableHandleTests: XCTestCase {
         guard let child = CrashTests.childURL else { throw XCTSkip("KuraTestChild binary not found beside the test bundle") }
         let dir = try TemporaryDirectory()
         let path = dir.path + "/p.kura"
-        let db = try Database(path: path)
+        let db = try makeChildWriterStore(at: path)
         defer { db.close() }
-        try db.write { tx in
-            try tx.createTable("writes")
-            try tx.insert([.integer(0)], into: try tx.createTable("counter"), rowID: 1)
-        }
         func insert() throws -> Int64 {
             try db.write { tx in try tx.insert([.integer(99), .integer(0), .blob([])], into: try tx.table("writes")) }
         }
@@ -460,13 +456,7 @@ final class TableHandleTests: XCTestCase {
             let carried = db.writerTables.take()
             db.writerTables.keep(carried)
             XCTAssertNotNil(carried?.hot, "nothing carried, so this test shows nothing")
-            let p = Process()
-            p.executableURL = child
-            p.arguments = ["writer", path, "\(round + 1)", "5", "\(threshold)"]
-            p.standardOutput = FileHandle.nullDevice
-            try p.run()
-            p.waitUntilExit()
-            XCTAssertEqual(p.terminationStatus, 0)
+            try runChildWriter(child, path: path, round: round + 1, commits: 5, threshold: threshold)
             expected += 5
             XCTAssertEqual(try insert(), expected + 1)
             expected += 1

@@ -165,3 +165,28 @@ func indexLeafCount(_ db: Database, table: String) throws -> Int {
         return leaves.count
     }
 }
+
+/// A store at `path` made for KuraTestChild's `writer` mode: tables `writes`
+/// (which the child appends to) and `counter` (one row, ID 1, value 0).
+func makeChildWriterStore(at path: String) throws -> Database {
+    let db = try Database(path: path)
+    try db.write { tx in
+        try tx.createTable("writes")
+        try tx.insert([.integer(0)], into: try tx.createTable("counter"), rowID: 1)
+    }
+    return db
+}
+
+/// Runs KuraTestChild `child` in `writer` mode on `path`: `commits` commits of
+/// a row each into `writes` (round `round`), checkpointing at `threshold`
+/// pages, and asserts it exits with status 0.
+func runChildWriter(_ child: URL, path: String, round: Int, commits: Int, threshold: Int,
+                    file: StaticString = #filePath, line: UInt = #line) throws {
+    let p = Process()
+    p.executableURL = child
+    p.arguments = ["writer", path, "\(round)", "\(commits)", "\(threshold)"]
+    p.standardOutput = FileHandle.nullDevice
+    try p.run()
+    p.waitUntilExit()
+    XCTAssertEqual(p.terminationStatus, 0, "KuraTestChild writer exited with \(p.terminationStatus)", file: file, line: line)
+}
