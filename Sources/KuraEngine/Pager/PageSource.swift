@@ -313,7 +313,10 @@ final class SnapshotPages: PageSource {
 final class PageWriter: PageSource {
     let pager: Pager
     let snapshot: Snapshot
-    private(set) var dirty: [UInt32: Page] = [:]
+    /// Changed pages by number. Made with room for a few pages, so that a
+    /// small transaction (a one-row commit changes two to four pages) grows
+    /// its table once, not at every second page.
+    private(set) var dirty: [UInt32: Page] = Dictionary(minimumCapacity: 8)
     /// Changed pages written to the log and dropped: page -> its newest frame.
     private var spilled: [UInt32: Int] = [:]
     /// Pages of `dirty` identical to their newest spilled frame, and that frame.
