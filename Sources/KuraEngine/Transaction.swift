@@ -472,7 +472,7 @@ public final class WriteTransaction: ReadTransaction {
         if let c = catalog { return c }
         let c = try database.catalog(writer!)
         catalog = c
-        if writer!.header.headerVersion == 1 { try migrateCounters() }
+        if writer!.currentHeader.headerVersion == 1 { try migrateCounters() }
         return catalog!
     }
 
@@ -508,15 +508,15 @@ public final class WriteTransaction: ReadTransaction {
         guard var info = try loadCatalog().entries[name] else { return nil }
         guard info.kind == "table", !counted.contains(info.id) else { return info }
         let w = writer!
-        if w.header.headerVersion >= FileHeader.leafCountersVersion && w.touchedTableRoots.contains(info.rootPage) {
+        if w.currentHeader.headerVersion >= FileHeader.leafCountersVersion && w.touchedTableRoots.contains(info.rootPage) {
             // From the snapshot the transaction began on: the writer's copy of
             // the right-most leaf may have been rebuilt (a split) without them.
-            info = info.with(try storedCounters(info, header: w.header, SnapshotPages(pager: w.pager, snapshot: w.snapshot)))
-        } else if w.header.headerVersion != 1 {
+            info = info.with(try storedCounters(info, header: w.currentHeader, SnapshotPages(pager: w.pager, snapshot: w.snapshot)))
+        } else if w.currentHeader.headerVersion != 1 {
             // No page of the table's tree changed yet (or formats 2 to 4, whose
             // counters tree the commit alone writes): the writer's pages,
             // through its memo.
-            info = info.with(try storedCounters(info, header: w.header, w))
+            info = info.with(try storedCounters(info, header: w.currentHeader, w))
         }
         counted.insert(info.id)
         catalog!.entries[name] = info
@@ -659,7 +659,7 @@ public final class WriteTransaction: ReadTransaction {
     /// the committed counters (the hot table's written back at commit).
     func tableCarry(to serial: UInt64) -> WriterTables? {
         guard let c = catalog, localSchemaGeneration == 0, schemaChanged.isEmpty, droppedTables.isEmpty,
-              let w = writer, w.header.headerVersion >= FileHeader.leafCountersVersion,
+              let w = writer, w.currentHeader.headerVersion >= FileHeader.leafCountersVersion,
               let key = w.unchangedCatalogKey else { return nil }
         // The hot table was written back to the catalog at commit (`dirty`
         // cleared); one that was not is not carried.
@@ -1214,12 +1214,12 @@ public final class WriteTransaction: ReadTransaction {
         kept?.dirty = false
         let w = writer!
         if let c = catalog {
-            let root = w.header.headerCatalogRoot
-            let leafCounters = w.header.headerVersion >= FileHeader.leafCountersVersion
+            let root = w.currentHeader.headerCatalogRoot
+            let leafCounters = w.currentHeader.headerVersion >= FileHeader.leafCountersVersion
             for info in droppedTables {
                 try Catalog.remove(info, root: root, w)
-                if info.kind == "table" && !leafCounters && w.header.headerCountersRoot != 0 {
-                    try TableCounters.remove(id: info.id, root: w.header.headerCountersRoot, w)
+                if info.kind == "table" && !leafCounters && w.currentHeader.headerCountersRoot != 0 {
+                    try TableCounters.remove(id: info.id, root: w.currentHeader.headerCountersRoot, w)
                 }
             }
             for name in schemaChanged.sorted() {

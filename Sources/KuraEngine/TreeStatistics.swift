@@ -61,8 +61,10 @@ extension ReadTransaction {
         }
     }
 
+    /// Page 1 as the transaction sees it, for reading only: a write
+    /// transaction's may be the snapshot's page, shared with readers.
     func headerPage() throws(KuraError) -> Page {
-        if let w = writer { return w.header }
+        if let w = writer { return w.currentHeader }
         return try snapshotPages!.page(1)
     }
 }

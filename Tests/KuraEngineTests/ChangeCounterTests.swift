@@ -107,6 +107,93 @@ final class ChangeCounterTests: XCTestCase {
         XCTAssertEqual(try c.changeCounter(), expected + 1)
     }
 
+    /// A write transaction copies page 1 only when it changes it
+    /// (PageWriter.header): a commit that grows the store, frees pages,
+    /// reuses free pages or changes the schema still logs page 1, and another
+    /// connection, the raw files and a reopen see its fields; a row commit
+    /// that changes none of them leaves it out.
+    func testCommitsThatChangePageOneLogIt() throws {
+        let dir = try TemporaryDirectory()
+        let (path, db) = try makeStore(dir)
+        var reopened: Database?
+        defer { reopened?.close() }
+        try insert(db, 0)
+        XCTAssertTrue(try db.checkpoint())
+        /// Commits `body` and returns whether its transaction logged page 1;
+        /// then another connection must see the page count, the free pages
+        /// and the schema cookie of the writer's own view, and a clean store.
+        func commit(_ what: String, _ body: (WriteTransaction) throws -> Void) throws -> Bool {
+            let before = try loggedTransactions(path).count
+            try db.write { tx in try body(tx) }
+            let logged = try loggedTransactions(path)
+            XCTAssertEqual(logged.count, before + 1, what)
+            let mine = try db.read { tx in (try tx.pageCount, try tx.freePageCount, try tx.headerPage().headerSchemaCookie) }
+            let other = try Database(path: path)
+            defer { other.close() }
+            try other.read { tx in
+                XCTAssertEqual(try tx.pageCount, mine.0, what)
+                XCTAssertEqual(try tx.freePageCount, mine.1, what)
+                XCTAssertEqual(try tx.headerPage().headerSchemaCookie, mine.2, what)
+                XCTAssertEqual(try tx.checkIntegrity(), [], what)
+            }
+            return logged.last?.contains(1) ?? false
+        }
+        let pages = try db.read { tx in try tx.pageCount }
+        XCTAssertFalse(try commit("one row") { tx in _ = try tx.insert([.text("a"), .integer(1)], into: try tx.table("t")) })
+        XCTAssertTrue(try commit("growth") { tx in
+            let t = try tx.table("t")
+            for i in 0..<3000 { _ = try tx.insert([.text("grow-\(i)"), .integer(Int64(i))], into: t) }
+        })
+        XCTAssertGreaterThan(try db.read { tx in try tx.pageCount }, pages)
+        XCTAssertTrue(try commit("frees") { tx in
+            let t = try tx.table("t")
+            for id in Int64(2)...2500 { XCTAssertTrue(try tx.delete(from: t, rowID: id)) }
+        })
+        XCTAssertGreaterThan(try db.read { tx in try tx.freePageCount }, 0)
+        let free = try db.read { tx in try tx.freePageCount }
+        XCTAssertTrue(try commit("reuses") { tx in
+            let t = try tx.table("t")
+            for i in 0..<400 { _ = try tx.insert([.text("again-\(i)"), .integer(Int64(i))], into: t) }
+        })
+        XCTAssertLessThan(try db.read { tx in try tx.freePageCount }, free)
+        XCTAssertTrue(try commit("schema") { tx in try tx.createIndex("by_name", on: try tx.table("t"), columns: [IndexColumn("name")]) })
+        XCTAssertFalse(try commit("one row again") { tx in _ = try tx.insert([.text("b"), .integer(2)], into: try tx.table("t")) })
+        let counter = try db.changeCounter()
+        let rows = try db.read { tx in try tx.rowCount(try tx.table("t")) }
+        db.close()
+        XCTAssertEqual(try rawCounter(path), counter)
+        let again = try Database(path: path)
+        reopened = again
+        XCTAssertEqual(try again.changeCounter(), counter)
+        try again.read { tx in
+            XCTAssertEqual(try tx.rowCount(try tx.table("t")), rows)
+            XCTAssertEqual(try tx.checkIntegrity(), [])
+        }
+    }
+
+    /// Below format 4 every commit writes page 1 (builds of those formats
+    /// read the counter from it alone), also one that changed nothing of it.
+    func testOldFormatRowCommitsLogPageOne() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.path + "/o.kura"
+        let db = try Database(path: path)
+        defer { db.close() }
+        try db.setFormatForTesting(3)
+        try db.write { tx in _ = try tx.createTable("t", schema: TableSchema([ColumnDefinition("n", .integer)])) }
+        let start = try db.changeCounter()
+        // Inserts change the counters (in the counters tree, found through
+        // page 1); updates change no counter and nothing else of page 1.
+        for i in 0..<5 { try db.write { tx in _ = try tx.insert([.integer(Int64(i))], into: try tx.table("t")) } }
+        for i in 0..<5 { try db.write { tx in XCTAssertTrue(try tx.update([.integer(Int64(10 + i))], in: try tx.table("t"), rowID: Int64(1 + i))) } }
+        let logged = try loggedTransactions(path)
+        for t in logged.suffix(10) { XCTAssertTrue(t.contains(1), "\(t)") }
+        XCTAssertEqual(try db.changeCounter(), start + 10)
+        XCTAssertEqual(try rawCounter(path), start + 10)
+        let other = try Database(path: path)
+        defer { other.close() }
+        XCTAssertEqual(try other.changeCounter(), start + 10)
+    }
+
     func testEmptyWriteTransactionDoesNotCount() throws {
         let dir = try TemporaryDirectory()
         let (_, db) = try makeStore(dir)

@@ -209,6 +209,72 @@ final class LeafCountersTests: XCTestCase {
         }
     }
 
+    /// One-row commits (the W9 writer's shape) store the counters in the leaf
+    /// the tree's append hint names, without a descent (TableCounters.storeInLeaf).
+    /// The hint is carried from commit to commit; appends split the right-most
+    /// leaf (the hint goes stale and the commit descends), deletes at the end
+    /// empty and merge it, larger rows split it in the middle of a commit. After
+    /// every commit another connection reads the counters from the store.
+    func testOneRowCommitsKeepCountersThroughHintedRightMostLeaf() throws {
+        let seed = Self.seed(9, "testOneRowCommitsKeepCountersThroughHintedRightMostLeaf")
+        var rng = SplitMix64(seed: seed)
+        let dir = try TemporaryDirectory()
+        let path = dir.path + "/h.kura"
+        var options = Database.Options()
+        options.pageSize = 512
+        let db = try Database(path: path, options: options)
+        defer { db.close() }
+        try db.write { tx in
+            let t = try tx.createTable("t", schema: try TableSchema([ColumnDefinition("name", .text), ColumnDefinition("score", .integer)]))
+            try tx.createIndex("t_score", on: t, columns: [IndexColumn("score")])
+        }
+        var ids: [Int64] = []
+        var next: Int64 = 1
+        var leaves = 0
+        for step in 0..<600 {
+            let r = rng.next() % 20
+            try db.write { tx in
+                let t = try tx.table("t")
+                switch r {
+                case 0 where !ids.isEmpty:
+                    // Delete from the end: the right-most leaf empties and merges.
+                    for id in ids.suffix(1 + Int(rng.next() % 12)) {
+                        XCTAssertTrue(try tx.delete(from: t, rowID: id))
+                        ids.removeLast()
+                    }
+                case 1:
+                    // Several rows, some large: splits within the commit.
+                    for _ in 0..<(2 + Int(rng.next() % 6)) {
+                        let size = rng.next() % 3 == 0 ? 200 : 10
+                        let id = try tx.insert([.text(String(repeating: "m", count: size)), .integer(Int64(rng.next() % 50))], into: t)
+                        XCTAssertEqual(id, next, "step \(step), seed \(seed)")
+                        ids.append(id)
+                        next = id + 1
+                    }
+                default:
+                    let id = try tx.insert([.text("w9-\(step)"), .integer(Int64(rng.next() % 50))], into: t)
+                    XCTAssertEqual(id, next, "step \(step), seed \(seed)")
+                    ids.append(id)
+                    next = id + 1
+                }
+            }
+            let other = try Database(path: path, options: options)
+            defer { other.close() }
+            try other.read { tx in
+                let t = try tx.table("t")
+                XCTAssertEqual(t.rowCount, Int64(ids.count), "step \(step), seed \(seed)")
+                XCTAssertEqual(t.nextRowID, next, "step \(step), seed \(seed)")
+                XCTAssertEqual(try tx.rowCount(t), ids.count, "step \(step), seed \(seed)")
+                if step % 25 == 24 {
+                    XCTAssertEqual(try tx.checkIntegrity(), [], "step \(step), seed \(seed)")
+                }
+                leaves = max(leaves, try tx.statistics(of: t).leafPages)
+            }
+        }
+        XCTAssertGreaterThan(leaves, 10, "the appends split no leaf")
+        XCTAssertEqual(StoreWalker(try RawStore(path: path)).run().problems, [])
+    }
+
     /// Writes one page below the transaction layer (which would repair what
     /// these tests damage), as a damaged or hostile store holds it.
     func damage(_ db: Database, page number: UInt32, _ body: (Page) -> Void) throws {

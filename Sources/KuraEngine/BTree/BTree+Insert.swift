@@ -340,7 +340,7 @@ extension BTree {
     /// which builds before 8 read.
     @inline(__always)
     func compactLeaves(_ w: PageWriter) -> Bool {
-        w.header.headerVersion >= FileHeader.compactCellsVersion
+        w.currentHeader.headerVersion >= FileHeader.compactCellsVersion
     }
 
     /// The form (`compactLeaves`) of leaves rebuilt from `cells` (wide, some

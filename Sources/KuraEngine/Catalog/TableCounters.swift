@@ -115,6 +115,18 @@ struct TableCounters: Equatable {
     /// counters and has fewer than 16 bytes free first gives its last cell to
     /// a new right-most leaf (`BTree.splitOffLastCell`).
     static func storeInLeaf(_ c: TableCounters, root: UInt32, _ w: PageWriter) throws(KuraError) {
+        // The tree's append hint, while valid (no page allocated or freed
+        // since it was recorded, so no split, merge or root move: see
+        // BTree+Insert.swift), names its right-most leaf as the tree is now:
+        // a commit after appends stores the counters there without a descent.
+        // A leaf without room for them takes the descent below, which splits.
+        if let hint = w.appendHint(for: root) {
+            let leaf = try w.page(hint.leaf)
+            if leaf.isLeafNode {
+                if let held = leaf.tableCounters, held.nextRowID == c.nextRowID, held.rowCount == c.rowCount { return }
+                if try w.writable(hint.leaf).setTableCounters(nextRowID: c.nextRowID, rowCount: c.rowCount) { return }
+            }
+        }
         // Two rounds at most: a leaf split off holds one cell, so it has room.
         for _ in 0..<2 {
             let (leaf, path) = try rightmostLeaf(of: root, w)

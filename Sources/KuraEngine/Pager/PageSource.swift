@@ -313,7 +313,10 @@ final class SnapshotPages: PageSource {
 final class PageWriter: PageSource {
     let pager: Pager
     let snapshot: Snapshot
-    private(set) var dirty: [UInt32: Page] = [:]
+    /// Changed pages by number. Made with room for a few pages, so that a
+    /// small transaction (a one-row commit changes two to four pages) grows
+    /// its table once, not at every second page.
+    private(set) var dirty: [UInt32: Page] = Dictionary(minimumCapacity: 8)
     /// Changed pages written to the log and dropped: page -> its newest frame.
     private var spilled: [UInt32: Int] = [:]
     /// Pages of `dirty` identical to their newest spilled frame, and that frame.
@@ -327,7 +330,30 @@ final class PageWriter: PageSource {
     /// workload spills the same pages in every run).
     private var ring: [UInt32] = []
     private var hand = 0
-    let header: Page
+    /// Page 1 as this transaction has it now, for reading only: the
+    /// snapshot's page 1 (immutable, shared with the cache and readers) until
+    /// the transaction first asks for `header`, then its copy. Never change
+    /// a page through it: changes go through `header`.
+    private(set) var currentHeader: Page
+    /// Whether `currentHeader` is this transaction's copy (kept in `dirty`).
+    private var headerCopied = false
+    /// Page 1 for change: the transaction's copy (in `dirty`), made on first
+    /// use. A transaction that only appends rows never changes page 1 and so
+    /// never copies it (its commit leaves page 1 out in format 4 and later).
+    /// Every change of page 1 goes through here.
+    var header: Page {
+        if headerCopied { return currentHeader }
+        return copyHeader()
+    }
+
+    @inline(never)
+    private func copyHeader() -> Page {
+        let p = Page(copying: originalHeader)
+        currentHeader = p
+        headerCopied = true
+        dirty[1] = p
+        return p
+    }
     var pageSize: Int { pager.pageSize }
     /// The first error a page operation threw after the transaction changed a
     /// page (see the header): set once, never cleared.
@@ -439,9 +465,8 @@ final class PageWriter: PageSource {
         recent = .allocate(capacity: 1)
         recent.initialize(to: nil)
         originalHeader = first
+        currentHeader = first
         snapshotCatalogKey = CatalogCache.Key(first)
-        header = Page(copying: first)
-        dirty[1] = header
         if let carried, carried.serial == snapshot.serial {
             for p in carried.pages { memoize(p) }
             appendHints = carried.hints.map { AppendHint(root: $0.root, epoch: 0, interior: $0.interior, leaf: $0.leaf) }
@@ -452,7 +477,7 @@ final class PageWriter: PageSource {
     /// page 1 out when `header` still equals it but for the change counter.
     private let originalHeader: Page
 
-    var pageCount: UInt32 { header.headerPageCount }
+    var pageCount: UInt32 { currentHeader.headerPageCount }
 
     /// The catalog key (schema cookie) of the snapshot's page 1.
     private let snapshotCatalogKey: CatalogCache.Key
@@ -463,7 +488,7 @@ final class PageWriter: PageSource {
     /// compaction); nil otherwise, and for a format-1 store, whose key is its
     /// change counter. Equal keys mean equal catalogs (`CatalogCache.Key`).
     var unchangedCatalogKey: CatalogCache.Key? {
-        guard snapshotCatalogKey.version != 1, CatalogCache.Key(header) == snapshotCatalogKey else { return nil }
+        guard snapshotCatalogKey.version != 1, CatalogCache.Key(currentHeader) == snapshotCatalogKey else { return nil }
         return snapshotCatalogKey
     }
 
@@ -480,8 +505,8 @@ final class PageWriter: PageSource {
             d.referenced = true
             return d
         }
-        guard number <= header.headerPageCount else {
-            throw failed(KuraError.corruption("reference to page \(number), beyond the last page (\(header.headerPageCount))", page: number, path: pager.path))
+        guard number <= currentHeader.headerPageCount else {
+            throw failed(KuraError.corruption("reference to page \(number), beyond the last page (\(currentHeader.headerPageCount))", page: number, path: pager.path))
         }
         do {
             if !spilled.isEmpty, let frame = spilled[number] { return try readBack(number, frame: frame, clean: true) }
@@ -569,6 +594,12 @@ final class PageWriter: PageSource {
             if !inLog.isEmpty { inLog[number] = nil }
             recent.pointee = d
             return d
+        }
+        if number == 1 {
+            // Page 1 is `header`, never a second copy (nor spilled).
+            let h = header
+            recent.pointee = h
+            return h
         }
         do {
             if !spilled.isEmpty, let frame = spilled[number] {
@@ -779,12 +810,20 @@ final class PageWriter: PageSource {
         let counter = snapshot.changeCounter &+ 1
         var pages = Array(dirty.values)
         if !inLog.isEmpty { pages.removeAll { inLog[$0.number] != nil } }
-        if header.headerVersion >= FileHeader.derivedCounterVersion && pages.count > 1 && headerUnchanged {
+        if !headerCopied {
+            // Nothing changed page 1 (it is not in `pages`): left out unless
+            // the format needs it in every commit or it is the only page.
+            if currentHeader.headerVersion < FileHeader.derivedCounterVersion || pages.isEmpty {
+                let h = header
+                h.headerChangeCounter = counter
+                pages.append(h)
+            }
+        } else if header.headerVersion >= FileHeader.derivedCounterVersion && pages.count > 1 && headerUnchanged {
             pages.removeAll { $0.number == 1 }
         } else {
             header.headerChangeCounter = counter
         }
-        try pager.commit(pages, pageCount: header.headerPageCount, changeCounter: counter)
+        try pager.commit(pages, pageCount: currentHeader.headerPageCount, changeCounter: counter)
     }
 
     /// Whether `header` equals the snapshot's page 1 in every byte before the

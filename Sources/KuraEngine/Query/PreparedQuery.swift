@@ -130,7 +130,7 @@ extension ReadTransaction {
     func schemaFingerprint(of table: String) throws(KuraError) -> SchemaFingerprint {
         if writer == nil, let f = fingerprintMemo { return f }
         if let w = self as? WriteTransaction {
-            return SchemaFingerprint(catalog: CatalogCache.Key(w.writer!.header), local: w.localSchemaGeneration)
+            return SchemaFingerprint(catalog: CatalogCache.Key(w.writer!.currentHeader), local: w.localSchemaGeneration)
         }
         // A read transaction's snapshot never changes: compute it once.
         if let f = fingerprintMemo { return f }
