@@ -101,7 +101,7 @@ extension WriteTransaction {
     /// types 10 and 11 (FORMAT.md, "Records"): only in a store of format 9 or
     /// later, which builds that do not read them refuse. Read from this
     /// transaction's page 1, so an upgrade in the same transaction counts.
-    var compactDoubles: Bool { writer!.header.headerVersion >= FileHeader.compactDoublesVersion }
+    var compactDoubles: Bool { writer!.currentHeader.headerVersion >= FileHeader.compactDoublesVersion }
 
     /// Encodes a row for `info`, checking it against the table's schema if it has one.
     func encodeRow(_ values: [Value], _ info: TableInfo) throws(KuraError) -> [UInt8] {
