@@ -65,13 +65,7 @@ final class CommitWatcherTests: XCTestCase {
         let seen = Seen()
         let observation = try db.observeCommits { seen.add($0) }
         defer { observation.cancel() }
-        let p = Process()
-        p.executableURL = child
-        p.arguments = ["writer", path, "1", "30", "1000"]
-        p.standardOutput = FileHandle.nullDevice
-        try p.run()
-        p.waitUntilExit()
-        XCTAssertEqual(p.terminationStatus, 0)
+        try runChildWriter(child, path: path, round: 1, commits: 30, threshold: 1000)
         let final = try db.changeCounter()
         XCTAssertTrue(seen.wait(atLeast: final), "the other process's last commit was not observed (saw \(seen.all.suffix(3)), counter \(final))")
         XCTAssertGreaterThan(seen.all.count, 0)
