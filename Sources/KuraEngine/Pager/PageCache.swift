@@ -57,7 +57,12 @@ struct PageCache {
     }
 
     @inline(__always)
-    private func home(_ key: UInt64) -> Int {
+    private func home(_ key: UInt64) -> Int { Self.hash(key, shift: shift) }
+
+    /// `key`'s Fibonacci (multiplicative) hash: the product's top
+    /// 64 - `shift` bits, an index into a power-of-two table of that many bits.
+    @inline(__always)
+    private static func hash(_ key: UInt64, shift: UInt64) -> Int {
         Int(truncatingIfNeeded: (key &* 0x9E37_79B9_7F4A_7C15) >> shift)
     }
 
@@ -123,7 +128,7 @@ struct PageCache {
             scanned = [UInt64](repeating: 0, count: bits / 64)
         }
         let bits = scanned.count * 64
-        let h = Int(truncatingIfNeeded: (key &* 0x9E37_79B9_7F4A_7C15) >> UInt64(64 - bits.trailingZeroBitCount))
+        let h = Self.hash(key, shift: UInt64(64 - bits.trailingZeroBitCount))
         let bit: UInt64 = 1 << UInt64(h & 63)
         if scanned[h >> 6] & bit != 0 { return true }
         if scannedMarks >= capacity {

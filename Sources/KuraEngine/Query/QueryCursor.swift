@@ -611,7 +611,8 @@ struct CandidateSource {
         let leaf = cursor.leaf
         let n = leaf.cellCount
         guard n > 0, leaf.compareKey(0, key) <= 0, leaf.compareKey(n - 1, key) >= 0 else { return false }
-        cursor.stack[cursor.stack.count - 1].index = leaf.lowerBound(key)
+        // Below n: the leaf's last key is >= `key`.
+        cursor.moveInLeaf(to: leaf.lowerBound(key))
         return true
     }
 

@@ -421,7 +421,7 @@ extension ReadTransaction {
                     run = 1
                 }
             }
-            if n > 0 { cursor.stack[cursor.stack.count - 1].index = n - 1 }
+            if n > 0 { cursor.moveInLeaf(to: n - 1) }
             try cursor.next(s)
         }
         if run > 0 { out.append((current, run)) }

@@ -43,8 +43,11 @@ struct RecordPatch {
     private var offsets: [Int] = []
     /// The length of the record read last.
     private var recordLength = 0
-    /// The length of the record read last with the changes put in (`read`).
+    /// The length of the record read last with the changes put in, and the
+    /// size of its serial types (what its header's size varint says), as
+    /// `read` measured them.
     private var patchedLength = 0
+    private var patchedHeaderSize = 0
     /// Whether a changed value of the record read last changes its serial type.
     private var typesChange = false
 
@@ -120,7 +123,7 @@ struct RecordPatch {
     }
 
     /// Walks the header of the record in `buf` into `types` and `offsets`,
-    /// and sets `typesChange` and `patchedLength`: false if it stores fewer
+    /// and sets `typesChange`, `patchedLength` and `patchedHeaderSize`: false if it stores fewer
     /// values than `width`.
     private mutating func read(_ buf: UnsafeRawBufferPointer) throws(KuraError) -> Bool {
         types.removeAll(keepingCapacity: true)
@@ -147,6 +150,7 @@ struct RecordPatch {
             offsets.append(at)
         }
         guard types.count >= width else { return false }
+        patchedHeaderSize = headerSize
         patchedLength = typesChange ? Varint.size(UInt64(headerSize)) + headerSize + bodySize : buf.count
         return true
     }
@@ -173,11 +177,8 @@ struct RecordPatch {
     /// its old bodies and the new values (`patchedLength` bytes) at `p`,
     /// which does not overlap `old`.
     private func rebuild(from old: UnsafeRawPointer, to p: UnsafeMutableRawPointer) {
-        var headerSize = 0
+        var at = Varint.write(UInt64(patchedHeaderSize), to: p)
         var c = 0
-        for i in types.indices { headerSize += Varint.size(newType(i, &c)) }
-        var at = Varint.write(UInt64(headerSize), to: p)
-        c = 0
         for i in types.indices { at += Varint.write(newType(i, &c), to: p + at) }
         c = 0
         for i in types.indices {
