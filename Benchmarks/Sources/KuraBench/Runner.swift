@@ -1,8 +1,10 @@
 // Runner: runs the workloads on every engine, alternating, and records samples.
 //
-// One round per run. In a round each engine in turn (the order rotates from
-// round to round, so no engine always goes first or last) gets a fresh store in
-// the same temporary directory and runs, in this order:
+// One round per run. In a round every engine gets a fresh store in the same
+// temporary directory, and the engines run in lock step: each step below runs
+// on every engine in turn (the order rotates from round to round, so no engine
+// always goes first) before the next step starts; then the object layer's rows
+// (KuraObjectsBench.swift). The steps:
 //
 //   W1 insert → checkpoint, W10 size → W1b index → W2 → W3 → W4 → W5
 //   → checkpoint, W11 (child process on this store) → W6 → W7 → checkpoint,
@@ -67,12 +69,6 @@ final class Runner {
         return e.indices.map { e[($0 + r) % e.count] }
     }
 
-    /// Engine names of round `r` (the object layer included), rotated by `r`.
-    func roundNames(_ r: Int) -> [String] {
-        let e = (allEngines.map { $0.name } + [KuraObjectsBench.name]).filter { options.engines.contains($0) }
-        return e.indices.map { e[($0 + r) % e.count] }
-    }
-
     func check(_ workload: String, _ engine: String, _ value: Int) throws {
         checks[workload, default: [:]][engine] = value
         let values = Set(checks[workload]!.values)
@@ -104,76 +100,108 @@ final class Runner {
         for r in 0..<options.runs {
             checks = [:]
             progress("round \(r + 1) of \(options.runs)")
-            for name in roundNames(r) {
-                if name == KuraObjectsBench.name {
-                    let path = directory + "/\(name)-\(data.rows).kura"
-                    removeStore(path)
-                    defer { removeStore(path) }
-                    try KuraObjectsBench.run(self, data, path: path, w11: options.w11)
-                } else if let E = engines.first(where: { $0.name == name }) {
-                    try runRound(E, data, round: r)
-                }
+            try runRound(order(r), data, round: r)
+            // The object layer's rows compare with the engines' rows of the same
+            // round; they run after the engines' lock-step steps, first or last
+            // by the round's rotation.
+            if options.engines.contains(KuraObjectsBench.name) {
+                let path = directory + "/\(KuraObjectsBench.name)-\(data.rows).kura"
+                removeStore(path)
+                defer { removeStore(path) }
+                try KuraObjectsBench.run(self, data, path: path, w11: options.w11)
             }
         }
     }
 
-    func runRound(_ E: any BenchEngine.Type, _ data: Dataset, round r: Int) throws {
-        let name = E.name
-        let n = data.rows
-        let path = directory + "/\(name)-\(n).db"
-        removeStore(path)
-        defer { removeStore(path) }
-        let e = try E.init(path: path, sync: .normal)
+    /// One engine's store in a round.
+    private struct Contender {
+        let name: String
+        let type: any BenchEngine.Type
+        let path: String
+        let engine: any BenchEngine
+    }
 
-        try measure("W1", name, rows: n, expect: n) { try e.insertAll(data) }
-        try e.checkpoint()
-        results.add("W10 after W1", name, rows: n, .bytes, Double(StoreSize(path: path, companions: E.companions).total))
-        try measure("W1b", name, rows: n) { try e.createIndex(); return 0 }
-        try measure("W2", name, rows: n) { try e.lookups(data.lookupIDs) }
-        try measure("W3", name, rows: n, expect: n) { try e.equalityQueries(data.equalityKeys) }
-        try measure("W4", name, rows: n) { try e.rangeQueries(data.rangeStarts) }
-        try measure("W5", name, rows: n, expect: data.expectedContains) { try e.scanContains() }
+    /// One round, in lock step: every engine opens a fresh store, then each
+    /// step runs on every engine in turn (in the round's rotated order) before
+    /// the next step starts. So Kura's W3 and SQLite's W3 run seconds apart,
+    /// not a whole sequence apart: on a shared machine whose speed swings
+    /// twofold from minute to minute, the two samples of a ratio see the same
+    /// machine. W9 (5 s each) and W8 run engine after engine at the end.
+    func runRound(_ order: [any BenchEngine.Type], _ data: Dataset, round r: Int) throws {
+        let n = data.rows
+        var contenders: [Contender] = []
+        defer { for c in contenders { try? c.engine.close(); removeStore(c.path) } }
+        for E in order {
+            let path = directory + "/\(E.name)-\(n).db"
+            removeStore(path)
+            contenders.append(Contender(name: E.name, type: E, path: path, engine: try E.init(path: path, sync: .normal)))
+        }
+        func each(_ body: (Contender) throws -> Void) throws { for c in contenders { try body(c) } }
+        func size(_ c: Contender) -> Double { Double(StoreSize(path: c.path, companions: c.type.companions).total) }
+
+        try each { c in try measure("W1", c.name, rows: n, expect: n) { try c.engine.insertAll(data) } }
+        try each { c in
+            try c.engine.checkpoint()
+            results.add("W10 after W1", c.name, rows: n, .bytes, size(c))
+        }
+        try each { c in try measure("W1b", c.name, rows: n) { try c.engine.createIndex(); return 0 } }
+        try each { c in try measure("W2", c.name, rows: n) { try c.engine.lookups(data.lookupIDs) } }
+        try each { c in try measure("W3", c.name, rows: n, expect: n) { try c.engine.equalityQueries(data.equalityKeys) } }
+        try each { c in try measure("W4", c.name, rows: n) { try c.engine.rangeQueries(data.rangeStarts) } }
+        try each { c in try measure("W5", c.name, rows: n, expect: data.expectedContains) { try c.engine.scanContains() } }
 
         if options.w11 {
-            try e.checkpoint()
-            let (rows, peak) = try spawnStream(engine: name, path: path)
-            guard rows == n else { throw CheckMismatch(description: "W11: \(name) streamed \(rows) rows, expected \(n)") }
-            results.add("W11", name, rows: n, .bytes, Double(peak))
-            progress("  \(name) W11: peak RSS \(formatBytes(Double(peak)))")
+            try each { c in
+                try c.engine.checkpoint()
+                let (rows, peak) = try spawnStream(engine: c.name, path: c.path)
+                guard rows == n else { throw CheckMismatch(description: "W11: \(c.name) streamed \(rows) rows, expected \(n)") }
+                results.add("W11", c.name, rows: n, .bytes, Double(peak))
+                progress("  \(c.name) W11: peak RSS \(formatBytes(Double(peak)))")
+            }
         }
 
-        try measure("W6", name, rows: n) { try e.updateLowScores() }
-        try measure("W7", name, rows: n) { try e.deleteHighScores() }
-        try e.checkpoint()
-        results.add("W10 after W7", name, rows: n, .bytes, Double(StoreSize(path: path, companions: E.companions).total))
-        if try e.compact() {
-            results.add("W10 compacted", name, rows: n, .bytes, Double(StoreSize(path: path, companions: E.companions).total))
+        try each { c in try measure("W6", c.name, rows: n) { try c.engine.updateLowScores() } }
+        try each { c in try measure("W7", c.name, rows: n) { try c.engine.deleteHighScores() } }
+        try each { c in
+            try c.engine.checkpoint()
+            results.add("W10 after W7", c.name, rows: n, .bytes, size(c))
+        }
+        try each { c in
+            if try c.engine.compact() {
+                results.add("W10 compacted", c.name, rows: n, .bytes, size(c))
+            }
         }
 
         if options.w9Seconds > 0 {
-            // An error here is an engine bug under concurrency: it is reported
-            // (and the sample is missing), and the run goes on.
-            do {
-                let (reads, commits) = try e.concurrent(rows: n, seconds: options.w9Seconds)
-                results.add("W9 reads", name, rows: n, .perSecond, Double(reads) / options.w9Seconds)
-                results.add("W9 commits", name, rows: n, .perSecond, Double(commits) / options.w9Seconds)
-                progress("  \(name) W9: \(formatRate(Double(reads) / options.w9Seconds)) reads, \(formatRate(Double(commits) / options.w9Seconds)) commits")
-            } catch {
-                failures.append("round \(r + 1), \(name) W9: \(error)")
-                progress("  \(name) W9 FAILED: \(error)")
+            try each { c in
+                // An error here is an engine bug under concurrency: it is reported
+                // (and the sample is missing), and the run goes on.
+                do {
+                    let (reads, commits) = try c.engine.concurrent(rows: n, seconds: options.w9Seconds)
+                    results.add("W9 reads", c.name, rows: n, .perSecond, Double(reads) / options.w9Seconds)
+                    results.add("W9 commits", c.name, rows: n, .perSecond, Double(commits) / options.w9Seconds)
+                    progress("  \(c.name) W9: \(formatRate(Double(reads) / options.w9Seconds)) reads, \(formatRate(Double(commits) / options.w9Seconds)) commits")
+                } catch {
+                    failures.append("round \(r + 1), \(c.name) W9: \(error)")
+                    progress("  \(c.name) W9 FAILED: \(error)")
+                }
             }
         }
-        try? e.close()
+        for c in contenders { try? c.engine.close(); removeStore(c.path) }
+        contenders = []
 
         // W8 measures fsync: first flush what earlier workloads left dirty in the
-        // kernel (up to a million rows' pages), or their writeback lands in W8.
+        // kernel (up to a million rows' pages per engine), or their writeback
+        // lands in W8.
         sync()
-        let w8Path = directory + "/\(name)-w8.db"
-        removeStore(w8Path)
-        defer { removeStore(w8Path) }
-        let f = try E.init(path: w8Path, sync: .full)
-        try measure("W8", name, rows: n) { try f.singleRowCommits(data, count: Settings.w8Commits) }
-        try f.close()
+        for E in order {
+            let w8Path = directory + "/\(E.name)-w8.db"
+            removeStore(w8Path)
+            defer { removeStore(w8Path) }
+            let f = try E.init(path: w8Path, sync: .full)
+            try measure("W8", E.name, rows: n) { try f.singleRowCommits(data, count: Settings.w8Commits) }
+            try f.close()
+        }
     }
 
     /// W11: runs this executable again as `kura-bench __stream ENGINE PATH` and

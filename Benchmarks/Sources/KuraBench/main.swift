@@ -137,7 +137,7 @@ func main() throws {
     # kura-bench
     machine: \(machine["cpus"] ?? "?") CPUs, \(machine["cpu"] ?? "unknown CPU"), \(machine["memory"] ?? "?") RAM; \(machine["os"] ?? "")
     date: \(machine["date"] ?? "")
-    rows: \(options.scale ? runnerSizes(options) + " (--scale)" : String(options.rows)); runs per workload and engine: \(options.runs) (median reported); engines alternate, order rotating each round
+    rows: \(options.scale ? runnerSizes(options) + " (--scale)" : String(options.rows)); runs per workload and engine: \(options.runs) (median reported); engines in lock step (each workload on every engine in turn), order rotating each round
     stores: fresh files in \(directory), one per engine and round
     Fair settings:
       Kura engine: page size \(Settings.pageSize), cacheSize \(Settings.cacheBytes / 1_048_576) MiB, durability .normal (W8: .full), checkpointThreshold \(Settings.checkpointPages) frames
