@@ -104,7 +104,8 @@ extension Database {
             // `replaceAllPages` keeps (connections of an older build may share
             // the store): made at this build's version, it goes back to that
             // format while it is still empty, so its counters go to a counters
-            // tree below format 5 and its leaves hold wide cells below format 8.
+            // tree below format 5, its leaves hold wide cells below format 8
+            // and have the 16-byte header below format 10.
             try typed {
                 try copy.write { tx in
                     tx.writer!.header.headerVersion = layout

@@ -348,7 +348,12 @@ final class IntegrityChecker<S: IntegritySource> {
             if p.isCompactLeaf && (result.header?.version ?? 0) < FileHeader.compactCellsVersion {
                 report(number, "\(label): the leaf holds compact cells, which only a store of format \(FileHeader.compactCellsVersion) or later may have")
             }
-            let available = Node.usable(p.size) - Node.headerSize
+            // A leaf with the short header (format 10) would be misread by
+            // the builds an older store's format admits.
+            if p.hasShortHeader && (result.header?.version ?? 0) < FileHeader.shortLeafHeaderVersion {
+                report(number, "\(label): the leaf has the short header, which only a store of format \(FileHeader.shortLeafHeaderVersion) or later may have")
+            }
+            let available = Node.usable(p.size) - p.cellPointerStart
             let fill = min(max(Double(p.usedSpace) / Double(available), 0), 1)
             if p.isLeafNode {
                 if let d = leafDepth, d != depth { report(number, "\(label): leaf at depth \(depth), others at \(d)") }

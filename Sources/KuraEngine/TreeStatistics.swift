@@ -81,7 +81,7 @@ extension BTree {
                 st.leafPages += 1
                 st.entries += p.cellCount
                 st.leafBytesUsed += p.usedSpace
-                st.leafBytesAvailable += p.contentEnd - Node.headerSize
+                st.leafBytesAvailable += p.contentEnd - p.cellPointerStart
                 for i in 0..<p.cellCount { st.overflowPages += try overflowPages(p, i, s).count }
             } else {
                 st.interiorPages += 1

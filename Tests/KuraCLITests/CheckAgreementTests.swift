@@ -78,7 +78,9 @@ final class CheckAgreementTests: XCTestCase {
         var damages: [(String, (inout Data) -> Void, Bool)] = []
         damages.append(("flipped byte in a leaf", { d in d[(leaves[2] - 1) * Self.pageSize + 100] ^= 0xFF }, false))
         damages.append(("two cells of a leaf swapped", { d in
-            let base = (leaves[3] - 1) * Self.pageSize + Node.headerSize
+            // The leaf's pointers start after its header (12 bytes with the
+            // short header of format 10, flag bit 2 of byte 1).
+            let base = (leaves[3] - 1) * Self.pageSize + Node.headerSize(flags: d[(leaves[3] - 1) * Self.pageSize + Node.flagsOffset])
             let (a, b) = (d[base], d[base + 1])
             (d[base], d[base + 1]) = (d[base + 2], d[base + 3])
             (d[base + 2], d[base + 3]) = (a, b)

@@ -45,7 +45,7 @@ final class GoldenTests: XCTestCase {
         try golden(["info", "s.kura"], """
             store:           s.kura
             file size:       2560 bytes
-            format version:  9
+            format version:  10
             page size:       512
             page count:      5
             free pages:      1 (freelist head 5)
@@ -112,27 +112,27 @@ final class GoldenTests: XCTestCase {
         try golden(["page", "s.kura", "3"], """
             page 3 of s.kura (512 bytes), from the store file at offset 1024
             kind: table leaf (byte 0 = 2); used as: table-leaf, owner: table "people"
-            checksum: stored 0xd425dea80ca5a7fa, computed 0xd425dea80ca5a7fa: ok
+            checksum: stored 0xf2717d39bc74270a, computed 0xf2717d39bc74270a: ok
             header:
               kind:               2
-              flags:              3
+              flags:              7
               cell count:         4
               content start:      379
               fragmented bytes:   0
-              right-most child:   0
               tree root:          3
               next row ID:        5
               row count:          4
               cell form:          compact
+              header:             short
             cells: 4
               #0 at 457, 31 bytes, key 81 01 (row 1), value 28 bytes: ["Ada", 36, 1.5, true, 599616000.0, "first"]
               #1 at 425, 32 bytes, key 81 02 (row 2), value 29 bytes: ["Grace", 45, 2.0, false, 578819289.0, "with, comma"]
               #2 at 402, 23 bytes, key 81 03 (row 3), value 20 bytes: ["Linus", null, 3.25, true, null, null]
               #3 at 379, 23 bytes, key 81 04 (row 4), value 20 bytes: ["Margaret", 33, null, false, 662601600.0, ""]
             regions:
-                  0 ..< 16       16 bytes  header
-                 16 ..< 24        8 bytes  cell pointers
-                 24 ..< 379     355 bytes  free
+                  0 ..< 12       12 bytes  header
+                 12 ..< 20        8 bytes  cell pointers
+                 20 ..< 379     359 bytes  free
                 379 ..< 402      23 bytes  cell 3
                 402 ..< 425      23 bytes  cell 2
                 425 ..< 457      32 bytes  cell 1
@@ -147,37 +147,37 @@ final class GoldenTests: XCTestCase {
         try golden(["page", "s.kura", "4", "--hex"], """
             page 4 of s.kura (512 bytes), from the store file at offset 1536
             kind: index leaf (byte 0 = 4); used as: index-leaf, owner: index "people_age"
-            checksum: stored 0xdc1147e7e80e8579, computed 0xdc1147e7e80e8579: ok
+            checksum: stored 0xd299e90c8ecccfa, computed 0xd299e90c8ecccfa: ok
             header:
               kind:               4
-              flags:              2
+              flags:              6
               cell count:         4
               content start:      482
               fragmented bytes:   0
-              right-most child:   0
               tree root:          4
               cell form:          compact
+              header:             short
             cells: 4
               #0 at 500, 4 bytes, key 00 81 03, value 0 bytes
               #1 at 494, 6 bytes, key 10 81 21 81 04, value 0 bytes
               #2 at 488, 6 bytes, key 10 81 24 81 01, value 0 bytes
               #3 at 482, 6 bytes, key 10 81 2d 81 02, value 0 bytes
             regions:
-                  0 ..< 16       16 bytes  header
-                 16 ..< 24        8 bytes  cell pointers
-                 24 ..< 482     458 bytes  free
+                  0 ..< 12       12 bytes  header
+                 12 ..< 20        8 bytes  cell pointers
+                 20 ..< 482     462 bytes  free
                 482 ..< 488       6 bytes  cell 3
                 488 ..< 494       6 bytes  cell 2
                 494 ..< 500       6 bytes  cell 1
                 500 ..< 504       4 bytes  cell 0
                 504 ..< 512       8 bytes  checksum
             hex:
-            0000  04 02 04 00 e2 01 00 00  00 00 00 00 04 00 00 00  ................
-            0010  f4 01 ee 01 e8 01 e2 01  00 00 00 00 00 00 00 00  ................
+            0000  04 06 04 00 e2 01 00 00  04 00 00 00 f4 01 ee 01  ................
+            0010  e8 01 e2 01 00 00 00 00  00 00 00 00 00 00 00 00  ................
             0020  00 00 00 00 00 00 00 00  00 00 00 00 00 00 00 00  ................
             *
             01e0  00 00 05 10 81 2d 81 02  05 10 81 24 81 01 05 10  .....-.....$....
-            01f0  81 21 81 04 03 00 81 03  79 85 0e e8 e7 47 11 dc  .!......y....G..
+            01f0  81 21 81 04 03 00 81 03  fa cc ec c8 90 9e 29 0d  .!............).
 
             """)
     }
@@ -185,7 +185,7 @@ final class GoldenTests: XCTestCase {
     func testHeaderPage() throws {
         let r = try kura(["page", "s.kura", "1"])
         XCTAssertEqual(r.status, 0, r.stderr)
-        XCTAssertTrue(r.stdout.contains("  magic:              KuraDB\\n\\0\n  format version:     9\n  page size:          512\n  page count:         5\n"), r.stdout)
+        XCTAssertTrue(r.stdout.contains("  magic:              KuraDB\\n\\0\n  format version:     10\n  page size:          512\n  page count:         5\n"), r.stdout)
     }
 
     func testQuery() throws {

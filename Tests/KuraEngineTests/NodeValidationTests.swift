@@ -12,8 +12,8 @@ final class NodeValidationTests: XCTestCase {
         guard let kind = PageKind(rawValue: p.u8(Node.kindOffset)), kind.isNode else { return nil }
         func bad(_ why: String) -> String { "tree page is malformed: \(why); run `kura check` on the store" }
         let flags = p.u8(Node.flagsOffset)
-        guard flags & ~(Node.countersFlag | Node.compactFlag) == 0, flags & Node.countersFlag == 0 || kind == .tableLeaf,
-              flags & Node.compactFlag == 0 || kind.isLeaf else {
+        guard flags & ~(Node.countersFlag | Node.compactFlag | Node.shortHeaderFlag) == 0, flags & Node.countersFlag == 0 || kind == .tableLeaf,
+              flags & (Node.compactFlag | Node.shortHeaderFlag) == 0 || kind.isLeaf else {
             return bad("flags byte \(flags) is not allowed on a page of kind \(kind.rawValue)")
         }
         // Format 8: compact table cells start with their row-ID key, compact
@@ -21,17 +21,21 @@ final class NodeValidationTests: XCTestCase {
         let compactTable = flags & Node.compactFlag != 0 && kind == .tableLeaf
         let compactIndex = flags & Node.compactFlag != 0 && kind == .indexLeaf
         let use = p.size - pageTrailerSize - (flags & Node.countersFlag != 0 ? Node.countersSize : 0)
+        // Format 10: a leaf with the short header has its root at 8 and its
+        // pointers from 12.
+        let short = flags & Node.shortHeaderFlag != 0
+        let pointers = short ? 12 : 16
         let n = Int(p.u16(Node.cellCountOffset))
         let start = Int(p.u16(Node.contentStartOffset))
-        guard Node.headerSize + 2 * n <= start, start <= use else {
+        guard pointers + 2 * n <= start, start <= use else {
             return bad("\(n) cells and content start \(start) do not fit in the page")
         }
-        if p.u32(Node.treeRootOffset) == 0 { return bad("no tree root recorded") }
+        if p.u32(short ? 8 : 12) == 0 { return bad("no tree root recorded") }
         if !kind.isLeaf && p.u32(Node.rightChildOffset) == 0 { return bad("interior page without a right-most child") }
         let maxK = Node.maxKey(p.size)
         var cellBytes = 0
         for i in 0..<n {
-            let o = Int(p.u16(Node.headerSize + 2 * i))
+            let o = Int(p.u16(pointers + 2 * i))
             guard o >= start && o < use else { return bad("cell \(i) pointer \(o) is outside the content area") }
             var pos = o
             if !kind.isLeaf {
@@ -101,11 +105,13 @@ final class NodeValidationTests: XCTestCase {
     /// A valid node page of `kind` filled with random cells (one-byte and
     /// two-byte value lengths, overflow cells, now and then a non-canonical
     /// varint), with or without the counters trailer; a leaf half the time
-    /// in the compact form of format 8.
+    /// in the compact form of format 8, and half the time with the short
+    /// header of format 10.
     static func randomNode(_ kind: PageKind, pageSize: Int, number: UInt32, _ rng: inout SplitMix64) -> Page {
         let p = Page(number: number, size: pageSize)
         let compact = kind.isLeaf && rng.next() % 2 == 0
-        Node.initialize(p, kind: kind, treeRoot: 3, compact: compact)
+        let short = kind.isLeaf && rng.next() % 2 == 0
+        Node.initialize(p, kind: kind, treeRoot: 3, form: (compact ? Node.compactFlag : 0) | (short ? Node.shortHeaderFlag : 0))
         if kind == .tableLeaf && rng.next() % 4 == 0 {
             _ = p.setTableCounters(nextRowID: 1000, rowCount: 10)
         }
@@ -157,9 +163,9 @@ final class NodeValidationTests: XCTestCase {
                     // and pointers may already be garbage).
                     let n = max(original.cellCount, 1)
                     switch rng.next() % 4 {
-                    case 0: at = Int(rng.next() % UInt64(Node.headerSize))
-                    case 1: at = Node.headerSize + Int(rng.next() % UInt64(2 * n))
-                    case 2: at = (original.cellCount == 0 ? Node.headerSize : original.cellOffset(Int(rng.next() % UInt64(n)))) + Int(rng.next() % 6)
+                    case 0: at = Int(rng.next() % UInt64(original.cellPointerStart))
+                    case 1: at = original.cellPointerStart + Int(rng.next() % UInt64(2 * n))
+                    case 2: at = (original.cellCount == 0 ? original.cellPointerStart : original.cellOffset(Int(rng.next() % UInt64(n)))) + Int(rng.next() % 6)
                     default: at = Int(rng.next() % UInt64(size - pageTrailerSize))
                     }
                     p.setU8(min(at, size - pageTrailerSize - 1), UInt8(truncatingIfNeeded: rng.next()))
@@ -239,7 +245,7 @@ final class NodeValidationTests: XCTestCase {
             let o = p.cellOffset(p.cellCount / 2)
             let kl = Int(p.u8(o))
             p.setU8(o + 1 + kl, 0x7F)
-            p.setU16(Node.headerSize + 2 * (p.cellCount / 2), UInt16(p.contentEnd - 8))
+            p.setU16(p.cellPointerStart + 2 * (p.cellCount / 2), UInt16(p.contentEnd - 8))
         }
     }
 
@@ -251,7 +257,7 @@ final class NodeValidationTests: XCTestCase {
             let kl = Int(p.u8(o))
             p.setU8(o + 1 + kl, 0xFF)
             p.setU8(o + 2 + kl, 0x01)
-            p.setU16(Node.headerSize + 2 * i, UInt16(p.contentEnd - 40))
+            p.setU16(p.cellPointerStart + 2 * i, UInt16(p.contentEnd - 40))
         }
     }
 
@@ -260,14 +266,14 @@ final class NodeValidationTests: XCTestCase {
         try assertDamageIsCaught { p in
             let at = p.contentEnd - 20
             p.setU8(at, 0x7F)
-            p.setU16(Node.headerSize + 2 * 3, UInt16(at))
+            p.setU16(p.cellPointerStart + 2 * 3, UInt16(at))
         }
     }
 
     /// A cell pointer below the content area.
     func testPointerOutsideTheContentAreaIsCorrupt() throws {
         try assertDamageIsCaught { p in
-            p.setU16(Node.headerSize + 2 * 5, UInt16(p.contentStart - 1))
+            p.setU16(p.cellPointerStart + 2 * 5, UInt16(p.contentStart - 1))
         }
     }
 
@@ -290,7 +296,7 @@ final class NodeValidationTests: XCTestCase {
             let i = p.cellCount - 1
             let o = p.cellOffset(i)
             p.setU8(o, 0x88)
-            p.setU16(Node.headerSize + 2 * i, UInt16(p.contentEnd - 12))
+            p.setU16(p.cellPointerStart + 2 * i, UInt16(p.contentEnd - 12))
             p.setU8(p.contentEnd - 12, 0x88)
             for k in 1...9 { p.setU8(p.contentEnd - 12 + k, 0x7F) }
         }
@@ -304,7 +310,7 @@ final class NodeValidationTests: XCTestCase {
             let o = p.cellOffset(i)
             let kl = RowIDKey.length(firstByte: p.u8(o))
             p.setU8(o + kl, 0x7F)
-            p.setU16(Node.headerSize + 2 * i, UInt16(p.contentEnd - 8))
+            p.setU16(p.cellPointerStart + 2 * i, UInt16(p.contentEnd - 8))
         }
     }
 
@@ -344,8 +350,9 @@ final class NodeValidationTests: XCTestCase {
             XCTAssertEqual(p.summary.kind, raw)
             XCTAssertEqual(p.summary.flags, p.u8(Node.flagsOffset))
             XCTAssertEqual(Int(p.summary.cellCount), Int(p.u16(Node.cellCountOffset)))
-            XCTAssertEqual(p.summary.treeRoot, p.u32(Node.treeRootOffset))
-            XCTAssertEqual(p.summary.rightChild, p.u32(Node.rightChildOffset))
+            // The root field is at 8 in a leaf with the short header (format 10).
+            XCTAssertEqual(p.summary.treeRoot, p.u32(Node.treeRootOffset(flags: p.u8(Node.flagsOffset))))
+            XCTAssertEqual(p.summary.rightChild, kind.isLeaf ? 0 : p.u32(Node.rightChildOffset))
             guard kind == .tableLeaf || kind == .tableInterior else { continue }
             let first = RowIDKey.decode(p.keyBytes(0))
             let last = RowIDKey.decode(p.keyBytes(p.cellCount - 1))

@@ -47,9 +47,14 @@ extension BTree {
     struct BulkLoader {
         let tree: BTree
         let w: PageWriter
+        /// Bytes for cells and pointers in an interior page.
         let capacity: Int
-        /// Whether the leaves hold compact cells (`BTree.compactLeaves`).
-        let compact: Bool
+        /// Bytes for cells and pointers in a leaf of the writer's form.
+        let leafCapacity: Int
+        /// The leaves' form (`BTree.leafFlags`).
+        let form: UInt8
+        /// Whether the leaves hold compact cells.
+        var compact: Bool { form & Node.compactFlag != 0 }
         var levels: [InteriorLevel] = []
         /// The cells of the leaf being filled, back to back, and where each ends.
         var cells: [UInt8] = []
@@ -61,8 +66,9 @@ extension BTree {
             self.tree = tree
             self.w = w
             capacity = Node.usable(w.pageSize) - Node.headerSize
-            compact = tree.compactLeaves(w)
-            cells.reserveCapacity(capacity)
+            form = tree.leafFlags(w)
+            leafCapacity = Node.usable(w.pageSize) - Node.headerSize(flags: form)
+            cells.reserveCapacity(leafCapacity)
         }
 
         /// Appends a key with an empty value (an index entry), in the leaves'
@@ -74,7 +80,7 @@ extension BTree {
             let lengthBytes = compact && table ? 0 : Varint.size(UInt64(key.count))
             let valueBytes = compact && !table ? 0 : 1
             let size = lengthBytes + key.count + valueBytes
-            if cells.count + 2 * cellEnds.count + size + 2 > capacity { try flushLeaf() }
+            if cells.count + 2 * cellEnds.count + size + 2 > leafCapacity { try flushLeaf() }
             if lengthBytes > 0 { Varint.append(UInt64(key.count), to: &cells) }
             lastKey = (cells.count, key.count)
             cells.append(contentsOf: key)
@@ -87,7 +93,7 @@ extension BTree {
         mutating func append(cell wide: UnsafeRawBufferPointer, keyLength: Int) throws(KuraError) {
             let r = compact ? Node.compactRange(ofWide: wide, table: tree.kind == .table) : 0..<wide.count
             let cell = UnsafeRawBufferPointer(rebasing: wide[r])
-            if cells.count + 2 * cellEnds.count + cell.count + 2 > capacity { try flushLeaf() }
+            if cells.count + 2 * cellEnds.count + cell.count + 2 > leafCapacity { try flushLeaf() }
             // The key starts after its length, which a compact table cell lacks.
             lastKey = (cells.count + (compact && tree.kind == .table ? 0 : Varint.size(UInt64(keyLength))), keyLength)
             cells.append(contentsOf: cell)
@@ -98,14 +104,15 @@ extension BTree {
         private mutating func flushLeaf() throws(KuraError) {
             guard !cellEnds.isEmpty else { return }
             let p = try w.allocate()
-            Node.initialize(p, kind: tree.kind.leaf, treeRoot: tree.root, compact: compact)
+            Node.initialize(p, kind: tree.kind.leaf, treeRoot: tree.root, form: form)
             var top = Node.usable(p.size)
+            let base = p.cellPointerStart
             var start = 0
             cells.withUnsafeBytes { c in
                 for (i, end) in cellEnds.enumerated() {
                     top -= end - start
                     (p.bytes + top).copyMemory(from: c.baseAddress! + start, byteCount: end - start)
-                    p.setU16(Node.headerSize + 2 * i, UInt16(top))
+                    p.setU16(base + 2 * i, UInt16(top))
                     start = end
                 }
             }

@@ -101,7 +101,7 @@ extension BTree {
         for p in try overflowPages(leaf, i, w) { try w.free(p) }
         let page = try w.writable(leafNo)
         page.removeCell(i)
-        let capacity = Node.usable(w.pageSize) - Node.headerSize
+        let capacity = Node.usable(w.pageSize) - page.cellPointerStart
         if leafNo == root || (page.cellCount > 0 && page.usedSpace >= capacity / 4) {
             // No rebalance (a leaf root never has one). Overflow pages freed
             // above do not change the tree's shape.
@@ -134,8 +134,7 @@ extension BTree {
             }
             return
         }
-        let capacity = Node.usable(w.pageSize) - Node.headerSize
-        if node.cellCount > 0 && node.usedSpace >= capacity / 4 { return }
+        if node.cellCount > 0 && node.usedSpace >= (Node.usable(w.pageSize) - node.cellPointerStart) / 4 { return }
         guard let (parentNo, pi) = path.last else { return }
         let parent = try w.page(parentNo)
         guard parent.cellCount > 0 else { return }
@@ -159,16 +158,19 @@ extension BTree {
         // Leaves are rebuilt in this writer's form (converting cells of the
         // other form: a store upgraded from format 7 holds both), and the
         // pair's bytes are counted in it.
-        let compact = isLeaf ? try leafForm(cells[...], from: leftNo, w) : false
-        let saving = compact ? Node.compactSaving : 0
+        let form = isLeaf ? try leafForm(cells[...], from: leftNo, w) : 0
+        let saving = form & Node.compactFlag != 0 ? Node.compactSaving : 0
         let total = cells.reduce(0) { $0 + $1.count - saving + 2 }
+        // What one page of the pair's form holds (its header is short in a
+        // leaf this writer builds in format 10).
+        let capacity = Node.usable(w.pageSize) - Node.headerSize(flags: form)
         let nodeKind = isLeaf ? kind.leaf : kind.interior
         let farRight = right.rightChild
 
         if total <= capacity {
             // Merge into the left page; the parent entry that named the right page
             // now names the left one.
-            left.rebuild(kind: nodeKind, treeRoot: root, cells: cells[...], rightChild: isLeaf ? 0 : farRight, compact: compact)
+            left.rebuild(kind: nodeKind, treeRoot: root, cells: cells[...], rightChild: isLeaf ? 0 : farRight, form: form)
             let wp = try w.writable(parentNo)
             wp.removeCell(li)
             wp.setChild(li, leftNo)
@@ -180,8 +182,8 @@ extension BTree {
         let newSeparator: [UInt8]
         if isLeaf {
             let s = Self.splitPoint(cells, pageSize: w.pageSize)
-            left.rebuild(kind: nodeKind, treeRoot: root, cells: cells[0..<s], rightChild: 0, compact: compact)
-            right.rebuild(kind: nodeKind, treeRoot: root, cells: cells[s...], rightChild: 0, compact: compact)
+            left.rebuild(kind: nodeKind, treeRoot: root, cells: cells[0..<s], rightChild: 0, form: form)
+            right.rebuild(kind: nodeKind, treeRoot: root, cells: cells[s...], rightChild: 0, form: form)
             newSeparator = Self.interiorCell(child: leftNo, key: Self.leafCellKey(cells[s - 1]))
         } else {
             let m = max(1, min(cells.count - 2, Self.splitPoint(cells, pageSize: w.pageSize)))

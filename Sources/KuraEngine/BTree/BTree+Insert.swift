@@ -273,16 +273,17 @@ extension BTree {
             // page with counters goes the general way (rebuilding drops them).
             let sibling = try w.allocate()
             // A new cell, built by this code: its key is a row-ID key in a table tree.
-            sibling.rebuild(kind: kind.leaf, treeRoot: root, cells: [cell][...], rightChild: 0, compact: compactLeaves(w))
+            sibling.rebuild(kind: kind.leaf, treeRoot: root, cells: [cell][...], rightChild: 0, form: Self.leafFlags(w))
             let up = Self.interiorCell(child: number, key: node.keyBytes(i - 1)[...])
             try w.writable(parentNo).setChild(parentIndex, sibling.number)
             try insertCell(up, at: parentIndex, into: parentNo, path: path.dropLast(), w)
             return
         }
         if node.isLeafNode && node.isCompactLeaf == compactLeaves(w) && (kind == .index || !node.isCompactLeaf) {
-            // A leaf already in the form the writer builds (so `leafForm`
+            // A leaf already in the cell form the writer builds (so `leafForm`
             // has nothing to check: an index leaf, or a wide table leaf in a
-            // store that builds wide ones): split without copying its cells out.
+            // store that builds wide ones): split without copying its cells
+            // out (both halves get the writer's header).
             try splitLeaf(node, inserting: cell, at: i, path: path, w)
             return
         }
@@ -301,9 +302,9 @@ extension BTree {
 
         if isLeaf {
             let s = appending ? cells.count - 1 : Self.splitPoint(cells, pageSize: w.pageSize)
-            let compact = try leafForm(cells[...], from: number, w)
-            node.rebuild(kind: kind.leaf, treeRoot: root, cells: cells[0..<s], rightChild: 0, compact: compact)
-            sibling.rebuild(kind: kind.leaf, treeRoot: root, cells: cells[s...], rightChild: 0, compact: compact)
+            let form = try leafForm(cells[...], from: number, w)
+            node.rebuild(kind: kind.leaf, treeRoot: root, cells: cells[0..<s], rightChild: 0, form: form)
+            sibling.rebuild(kind: kind.leaf, treeRoot: root, cells: cells[s...], rightChild: 0, form: form)
             up = Self.interiorCell(child: number, key: Self.leafCellKey(cells[s - 1]))
         } else {
             let m = appending ? max(1, cells.count - 2) : max(1, min(cells.count - 2, Self.splitPoint(cells, pageSize: w.pageSize)))
@@ -343,14 +344,30 @@ extension BTree {
         w.currentHeader.headerVersion >= FileHeader.compactCellsVersion
     }
 
-    /// The form (`compactLeaves`) of leaves rebuilt from `cells` (wide, some
+    /// The form (flag bits of `Node.formFlags`) of the leaves this writer
+    /// builds: compact cells from format 8, and the short header from format
+    /// 10 (FORMAT.md, "Layout"); none in older stores, whose builds read
+    /// neither.
+    @inline(__always)
+    static func leafFlags(_ w: PageWriter) -> UInt8 {
+        let v = w.currentHeader.headerVersion
+        if v >= FileHeader.shortLeafHeaderVersion { return Node.compactFlag | Node.shortHeaderFlag }
+        return v >= FileHeader.compactCellsVersion ? Node.compactFlag : 0
+    }
+
+    /// `leafFlags` for this tree.
+    @inline(__always)
+    func leafFlags(_ w: PageWriter) -> UInt8 { Self.leafFlags(w) }
+
+    /// The form (`leafFlags`) of leaves rebuilt from `cells` (wide, some
     /// copied out of page `from` or its sibling): compact cells of a table
     /// tree need row-ID keys, so in a compact table leaf each key must decode
     /// as one of its whole length; a key from a damaged wide leaf that does
     /// not is corruption of page `from`'s pair (thrown, nothing written).
-    func leafForm(_ cells: ArraySlice<[UInt8]>, from: UInt32, _ w: PageWriter) throws(KuraError) -> Bool {
-        guard compactLeaves(w) else { return false }
-        guard kind == .table else { return true }
+    func leafForm(_ cells: ArraySlice<[UInt8]>, from: UInt32, _ w: PageWriter) throws(KuraError) -> UInt8 {
+        let form = leafFlags(w)
+        guard form & Node.compactFlag != 0 else { return form }
+        guard kind == .table else { return form }
         for c in cells {
             let good = c.withUnsafeBytes { b -> Bool in
                 guard let base = b.baseAddress, let (kl, a) = Varint.read(base, 0, b.count), a == 1,
@@ -361,7 +378,7 @@ extension BTree {
                 throw KuraError(.corrupt, "a cell of table tree \(root) near page \(from) has a key that is not a row-ID key; run `kura check` on the store", page: from)
             }
         }
-        return true
+        return form
     }
 
     /// Index s such that cells[0..<s] holds about half the bytes; 1 <= s < count.
@@ -397,6 +414,9 @@ extension BTree {
                            path: ArraySlice<(page: UInt32, index: Int)>, _ w: PageWriter) throws(KuraError) {
         let old = Page(copying: node)
         let compact = node.isCompactLeaf
+        // The halves keep the old leaf's cells (the caller checked they are
+        // in the writer's form) and get the writer's header.
+        let form = node.leafForm & Node.compactFlag | leafFlags(w) & Node.shortHeaderFlag
         let saving = compact ? Node.compactSaving : 0
         let count = node.cellCount + 1
         let sibling = try w.allocate()
@@ -423,8 +443,8 @@ extension BTree {
         let s = appending ? count - 1 : Self.splitPoint(count: count) { k in
             k == i ? cell.count : sizes[k < i ? k : k - 1] + saving
         }
-        node.rebuildLeaf(kind: kind.leaf, treeRoot: root, compact: compact, from: old, sizes: sizes, cells: 0..<s, inserting: cell, at: i)
-        sibling.rebuildLeaf(kind: kind.leaf, treeRoot: root, compact: compact, from: old, sizes: sizes, cells: s..<count, inserting: cell, at: i)
+        node.rebuildLeaf(kind: kind.leaf, treeRoot: root, form: form, from: old, sizes: sizes, cells: 0..<s, inserting: cell, at: i)
+        sibling.rebuildLeaf(kind: kind.leaf, treeRoot: root, form: form, from: old, sizes: sizes, cells: s..<count, inserting: cell, at: i)
         let last = s - 1
         let up = last == i ? Self.interiorCell(child: node.number, key: Self.leafCellKey(cell))
             : Self.interiorCell(child: node.number, key: old.keyBytes(last < i ? last : last - 1)[...])
@@ -467,7 +487,8 @@ extension Page {
     /// the last cell (its key must be the greatest; in a compact table leaf a
     /// row-ID key, as every table key the tree code is given is).
     fileprivate func appendLeafCell(_ key: [UInt8], _ value: [UInt8], size: Int, compact: Bool, table: Bool) {
-        if contentStart - (Node.headerSize + 2 * cellCount) < size + 2 { defragment() }
+        let base = cellPointerStart
+        if contentStart - (base + 2 * cellCount) < size + 2 { defragment() }
         let start = contentStart - size
         var pos = start
         if !(compact && table) { pos += Varint.write(UInt64(key.count), to: bytes + pos) }
@@ -477,7 +498,7 @@ extension Page {
         value.withUnsafeBytes { if $0.count > 0 { (bytes + pos).copyMemory(from: $0.baseAddress!, byteCount: $0.count) } }
         precondition(pos + value.count == start + size, "leaf cell size does not match its layout")
         let n = cellCount
-        setU16(Node.headerSize + 2 * n, UInt16(start))
+        setU16(base + 2 * n, UInt16(start))
         contentStart = start
         cellCount = n + 1
     }

@@ -37,7 +37,7 @@ struct BTree {
     /// Creates an empty tree and returns its root page number.
     static func create(_ kind: TreeKind, in w: PageWriter) throws(KuraError) -> UInt32 {
         let p = try w.allocate()
-        Node.initialize(p, kind: kind.leaf, treeRoot: p.number, compact: w.currentHeader.headerVersion >= FileHeader.compactCellsVersion)
+        Node.initialize(p, kind: kind.leaf, treeRoot: p.number, form: leafFlags(w))
         return p.number
     }
 

@@ -7,6 +7,7 @@
 //     1       1     flags: bit 0 (format 5, table leaves only) = the page ends
 //                   with its table's counters (the tree's right-most leaf);
 //                   bit 1 (format 8, leaves only) = compact cells (below);
+//                   bit 2 (format 10, leaves only) = short header (below);
 //                   other bits 0
 //     2       2     cell count
 //     4       2     start of the cell content area
@@ -14,6 +15,9 @@
 //     8       4     right-most child (interior), 0 (leaf)
 //     12      4     root page of the tree this page belongs to
 //     16      2*n   cell pointers, in key order: offsets of the cells
+//   a leaf with the short-header flag (format 10) has no right-most child field:
+//     8       4     root page of the tree
+//     12      2*n   cell pointers
 //     ...           free space
 //     start   ...   cell content, growing down from the trailer
 //     size-24 16    (flag bit 0 only) next row ID u64, row count u64
@@ -36,6 +40,15 @@
 // (`rebuild`, `initialize`; BTree.compactLeaves). A page keeps its form while
 // cells are added to it or removed, so a store upgraded from format 7 holds
 // leaves of both forms, each valid.
+//
+// The short header (flag bit 2, whose value 4 is the number of bytes it
+// drops) is a leaf's header less its right-most-child field, always 0 in a
+// leaf: the root field moves to offset 8 and the pointers start at 12. Where a
+// page's pointers and root field lie is computed from its flags byte without
+// a branch (`Node.headerSize(flags:)`, `Page.cellPointerStart`). A page keeps
+// its header while cells are added or removed, as its cell form; writers of a
+// store of format 10 build leaves with both flags (BTree.leafFlags), so a
+// store upgraded from format 9 holds leaves with either header.
 //
 // An interior cell routes keys <= its key to `child`; keys greater than the last
 // cell's key go to the right-most child. Keys compare as unsigned bytes
@@ -69,6 +82,14 @@ enum Node {
     /// Flag bit (format 8, leaves only): the page holds compact cells (see the
     /// header; `Page.isCompactLeaf`).
     static let compactFlag: UInt8 = 2
+    /// Flag bit (format 10, leaves only): the page has the short header, with
+    /// no right-most-child field (see the header; `Page.cellPointerStart`).
+    /// Its value is the number of bytes the short header drops, which
+    /// `headerSize(flags:)` subtracts without a branch.
+    static let shortHeaderFlag: UInt8 = 4
+    /// The flag bits that give a leaf's form (cells, header); the rest of the
+    /// flags byte (the counters bit) says what the page holds.
+    static let formFlags: UInt8 = compactFlag | shortHeaderFlag
     /// How many bytes a compact leaf cell is shorter than its wide form: the
     /// key-length byte of a table cell, the value-length byte of an index cell.
     static let compactSaving = 1
@@ -79,20 +100,38 @@ enum Node {
     static let fragmentedOffset = contentStartOffset + 2
     static let rightChildOffset = fragmentedOffset + 2
     static let treeRootOffset = rightChildOffset + 4
+    /// Size of the full (wide) header: every interior page, and leaves
+    /// without the short-header flag. The local-payload rule (`maxCell`)
+    /// uses it for every page, whatever its header, so that a cell is laid
+    /// out alike in every leaf.
     static let headerSize = treeRootOffset + 4
+    /// Where the root field lies in a page with the short header.
+    static let shortTreeRootOffset = rightChildOffset
+
+    /// Size of the header of a page with these flags: `headerSize`, less the
+    /// four bytes of the right-most-child field with the short-header flag.
+    @inline(__always)
+    static func headerSize(flags: UInt8) -> Int { headerSize &- Int(flags & shortHeaderFlag) }
+    /// Offset of the root field of a page with these flags (12, or 8 with
+    /// the short-header flag).
+    @inline(__always)
+    static func treeRootOffset(flags: UInt8) -> Int { treeRootOffset &- Int(flags & shortHeaderFlag) }
 
     static func usable(_ pageSize: Int) -> Int { pageSize - pageTrailerSize }
     static func maxCell(_ pageSize: Int) -> Int { (usable(pageSize) - headerSize) / 4 - 2 }
     static func maxKey(_ pageSize: Int) -> Int { maxCell(pageSize) - 24 }
 
-    /// Makes `p` an empty node of `kind`; a leaf with `compact` holds compact
-    /// cells (only in a store of format 8 or later).
-    static func initialize(_ p: Page, kind: PageKind, treeRoot: UInt32, compact: Bool = false) {
+    /// Makes `p` an empty node of `kind`; a leaf gets the form `form` (flag
+    /// bits of `formFlags`: compact cells only in a store of format 8 or
+    /// later, the short header only in one of format 10 or later; interior
+    /// pages ignore it).
+    static func initialize(_ p: Page, kind: PageKind, treeRoot: UInt32, form: UInt8 = 0) {
         p.zero()
         p.setU8(kindOffset, kind.rawValue)
-        if compact && kind.isLeaf { p.setU8(flagsOffset, compactFlag) }
+        let flags = kind.isLeaf ? form & formFlags : 0
+        if flags != 0 { p.setU8(flagsOffset, flags) }
         p.setU16(contentStartOffset, UInt16(usable(p.size)))
-        p.setU32(treeRootOffset, treeRoot)
+        p.setU32(treeRootOffset(flags: flags), treeRoot)
     }
 
     /// How a leaf cell with these lengths is stored: local value bytes, whether it
@@ -127,18 +166,20 @@ enum Node {
             KuraError(.corrupt, "tree page is malformed: \(why); run `kura check` on the store", page: p.number)
         }
         let flags = p.u8(flagsOffset)
-        guard flags & ~(countersFlag | compactFlag) == 0, flags & countersFlag == 0 || kind == .tableLeaf,
-              flags & compactFlag == 0 || kind.isLeaf else {
+        guard flags & ~(countersFlag | formFlags) == 0, flags & countersFlag == 0 || kind == .tableLeaf,
+              flags & formFlags == 0 || kind.isLeaf else {
             throw bad("flags byte \(flags) is not allowed on a page of kind \(kind.rawValue)")
         }
         let compact = flags & compactFlag != 0
+        // Where the cell pointers start: 16, or 12 in a leaf with the short header.
+        let ptrs = headerSize(flags: flags)
         let use = p.contentEnd
         let n = Int(p.u16(cellCountOffset))
         let start = Int(p.u16(contentStartOffset))
-        guard headerSize + 2 * n <= start, start <= use else {
+        guard ptrs + 2 * n <= start, start <= use else {
             throw bad("\(n) cells and content start \(start) do not fit in the page")
         }
-        if p.u32(treeRootOffset) == 0 { throw bad("no tree root recorded") }
+        if p.u32(treeRootOffset(flags: flags)) == 0 { throw bad("no tree root recorded") }
         if !kind.isLeaf && p.u32(rightChildOffset) == 0 { throw bad("interior page without a right-most child") }
         let maxK = maxKey(p.size)
         let mc = maxCell(p.size)
@@ -152,7 +193,7 @@ enum Node {
         if compact && kind == .indexLeaf {
             // Compact index cells: the key length and the key.
             for i in 0..<n {
-                let o = Int(p.u16(headerSize + 2 * i))
+                let o = Int(p.u16(ptrs + 2 * i))
                 if o >= start && o < use {
                     let kl = Int(base.load(fromByteOffset: o, as: UInt8.self))
                     if kl < 0x80 && kl <= maxK && o + 1 + kl <= use {
@@ -160,14 +201,14 @@ enum Node {
                         continue
                     }
                 }
-                cellBytes += try cellEnd(p, i, kind: kind, compact: compact, start: start, use: use, maxKey: maxK) - o
+                cellBytes += try cellEnd(p, i, kind: kind, compact: compact, pointers: ptrs, start: start, use: use, maxKey: maxK) - o
             }
         } else if kind.isLeaf {
             // Wide cells, and compact table cells, whose key (a row-ID key)
             // gives its own length; the two differ only up to the value length.
             let saving = compact ? compactSaving : 0
             for i in 0..<n {
-                let o = Int(p.u16(headerSize + 2 * i))
+                let o = Int(p.u16(ptrs + 2 * i))
                 if o >= start && o < use {
                     let kl: Int
                     let ko: Int  // where the key starts
@@ -211,11 +252,11 @@ enum Node {
                         }
                     }
                 }
-                cellBytes += try cellEnd(p, i, kind: kind, compact: compact, start: start, use: use, maxKey: maxK) - o
+                cellBytes += try cellEnd(p, i, kind: kind, compact: compact, pointers: ptrs, start: start, use: use, maxKey: maxK) - o
             }
         } else {
             for i in 0..<n {
-                let o = Int(p.u16(headerSize + 2 * i))
+                let o = Int(p.u16(ptrs + 2 * i))
                 if o >= start && o + 5 <= use && p.u32(o) != 0 {
                     let kl = Int(base.load(fromByteOffset: o + 4, as: UInt8.self))
                     if kl < 0x80 && kl <= maxK && o + 5 + kl <= use {
@@ -223,7 +264,7 @@ enum Node {
                         continue
                     }
                 }
-                cellBytes += try cellEnd(p, i, kind: kind, compact: false, start: start, use: use, maxKey: maxK) - o
+                cellBytes += try cellEnd(p, i, kind: kind, compact: false, pointers: ptrs, start: start, use: use, maxKey: maxK) - o
             }
         }
         // The writer's free-space arithmetic (`freeSpace`, `defragment`) relies on
@@ -238,12 +279,13 @@ enum Node {
     /// Where node cell i ends, after checking that it lies in the content
     /// area [start, use) with well-formed lengths (a compact table cell: a
     /// strict row-ID key); throws `corrupt` naming the page otherwise. (The
-    /// general check of one cell, for `validate`; `compact`: the page's flag.)
-    private static func cellEnd(_ p: Page, _ i: Int, kind: PageKind, compact: Bool, start: Int, use: Int, maxKey maxK: Int) throws(KuraError) -> Int {
+    /// general check of one cell, for `validate`; `compact`: the page's flag;
+    /// `pointers`: where its cell pointers start.)
+    private static func cellEnd(_ p: Page, _ i: Int, kind: PageKind, compact: Bool, pointers: Int, start: Int, use: Int, maxKey maxK: Int) throws(KuraError) -> Int {
         func bad(_ why: String) -> KuraError {
             KuraError(.corrupt, "tree page is malformed: \(why); run `kura check` on the store", page: p.number)
         }
-        let o = Int(p.u16(headerSize + 2 * i))
+        let o = Int(p.u16(pointers + 2 * i))
         guard o >= start && o < use else { throw bad("cell \(i) pointer \(o) is outside the content area") }
         var pos = o
         if !kind.isLeaf {
@@ -283,10 +325,11 @@ enum Node {
             s.firstRowID = first
             s.lastRowID = last
         }
-        s.treeRoot = p.u32(treeRootOffset)
-        s.rightChild = p.u32(rightChildOffset)
+        let flags = p.u8(flagsOffset)
+        s.treeRoot = p.u32(treeRootOffset(flags: flags))
+        s.rightChild = kind.isLeaf ? 0 : p.u32(rightChildOffset)
         s.cellCount = UInt16(n)
-        s.flags = p.u8(flagsOffset)
+        s.flags = flags
         s.kind = kind.rawValue
         p.summary = s
     }
@@ -313,6 +356,17 @@ extension Page {
     /// Whether this is a table leaf of compact cells, whose keys give their own length.
     @inline(__always)
     var isCompactTableLeaf: Bool { kindByte == PageKind.tableLeaf.rawValue && isCompactLeaf }
+    /// Whether this leaf has the short header (flag bit 2, format 10).
+    @inline(__always)
+    var hasShortHeader: Bool { flagsByte & Node.shortHeaderFlag != 0 }
+    /// The leaf form bits of the flags byte (`Node.formFlags`): compact
+    /// cells, short header.
+    @inline(__always)
+    var leafForm: UInt8 { flagsByte & Node.formFlags }
+    /// Where the cell pointer array starts: 16, or 12 in a leaf with the
+    /// short header (computed from the flags byte without a branch).
+    @inline(__always)
+    var cellPointerStart: Int { Node.headerSize(flags: flagsByte) }
     var cellCount: Int {
         get { summary.kind != 0 ? Int(summary.cellCount) : Int(u16(Node.cellCountOffset)) }
         set { setU16(Node.cellCountOffset, UInt16(newValue)) }
@@ -325,25 +379,51 @@ extension Page {
         get { Int(u16(Node.fragmentedOffset)) }
         set { setU16(Node.fragmentedOffset, UInt16(newValue)) }
     }
+    /// The right-most child of an interior page (0 for a leaf: a leaf with
+    /// the short header has no such field). Set only on interior pages.
     var rightChild: UInt32 {
-        get { summary.kind != 0 ? summary.rightChild : u32(Node.rightChildOffset) }
-        set { setU32(Node.rightChildOffset, newValue) }
+        get {
+            if summary.kind != 0 { return summary.rightChild }
+            return hasShortHeader ? 0 : u32(Node.rightChildOffset)
+        }
+        set {
+            precondition(!hasShortHeader, "a right-most child set on a leaf with the short header")
+            setU32(Node.rightChildOffset, newValue)
+        }
     }
-    var treeRoot: UInt32 { summary.kind != 0 ? summary.treeRoot : u32(Node.treeRootOffset) }
+    var treeRoot: UInt32 { summary.kind != 0 ? summary.treeRoot : u32(Node.treeRootOffset(flags: flagsByte)) }
 
-    @inline(__always) func cellOffset(_ i: Int) -> Int { Int(u16(Node.headerSize + 2 * i)) }
+    @inline(__always) func cellOffset(_ i: Int) -> Int { Int(u16(cellPointerStart + 2 * i)) }
+
+    /// Where this page's cell keys lie, read from its header once (kind and
+    /// flags, from `summary` when the page has one), for searches that read
+    /// several keys of one page (`lowerBound`, `rowIDLowerBound`).
+    @inline(__always)
+    var keyLayout: NodeKeyLayout { Self.keyLayout(kind: kindByte, flags: flagsByte) }
+
+    /// `keyLayout` of a node page with this kind byte and flags byte.
+    @inline(__always)
+    static func keyLayout(kind k: UInt8, flags f: UInt8) -> NodeKeyLayout {
+        let leaf = k == PageKind.tableLeaf.rawValue || k == PageKind.indexLeaf.rawValue
+        return NodeKeyLayout(pointers: Node.headerSize(flags: f),
+                             selfDelimiting: k == PageKind.tableLeaf.rawValue && f & Node.compactFlag != 0,
+                             keyLengthAt: leaf ? 0 : 4)
+    }
 
     /// Offset and length of cell i's key.
     @inline(__always)
-    func cellKey(_ i: Int) -> (offset: Int, length: Int) {
-        let o = cellOffset(i)
-        let k = kindByte
-        if k == PageKind.tableLeaf.rawValue && flagsByte & Node.compactFlag != 0 {
+    func cellKey(_ i: Int) -> (offset: Int, length: Int) { cellKey(i, keyLayout) }
+
+    /// Offset and length of cell i's key, with this page's `keyLayout`.
+    @inline(__always)
+    func cellKey(_ i: Int, _ layout: NodeKeyLayout) -> (offset: Int, length: Int) {
+        let o = Int(u16(layout.pointers + 2 * i))
+        if layout.selfDelimiting {
             // The page passed Node.validate: the key is a row-ID key.
             return (o, RowIDKey.length(firstByte: u8(o)))
         }
         // Interior cells start with their child.
-        let pos = k == PageKind.tableLeaf.rawValue || k == PageKind.indexLeaf.rawValue ? o : o + 4
+        let pos = o + layout.keyLengthAt
         let (kl, a) = Varint.read(bytes, pos, size)!
         return (pos + a, Int(kl))
     }
@@ -459,10 +539,10 @@ extension Page {
     }
 
     /// Free bytes available for cells and pointers (including fragments).
-    var freeSpace: Int { contentStart - (Node.headerSize + 2 * cellCount) + fragmented }
+    var freeSpace: Int { contentStart - (cellPointerStart + 2 * cellCount) + fragmented }
 
     /// Bytes used by cells and pointers.
-    var usedSpace: Int { contentEnd - Node.headerSize - freeSpace }
+    var usedSpace: Int { contentEnd - cellPointerStart - freeSpace }
 
     /// Whether the page ends with its table's counters (format 5: the right-most
     /// leaf of a table tree; FORMAT.md, "Table counters").
@@ -498,8 +578,12 @@ extension Page {
 
     /// Compares cell i's key with `key`: <0, 0, >0.
     @inline(__always)
-    func compareKey(_ i: Int, _ key: UnsafeRawBufferPointer) -> Int {
-        let (o, l) = cellKey(i)
+    func compareKey(_ i: Int, _ key: UnsafeRawBufferPointer) -> Int { compareKey(i, key, keyLayout) }
+
+    /// `compareKey` with this page's `keyLayout`.
+    @inline(__always)
+    func compareKey(_ i: Int, _ key: UnsafeRawBufferPointer, _ layout: NodeKeyLayout) -> Int {
+        let (o, l) = cellKey(i, layout)
         let n = min(l, key.count)
         if n <= 16 {
             // Row-ID keys are 1 to 9 bytes: an inline loop beats a call to memcmp.
@@ -523,9 +607,10 @@ extension Page {
     func lowerBound(_ key: UnsafeRawBufferPointer) -> Int {
         var lo = 0
         var hi = cellCount
+        let layout = keyLayout
         while lo < hi {
             let mid = (lo + hi) >> 1
-            if compareKey(mid, key) < 0 { lo = mid + 1 } else { hi = mid }
+            if compareKey(mid, key, layout) < 0 { lo = mid + 1 } else { hi = mid }
         }
         return lo
     }
@@ -565,15 +650,18 @@ extension Page {
         let n: Int
         let first: Int64
         let last: Int64
+        let layout: NodeKeyLayout
         if summary.kind != 0 {
             n = Int(summary.cellCount)
             first = summary.firstRowID
             last = summary.lastRowID
+            layout = Self.keyLayout(kind: summary.kind, flags: summary.flags)
         } else {
             n = cellCount
             guard n > 8, let f = cellRowID(0), let l = cellRowID(n - 1) else { return lowerBound(key) }
             first = f
             last = l
+            layout = keyLayout
         }
         guard n > 8, first < rowID, rowID <= last else {
             return lowerBound(key)
@@ -589,17 +677,17 @@ extension Page {
         let g = min(max(Int(fraction * Double(n - 1)), 1), n - 1)
         var lo = 1
         var hi = n - 1
-        if compareKey(g, key) >= 0 {
-            if compareKey(g - 1, key) < 0 { return g }
+        if compareKey(g, key, layout) >= 0 {
+            if compareKey(g - 1, key, layout) < 0 { return g }
             hi = g - 1
         } else {
-            if g + 1 > n - 1 || compareKey(g + 1, key) >= 0 { return g + 1 }
+            if g + 1 > n - 1 || compareKey(g + 1, key, layout) >= 0 { return g + 1 }
             lo = g + 2
         }
         // The answer is in lo...hi.
         while lo < hi {
             let mid = (lo + hi) >> 1
-            if compareKey(mid, key) < 0 { lo = mid + 1 } else { hi = mid }
+            if compareKey(mid, key, layout) < 0 { lo = mid + 1 } else { hi = mid }
         }
         return lo
     }
@@ -623,13 +711,14 @@ extension Page {
     private func insertCell(_ stored: UnsafeRawBufferPointer, at i: Int) -> Bool {
         let need = stored.count + 2
         guard freeSpace >= need else { return false }
-        if contentStart - (Node.headerSize + 2 * cellCount) < need { defragment() }
+        let base = cellPointerStart
+        if contentStart - (base + 2 * cellCount) < need { defragment() }
         let start = contentStart - stored.count
         (bytes + start).copyMemory(from: stored.baseAddress!, byteCount: stored.count)
         let n = cellCount
-        let ptrs = bytes + Node.headerSize
+        let ptrs = bytes + base
         if i < n { memmoveBytes(ptrs + 2 * (i + 1), ptrs + 2 * i, 2 * (n - i)) }
-        setU16(Node.headerSize + 2 * i, UInt16(start))
+        setU16(base + 2 * i, UInt16(start))
         contentStart = start
         cellCount = n + 1
         return true
@@ -640,7 +729,7 @@ extension Page {
         let size = cellSize(i)
         let o = cellOffset(i)
         let n = cellCount
-        let ptrs = bytes + Node.headerSize
+        let ptrs = bytes + cellPointerStart
         if i < n - 1 { memmoveBytes(ptrs + 2 * i, ptrs + 2 * (i + 1), 2 * (n - 1 - i)) }
         cellCount = n - 1
         if o == contentStart { contentStart = o + size } else { fragmented += size }
@@ -676,11 +765,12 @@ extension Page {
             return true
         }
         let n = cellCount
-        let gap = contentStart - (Node.headerSize + 2 * n)
+        let base = cellPointerStart
+        let gap = contentStart - (base + 2 * n)
         if gap >= cell.count {
             let start = contentStart - cell.count
             (bytes + start).copyMemory(from: cell.baseAddress!, byteCount: cell.count)
-            setU16(Node.headerSize + 2 * i, UInt16(start))
+            setU16(base + 2 * i, UInt16(start))
             contentStart = start
             fragmented += oldSize
             return true
@@ -695,11 +785,11 @@ extension Page {
         if o > start { memmoveBytes(bytes + (start - growth), bytes + start, o - start) }
         for j in 0..<n where j != i {
             let oj = cellOffset(j)
-            if oj < o { setU16(Node.headerSize + 2 * j, UInt16(oj - growth)) }
+            if oj < o { setU16(base + 2 * j, UInt16(oj - growth)) }
         }
         let at = o - growth
         (bytes + at).copyMemory(from: cell.baseAddress!, byteCount: cell.count)
-        setU16(Node.headerSize + 2 * i, UInt16(at))
+        setU16(base + 2 * i, UInt16(at))
         contentStart = start - growth
         return true
     }
@@ -722,27 +812,29 @@ extension Page {
         defer { copy.deallocate() }
         if span > 0 { copy.copyMemory(from: bytes + from, byteCount: span) }
         var top = contentEnd
+        let base = cellPointerStart
         for (i, c) in places.enumerated() {
             top -= c.size
             (bytes + top).copyMemory(from: copy + (c.offset - from), byteCount: c.size)
-            setU16(Node.headerSize + 2 * i, UInt16(top))
+            setU16(base + 2 * i, UInt16(top))
         }
         contentStart = top
         fragmented = 0
     }
 
     /// Makes the node a leaf of `kind` in the form `old` (a leaf) has
-    /// (`compact`, which must be `old`'s form), holding cells `range` of the
+    /// (`form`: its cell form must be `old`'s, its header may differ), holding cells `range` of the
     /// list that is `old`'s cells with the wide cell `cell` inserted at
     /// position `at` (`sizes[j]` is `old.cellSize(j)`, measured once by the
     /// caller): the cells of `old` are copied as they lie (no cell is
     /// copied out into an array), `cell` in that form. The cells must fit;
     /// the page has no counters afterwards, as after `rebuild`. A leaf split
     /// (`BTree.insertCell`) builds both halves so from a copy of the full leaf.
-    func rebuildLeaf(kind: PageKind, treeRoot: UInt32, compact: Bool, from old: Page, sizes: [Int], cells range: Range<Int>,
+    func rebuildLeaf(kind: PageKind, treeRoot: UInt32, form: UInt8, from old: Page, sizes: [Int], cells range: Range<Int>,
                      inserting cell: [UInt8], at: Int) {
-        Node.initialize(self, kind: kind, treeRoot: treeRoot, compact: compact)
+        Node.initialize(self, kind: kind, treeRoot: treeRoot, form: form)
         var top = Node.usable(size)
+        let base = cellPointerStart
         var slot = 0
         for k in range {
             if k == at {
@@ -757,34 +849,36 @@ extension Page {
                 top -= n
                 (bytes + top).copyMemory(from: old.bytes + old.cellOffset(j), byteCount: n)
             }
-            setU16(Node.headerSize + 2 * slot, UInt16(top))
+            setU16(base + 2 * slot, UInt16(top))
             slot += 1
         }
         contentStart = top
         cellCount = slot
-        rightChild = 0
     }
 
     /// Replaces the node's cells with `cells` (wide form; which must fit in
-    /// the page's form) and sets the right-most child. A leaf becomes a leaf
-    /// of compact cells with `compact` (a table leaf's keys must then be
-    /// row-ID keys: `BTree.leafForm` checks cells that came from disk), else
-    /// of wide cells. The page loses its counters, if it had any (the commit
-    /// writes them again to the tree's right-most leaf).
-    func rebuild(kind: PageKind, treeRoot: UInt32, cells: ArraySlice<[UInt8]>, rightChild: UInt32, compact: Bool = false) {
-        Node.initialize(self, kind: kind, treeRoot: treeRoot, compact: compact)
+    /// the page's form) and sets the right-most child of an interior page
+    /// (a leaf's `rightChild` must be 0). A leaf gets the form `form`
+    /// (`Node.formFlags`): compact cells with `Node.compactFlag` (a table
+    /// leaf's keys must then be row-ID keys: `BTree.leafForm` checks cells
+    /// that came from disk), else wide ones; the short header with
+    /// `Node.shortHeaderFlag`. The page loses its counters, if it had any
+    /// (the commit writes them again to the tree's right-most leaf).
+    func rebuild(kind: PageKind, treeRoot: UInt32, cells: ArraySlice<[UInt8]>, rightChild: UInt32, form: UInt8 = 0) {
+        Node.initialize(self, kind: kind, treeRoot: treeRoot, form: form)
         var top = Node.usable(size)
+        let base = cellPointerStart
         for (i, c) in cells.enumerated() {
             c.withUnsafeBytes { b in
                 let r = storedRange(of: b)
                 top -= r.count
                 (bytes + top).copyMemory(from: b.baseAddress! + r.lowerBound, byteCount: r.count)
             }
-            setU16(Node.headerSize + 2 * i, UInt16(top))
+            setU16(base + 2 * i, UInt16(top))
         }
         contentStart = top
         cellCount = cells.count
-        self.rightChild = rightChild
+        if !kind.isLeaf { self.rightChild = rightChild }
     }
 }
 
@@ -793,6 +887,19 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+
+/// Where a node page's cell keys lie (`Page.keyLayout`): read from its
+/// header once by a search that compares several keys of the page.
+struct NodeKeyLayout {
+    /// Where the cell pointers start (16, or 12 with the short header).
+    let pointers: Int
+    /// Whether a cell starts with its key, which gives its own length (a
+    /// compact table leaf's row-ID key).
+    let selfDelimiting: Bool
+    /// Where a cell's key length lies in it: 0 in a leaf, 4 in an interior
+    /// cell (after its child).
+    let keyLengthAt: Int
+}
 
 /// Unsigned byte-wise order of two byte strings (memcmp, then length): the order
 /// of keys in every tree.

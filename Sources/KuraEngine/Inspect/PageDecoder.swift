@@ -146,31 +146,41 @@ extension RawStore {
         let n = Int(p.u16(Node.cellCountOffset))
         let start = Int(p.u16(Node.contentStartOffset))
         let fragmented = Int(p.u16(Node.fragmentedOffset))
-        let right = p.u32(Node.rightChildOffset)
-        let root = p.u32(Node.treeRootOffset)
-        d.fields = [("kind", .integer(Int64(kind.rawValue))), ("flags", .integer(Int64(p.u8(Node.flagsOffset)))),
+        let flags = p.u8(Node.flagsOffset)
+        // The short header (flag bit 2, format 10) has no right-most-child
+        // field: the root is at offset 8 and the pointers start at 12. (On an
+        // interior page the flag is a problem `validate` reports; the page is
+        // still shown as its flags byte lays it out.)
+        let short = flags & Node.shortHeaderFlag != 0
+        let headerEnd = Node.headerSize(flags: flags)
+        let root = p.u32(Node.treeRootOffset(flags: flags))
+        d.fields = [("kind", .integer(Int64(kind.rawValue))), ("flags", .integer(Int64(flags))),
                     ("cell count", .integer(Int64(n))), ("content start", .integer(Int64(start))),
-                    ("fragmented bytes", .integer(Int64(fragmented))), ("right-most child", .integer(Int64(right))),
-                    ("tree root", .integer(Int64(root)))]
+                    ("fragmented bytes", .integer(Int64(fragmented)))]
+        if !short { d.fields.append(("right-most child", .integer(Int64(p.u32(Node.rightChildOffset))))) }
+        d.fields.append(("tree root", .integer(Int64(root))))
         if let c = p.tableCounters {
             d.fields += [("next row ID", .integer(c.nextRowID)), ("row count", .integer(c.rowCount))]
         }
         do { try Node.validate(p) } catch { d.problems.append(error.message) }
-        let maxPointers = (usable - Node.headerSize) / 2
+        let maxPointers = max(usable - headerEnd, 0) / 2
         let shown = min(n, maxPointers)
         if n > maxPointers { d.problems.append("\(n) cells cannot fit; showing \(shown)") }
-        let pointersEnd = Node.headerSize + 2 * shown
-        d.regions.append(PageRegion(start: 0, end: Node.headerSize, what: "header"))
-        if shown > 0 { d.regions.append(PageRegion(start: Node.headerSize, end: pointersEnd, what: "cell pointers")) }
+        let pointersEnd = headerEnd + 2 * shown
+        d.regions.append(PageRegion(start: 0, end: headerEnd, what: "header"))
+        if shown > 0 { d.regions.append(PageRegion(start: headerEnd, end: pointersEnd, what: "cell pointers")) }
         let isLeaf = kind.isLeaf
         // Compact cells (flag bit 1, format 8): a table cell has no key
         // length (its row-ID key gives it), an index cell no value length.
-        let compact = isLeaf && p.u8(Node.flagsOffset) & Node.compactFlag != 0
-        if isLeaf { d.fields.append(("cell form", .text(compact ? "compact" : "wide"))) }
+        let compact = isLeaf && flags & Node.compactFlag != 0
+        if isLeaf {
+            d.fields.append(("cell form", .text(compact ? "compact" : "wide")))
+            d.fields.append(("header", .text(short ? "short" : "full")))
+        }
         let maxK = Node.maxKey(pageSize)
         var spans: [(Int, Int, Int)] = []  // start, end, cell index
         for i in 0..<shown {
-            let o = Int(p.u16(Node.headerSize + 2 * i))
+            let o = Int(p.u16(headerEnd + 2 * i))
             var c = CellDescription(index: i, offset: o)
             defer { d.cells.append(c) }
             guard o >= pointersEnd && o < usable else { c.problem = "pointer \(o) is outside the content area"; continue }

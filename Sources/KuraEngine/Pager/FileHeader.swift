@@ -46,7 +46,11 @@
 // reset log's header from the reset to the first frame after it (FORMAT.md,
 // "Reset"). Format 9 stores integral doubles in serial types 10 and 11
 // (FORMAT.md, "Records"); a connection that opens a format-2 to format-8 store
-// alone moves it to 9, and its old records keep type 9.
+// alone moves it to 9, and its old records keep type 9. Format 10 gives the
+// leaves its writers build a 12-byte header without the right-most-child
+// field (tree-page flag bit 2; FORMAT.md, "Layout"; BTree/Node.swift); a
+// connection that opens a format-2 to format-9 store alone moves it to 10, and
+// its old leaves keep the 16-byte header until a writer rebuilds them.
 //     size-8  8     page checksum
 //
 // All integers little-endian. Page 1 is written through the log like any other
@@ -56,7 +60,7 @@ enum FileHeader {
     static let magic: [UInt8] = Array("KuraDB\n\0".utf8)
     /// Bumped by every change to the on-disk format (FORMAT.md, "Version history").
     /// New stores are created at this version.
-    static let formatVersion: UInt32 = 9
+    static let formatVersion: UInt32 = 10
     /// The version the counters migration writes (format 1 to 2, the first
     /// write transaction that loads the catalog). Formats 2 and 3 become 4
     /// only when a connection opens the store alone (Pager, `setUpSharedHeader`).
@@ -104,10 +108,18 @@ enum FileHeader {
     /// does. Every record of an older store keeps type 9, which this build
     /// reads in every format.
     static let compactDoublesVersion: UInt32 = 9
+    /// From this version on, writers build leaves with the short header
+    /// (tree-page flag bit 2: no right-most-child field, the root at offset
+    /// 8, cell pointers from 12; FORMAT.md, "Layout"). Builds before it
+    /// would read such a leaf's root and pointers at the wrong offsets (their
+    /// validation refuses the flag too), so they must refuse the store, which
+    /// the version does. A store of an older format keeps 16-byte headers,
+    /// which every build reads.
+    static let shortLeafHeaderVersion: UInt32 = 10
     /// Versions this build opens: format 1 is migrated by the first write
-    /// transaction that loads the catalog, formats 2 to 8 by a connection
+    /// transaction that loads the catalog, formats 2 to 9 by a connection
     /// that opens the store alone.
-    static let readableVersions: ClosedRange<UInt32> = 1...9
+    static let readableVersions: ClosedRange<UInt32> = 1...10
 
     static let magicOffset = 0
     static let magicLength = 8

@@ -610,7 +610,7 @@ final class PageWriter: PageSource {
             let p = Page(copying: try page(number))
             let kind = p.u8(Node.kindOffset)
             if kind == PageKind.tableLeaf.rawValue || kind == PageKind.tableInterior.rawValue {
-                touchedTableRoots.insert(p.u32(Node.treeRootOffset))
+                touchedTableRoots.insert(p.treeRoot)
             }
             try keep(p)
             recent.pointee = p
