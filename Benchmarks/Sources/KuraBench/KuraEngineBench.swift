@@ -7,7 +7,9 @@ import KuraEngine
 
 final class KuraEngineBench: BenchEngine {
     static let name = "kura"
-    static let companions = ["-wal"]
+    /// The log and the shared-memory file (`PATH-shm`, 4 KiB: the shared log
+    /// header and reader marks), as SQLite's row counts its `-wal` and `-shm`.
+    static let companions = ["-wal", "-shm"]
 
     let db: Database
     let path: String
