@@ -1275,8 +1275,10 @@ final class Pager: @unchecked Sendable {
                 let storeVersion = try pageLocked(1, current).headerVersion
                 for s in snapshots { s.detached = true }
                 checkpointEpoch += 1
+                // The frames the cache can hold: this generation's, up to its last.
+                let (oldGeneration, lastFrame) = (wal.generation, wal.maxFrame)
                 try wal.reset(sync: false, truncate: truncatingLog, version: logVersion(for: storeVersion))
-                cache.removeFrames()
+                cache.removeFrames(generation: oldGeneration, lastFrame: lastFrame)
                 for p in written { cache.put(UInt64(p.number), p) }
                 latest = Snapshot(generation: wal.generation, maxFrame: 0, pageCount: current.pageCount,
                                   changeCounter: current.changeCounter)
