@@ -197,7 +197,10 @@ final class SerialCounter: @unchecked Sendable {
 
 final class Pager: @unchecked Sendable {
     // @unchecked Sendable: mutable state is guarded as documented per field; the
-    // lock order is in the header comment.
+    // lock order is in the header comment. The mutable fields that
+    // transaction starts, page lookups and commits touch are
+    // `@exclusivity(unchecked)`: the lock (or the writer slot) that guards
+    // each orders its accesses, and runtime checks on them cost every call.
     let path: String
     let file: StorageFile
     let walFile: StorageFile
@@ -288,11 +291,11 @@ final class Pager: @unchecked Sendable {
     /// may be inside transactions with only their mark set): a checkpoint must
     /// then see the reader table, or find the store open by no one else.
     /// Guarded by `txnLock`.
-    private var marksRequired = false
+    @exclusivity(unchecked) private var marksRequired = false
     /// One writer per connection: guards `writerActive`.
     let writerMutex = ThreadLock()
-    private var writerActive = false
-    private var closed = false
+    @exclusivity(unchecked) private var writerActive = false
+    @exclusivity(unchecked) private var closed = false
     /// The header of `PATH-shm` (FORMAT.md, "The shared log header"); nil
     /// where there is no shared memory (in memory, fault injecting, or the
     /// file could not be opened or mapped): readers then read the log at every
@@ -301,7 +304,7 @@ final class Pager: @unchecked Sendable {
     /// Whether this connection's readers may skip reading the log when the
     /// shared header says it is unchanged: the store was at format 3 or later
     /// when this connection opened it (or it upgraded it). Set in init only.
-    private var sharedHeaderUsable = false
+    @exclusivity(unchecked) private var sharedHeaderUsable = false
     /// Transaction starts that read the log, and those the shared header let
     /// skip it (for tests: the fast path is taken). `logReads` is guarded
     /// by `snapshotLock`; `logReadsSkipped`, counted at most starts, is atomic.
@@ -312,7 +315,7 @@ final class Pager: @unchecked Sendable {
     /// Test hook: commits leave the shared header marked as changing instead of
     /// publishing, as a writer killed between its log write and the publish
     /// would. Writer only.
-    var skipsSharedPublishForTesting = false
+    @exclusivity(unchecked) var skipsSharedPublishForTesting = false
 
     /// Opens (or creates) the store at `path` on `fs`.
     init(path: String, fs: FileSystem, pageSize requestedPageSize: Int, cacheBytes: Int,
@@ -834,7 +837,7 @@ final class Pager: @unchecked Sendable {
         return latest.generation == wal.generation && latest.maxFrame == wal.maxFrame && shm.isCurrent(wal.state)
     }
 
-    private var latestIsCurrent = false
+    @exclusivity(unchecked) private var latestIsCurrent = false
     /// True from the moment this connection's writer has refreshed under the
     /// write lock until it releases it. Only a writer (holding the writer
     /// slot) stores it, under `state` in either mode: a reader that reads the
@@ -1131,7 +1134,7 @@ final class Pager: @unchecked Sendable {
     /// Set when a failed commit's frames could not be cut off. Until the next
     /// commit cuts them off, a reader (of any connection) that re-reads the log
     /// may adopt them if they are complete (FORMAT.md, "Commit"). Writer only.
-    private var poisoned = false
+    @exclusivity(unchecked) private var poisoned = false
 
     /// Frames in the log now. Shared: it only reads, and the writer asks at
     /// every commit's end (`checkpointDue`) while readers look pages up.
@@ -1255,7 +1258,7 @@ final class Pager: @unchecked Sendable {
     /// Set when this connection could not keep the reader lock while transactions
     /// were open; cleared when the last of them ends. Written under both
     /// `txnLock` and `state` (exclusive), so either lock suffices to read it.
-    private var readerLockLost = false
+    @exclusivity(unchecked) private var readerLockLost = false
 
     /// Copies the log into the database file and resets the log. The caller holds
     /// the writer lock. Returns false if another process is inside a transaction
