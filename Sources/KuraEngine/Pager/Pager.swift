@@ -1366,9 +1366,12 @@ final class Pager: @unchecked Sendable {
                     try file.truncate(to: length)
                     if durability != .off { try file.sync(full: true) }
                 }
-                // 3. Detach every snapshot from the log, then reset it.
+                // 3. Detach every snapshot in use from the log, then reset it.
                 let storeVersion = try pageLocked(1, current).headerVersion
-                for s in active { s.detached = true }
+                // Those in use only, as before `active` kept unused ones: an
+                // unused `latest` stays attached to the log, which it reads
+                // correctly if the reset below fails and it stays `latest`.
+                for s in snapshots { s.detached = true }
                 checkpointEpoch += 1
                 // The frames the cache can hold: this generation's, up to its last.
                 let (oldGeneration, lastFrame) = (wal.generation, wal.maxFrame)
