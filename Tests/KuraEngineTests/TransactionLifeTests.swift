@@ -10,6 +10,8 @@
 //   each see one consistent snapshot, never older than the last commit that
 //   returned before they started (a reused transaction does not keep the
 //   last one's snapshot), and no snapshot stays counted afterwards.
+// - another connection cannot checkpoint while a transaction of this one is
+//   open, however it started and however the others ended.
 // Stores are in POSIX files: reader marks and the shared log header in use.
 // Prints its seed; KURA_SEED=<n> replays one.
 
@@ -79,6 +81,33 @@ final class TransactionLifeTests: XCTestCase {
         XCTAssertEqual(db.activeSnapshotCount, 0)
         try db.read { tx in XCTAssertEqual(try Self.pair(tx).0, 3) }
         XCTAssertEqual(db.activeSnapshotCount, 0)
+    }
+
+    /// Another connection cannot checkpoint while this one has a transaction
+    /// open, whether it started first (taking the connection's reader mark)
+    /// or beside others (no lock); once the last one ends it can.
+    func testOpenTransactionsKeepOtherConnectionsCheckpointsOut() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.path + "/s.kura"
+        let db = try makeStore(path, threshold: 1_000_000)
+        defer { db.close() }
+        var o = Database.Options()
+        o.durability = .off
+        o.checkpointThreshold = 1_000_000
+        let other = try Database(path: path, options: o)
+        defer { other.close() }
+        try setPair(other, 1)
+        try db.read { outer in
+            try db.read { inner in
+                XCTAssertEqual(try Self.pair(inner).0, 1)
+                XCTAssertFalse(try other.checkpoint(), "checkpointed under two open transactions")
+            }
+            // The inner one ended without the lock: the outer one still keeps checkpoints out.
+            XCTAssertFalse(try other.checkpoint(), "checkpointed under an open transaction")
+            XCTAssertEqual(try Self.pair(outer).0, 1)
+        }
+        XCTAssertTrue(try other.checkpoint(), "no transaction open: the checkpoint runs")
+        try db.read { tx in XCTAssertFalse(try other.checkpoint()); XCTAssertEqual(try Self.pair(tx).0, 1) }
     }
 
     func testOverlappingReadersWithWritersAndCheckpoints() throws {
