@@ -453,19 +453,22 @@ final class SpareReadTransaction: @unchecked Sendable {
 /// returns, or discarded if the closure throws. Lifetime and thread rules are
 /// those of ``ReadTransaction``.
 public final class WriteTransaction: ReadTransaction {
-    var catalog: Catalog?
+    // `@exclusivity(unchecked)` on the mutable fields, as on
+    // `ReadTransaction`'s: only the thread running the transaction's closure
+    // uses them (see "Thread rules"), so no two accesses overlap in time.
+    @exclusivity(unchecked) var catalog: Catalog?
     /// Tables whose counters changed (written to the counters tree at commit).
-    var changedTables: Set<String> = []
+    @exclusivity(unchecked) var changedTables: Set<String> = []
     /// Tables and indexes whose catalog record changed (created, altered).
-    var schemaChanged: Set<String> = []
-    var droppedTables: [TableInfo] = []
+    @exclusivity(unchecked) var schemaChanged: Set<String> = []
+    @exclusivity(unchecked) var droppedTables: [TableInfo] = []
     /// Catalog IDs whose entry in `catalog` holds the table's real counters.
-    var counted: Set<Int64> = []
+    @exclusivity(unchecked) var counted: Set<Int64> = []
     /// Nonzero once this transaction changed the schema: tells its schema
     /// apart from every committed one (`schemaFingerprint`).
-    var localSchemaGeneration: UInt64 = 0
+    @exclusivity(unchecked) var localSchemaGeneration: UInt64 = 0
     /// Names of the external files this transaction wrote (ExternalValues.swift).
-    var externalWritten: [String] = []
+    @exclusivity(unchecked) var externalWritten: [String] = []
 
     func loadCatalog() throws(KuraError) -> Catalog {
         flushHotTable()
@@ -551,7 +554,7 @@ public final class WriteTransaction: ReadTransaction {
     /// schema change starts with `loadCatalog` (or `flushHotTable`), so a
     /// handle never outlives the schema it was resolved from.
     typealias HotTable = TableHandle
-    private var hot: HotTable?
+    @exclusivity(unchecked) private var hot: HotTable?
 
     /// The handle of `table` if it is the one resolved now, else nil (no lookup).
     func resolvedHandle(_ table: TableInfo) -> HotTable? {

@@ -53,7 +53,14 @@ final class PageCacheTests: XCTestCase {
                         cache.removeAll()
                         model.removeAll()
                     } else {
-                        cache.removeFrames()
+                        if rng.next() % 2 == 0 {
+                            cache.removeFrames()
+                        } else {
+                            // A hint that names some of the frames (one
+                            // generation, up to some frame): the others go too.
+                            cache.removeFrames(generation: UInt32(rng.next() % 3), lastFrame: Int(rng.next() % (keySpace + 1)))
+                        }
+                        XCTAssertEqual(cache.frameCount, 0, "round \(round), step \(step)")
                         model = model.filter { $0.key & PageCache.frameKeyFlag == 0 }
                     }
                 }
@@ -68,6 +75,28 @@ final class PageCacheTests: XCTestCase {
                     XCTAssertEqual(found, cache.count, "the cache holds keys the model does not (round \(round), step \(step))")
                 }
             }
+        }
+    }
+
+    /// `removeFrames` with the reset log's generation and last frame removes
+    /// those frames by key and keeps every page of the file, as the full pass does.
+    func testRemoveFramesByKeyKeepsFilePages() {
+        var cache = PageCache(capacity: 64)
+        var filePages: [UInt64: Page] = [:]
+        for n in 1...20 {
+            let p = Page(number: UInt32(n), size: 512)
+            cache.put(UInt64(n), p)
+            filePages[UInt64(n)] = p
+            cache.put(PageCache.frameKey(generation: 7, frame: n), Page(number: UInt32(n), size: 512))
+        }
+        cache.remove(PageCache.frameKey(generation: 7, frame: 3))
+        XCTAssertEqual(cache.frameCount, 19)
+        cache.removeFrames(generation: 7, lastFrame: 20)
+        XCTAssertEqual(cache.frameCount, 0)
+        XCTAssertEqual(cache.count, 20)
+        for n in 1...20 {
+            XCTAssertNil(cache.peek(PageCache.frameKey(generation: 7, frame: n)))
+            XCTAssertTrue(cache.peek(UInt64(n)) === filePages[UInt64(n)])
         }
     }
 

@@ -146,35 +146,48 @@ final class PosixFile: StorageFile, @unchecked Sendable {
     /// `pwritev`, at most `maxVectors` buffers per call, resuming after a
     /// partial write.
     func write(gathering buffers: [UnsafeRawBufferPointer], at offset: Int64) throws(KuraError) {
-        var vectors = buffers.compactMap { b -> iovec? in
-            guard let base = b.baseAddress, b.count > 0 else { return nil }
-            return iovec(iov_base: UnsafeMutableRawPointer(mutating: base), iov_len: b.count)
+        // The vectors in a temporary buffer (on the stack for the few of a
+        // commit: a commit's frames made three array growths here).
+        try withUnsafeTemporaryAllocation(of: iovec.self, capacity: max(buffers.count, 1)) { v throws(KuraError) in
+            var count = 0
+            for b in buffers {
+                guard let base = b.baseAddress, b.count > 0 else { continue }
+                // Capacity at least 1: the buffer has a base address.
+                (v.baseAddress! + count).initialize(to: iovec(iov_base: UnsafeMutableRawPointer(mutating: base), iov_len: b.count))
+                count += 1
+            }
+            // iovec is a trivial type: nothing to deinitialize.
+            try writeVectors(UnsafeMutableBufferPointer(rebasing: v[0..<count]), at: offset)
         }
+    }
+
+    /// Writes every byte `v` describes from `offset` on, in `pwritev` calls of
+    /// at most `maxVectors` vectors (moving `v`'s entries past what each
+    /// call wrote).
+    private func writeVectors(_ v: UnsafeMutableBufferPointer<iovec>, at offset: Int64) throws(KuraError) {
         var first = 0
         var position = offset
-        try vectors.withUnsafeMutableBufferPointer { v throws(KuraError) in
-            while first < v.count {
-                let count = min(v.count - first, PosixFile.maxVectors)
-                // `v` is not empty here (first < v.count): it has a base address.
-                let n = pwritev(fd, v.baseAddress! + first, Int32(count), off_t(position))
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    throw posixError(errno, "pwritev at offset \(position)", path)
-                }
-                if n == 0 { throw posixError(ENOSPC, "pwritev at offset \(position)", path) }
-                position += Int64(n)
-                // Skip what was written: whole buffers, then part of one.
-                var left = n
-                while left > 0 && first < v.count {
-                    if left >= v[first].iov_len {
-                        left -= v[first].iov_len
-                        first += 1
-                    } else {
-                        // Non-nil: only buffers with a base address were kept above.
-                        v[first].iov_base = v[first].iov_base! + left
-                        v[first].iov_len -= left
-                        left = 0
-                    }
+        while first < v.count {
+            let count = min(v.count - first, PosixFile.maxVectors)
+            // `v` is not empty here (first < v.count): it has a base address.
+            let n = pwritev(fd, v.baseAddress! + first, Int32(count), off_t(position))
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw posixError(errno, "pwritev at offset \(position)", path)
+            }
+            if n == 0 { throw posixError(ENOSPC, "pwritev at offset \(position)", path) }
+            position += Int64(n)
+            // Skip what was written: whole buffers, then part of one.
+            var left = n
+            while left > 0 && first < v.count {
+                if left >= v[first].iov_len {
+                    left -= v[first].iov_len
+                    first += 1
+                } else {
+                    // Non-nil: only buffers with a base address were kept above.
+                    v[first].iov_base = v[first].iov_base! + left
+                    v[first].iov_len -= left
+                    left = 0
                 }
             }
         }

@@ -31,6 +31,8 @@ struct PageCache {
     /// 64 - log2(slots.count): the hash keeps the product's top bits.
     private var shift: UInt64
     private(set) var count = 0
+    /// How many of the `count` entries are WAL frames (`removeFrames`).
+    private(set) var frameCount = 0
     private var ring: [UInt64] = []
     private var hand = 0
     /// Keys that sequential scans read and did not admit: one bit per hashed
@@ -147,6 +149,7 @@ struct PageCache {
         while slots[i].key != 0 { i = (i + 1) & mask }
         slots[i] = Slot(key: key, page: page)
         count += 1
+        if key & Self.frameKeyFlag != 0 { frameCount += 1 }
     }
 
     /// Rebuilds the table with room for `entries` (keeping every entry).
@@ -154,6 +157,7 @@ struct PageCache {
         let old = slots
         (slots, mask, shift) = Self.table(for: entries)
         count = 0
+        frameCount = 0
         for s in old where s.key != 0 {
             if let p = s.page { insertNew(s.key, p) }
         }
@@ -168,6 +172,7 @@ struct PageCache {
     /// may no longer be reached from its home slot (backward-shift deletion).
     private mutating func removeSlot(_ slot: Int) {
         var hole = slot
+        if slots[hole].key & Self.frameKeyFlag != 0 { frameCount -= 1 }
         slots[hole] = Slot(key: 0, page: nil)
         count -= 1
         var j = hole
@@ -189,15 +194,33 @@ struct PageCache {
     mutating func removeAll() {
         for i in slots.indices where slots[i].key != 0 { slots[i] = Slot(key: 0, page: nil) }
         count = 0
+        frameCount = 0
         ring.removeAll(keepingCapacity: true)
         hand = 0
     }
 
     /// Removes every WAL-frame entry (after the log is reset).
-    mutating func removeFrames() {
+    ///
+    /// `generation` and `lastFrame`, when given, say which frames the cache
+    /// can hold (those of the log just reset, 1 through its last committed
+    /// frame): each is then removed by its key, which costs one probe per
+    /// frame, not a pass over the whole table (a checkpoint of a few hundred
+    /// frames in a cache of thousands of pages). Entries of other frames, if
+    /// any are left (`frameCount` says so), are removed by the full pass.
+    mutating func removeFrames(generation: UInt32? = nil, lastFrame: Int = 0) {
+        if let generation, lastFrame > 0, lastFrame <= slots.count {
+            var f = 1
+            while f <= lastFrame && frameCount > 0 {
+                remove(Self.frameKey(generation: generation, frame: f))
+                f += 1
+            }
+            // Their ring slots go lazily, as after `remove`.
+            if frameCount == 0 { return }
+        }
         let kept = slots.filter { $0.key != 0 && $0.key & PageCache.frameKeyFlag == 0 }
         for i in slots.indices where slots[i].key != 0 { slots[i] = Slot(key: 0, page: nil) }
         count = 0
+        frameCount = 0
         for s in kept { if let p = s.page { insertNew(s.key, p) } }
         ring.removeAll(where: { $0 & PageCache.frameKeyFlag != 0 })
         hand = 0

@@ -311,32 +311,36 @@ final class SnapshotPages: PageSource {
 /// `failure`, and `commit` refuses to write anything after it: the caller may
 /// catch the error and go on reading, but the transaction can only roll back.
 final class PageWriter: PageSource {
+    // `@exclusivity(unchecked)` on the mutable fields: a page writer is used
+    // only by the thread running its write transaction (which holds the
+    // connection's writer slot), so no two accesses overlap in time, and a
+    // one-row commit made some forty runtime access checks on them.
     let pager: Pager
     let snapshot: Snapshot
     /// Changed pages by number. Made with room for a few pages, so that a
     /// small transaction (a one-row commit changes two to four pages) grows
     /// its table once, not at every second page.
-    private(set) var dirty: [UInt32: Page] = Dictionary(minimumCapacity: 8)
+    @exclusivity(unchecked) private(set) var dirty: [UInt32: Page] = Dictionary(minimumCapacity: 8)
     /// Changed pages written to the log and dropped: page -> its newest frame.
-    private var spilled: [UInt32: Int] = [:]
+    @exclusivity(unchecked) private var spilled: [UInt32: Int] = [:]
     /// Pages of `dirty` identical to their newest spilled frame, and that frame.
-    private var inLog: [UInt32: Int] = [:]
+    @exclusivity(unchecked) private var inLog: [UInt32: Int] = [:]
     private let spillThreshold: Int
     /// `dirty.count` past which the next spill runs: the threshold, raised for
     /// a while when a spill found too few pages it could drop (all held).
-    private var spillAt: Int
+    @exclusivity(unchecked) private var spillAt: Int
     /// The clock of `dirty`: page numbers in the order they were kept, with
     /// stale and repeated entries dropped lazily (a deterministic order, so a
     /// workload spills the same pages in every run).
-    private var ring: [UInt32] = []
-    private var hand = 0
+    @exclusivity(unchecked) private var ring: [UInt32] = []
+    @exclusivity(unchecked) private var hand = 0
     /// Page 1 as this transaction has it now, for reading only: the
     /// snapshot's page 1 (immutable, shared with the cache and readers) until
     /// the transaction first asks for `header`, then its copy. Never change
     /// a page through it: changes go through `header`.
-    private(set) var currentHeader: Page
+    @exclusivity(unchecked) private(set) var currentHeader: Page
     /// Whether `currentHeader` is this transaction's copy (kept in `dirty`).
-    private var headerCopied = false
+    @exclusivity(unchecked) private var headerCopied = false
     /// Page 1 for change: the transaction's copy (in `dirty`), made on first
     /// use. A transaction that only appends rows never changes page 1 and so
     /// never copies it (its commit leaves page 1 out in format 4 and later).
@@ -357,7 +361,7 @@ final class PageWriter: PageSource {
     var pageSize: Int { pager.pageSize }
     /// The first error a page operation threw after the transaction changed a
     /// page (see the header): set once, never cleared.
-    private(set) var failure: KuraError?
+    @exclusivity(unchecked) private(set) var failure: KuraError?
 
     /// Records `error` as the transaction's failure if it changed a page.
     private func failed(_ error: KuraError) -> KuraError {
@@ -372,17 +376,17 @@ final class PageWriter: PageSource {
     /// a free, so a path recorded at one epoch (`AppendHint`) still leads where
     /// it did while the epoch is unchanged. Page numbers, not pages, are kept
     /// across it: spilling and reading back keeps numbers.
-    private(set) var structureEpoch: UInt64 = 0
+    @exclusivity(unchecked) private(set) var structureEpoch: UInt64 = 0
 
     /// The right-most paths of the trees appended to last (BTree+Insert.swift),
     /// at most `maxAppendHints`, newest last.
-    private var appendHints: [AppendHint] = []
+    @exclusivity(unchecked) private var appendHints: [AppendHint] = []
     private static let maxAppendHints = 4
 
     /// The leaf each tree last changed through a descent (`BTree.rememberedLeaf`),
     /// at most `maxAppendHints`, newest last: the next change of a key in the
     /// same leaf skips the descent.
-    private var lastLeaves: [(root: UInt32, leaf: UInt32, epoch: UInt64)] = []
+    @exclusivity(unchecked) private var lastLeaves: [(root: UInt32, leaf: UInt32, epoch: UInt64)] = []
 
     /// The leaf remembered for the tree rooted at `root`, if still valid.
     @inline(__always)
@@ -436,7 +440,7 @@ final class PageWriter: PageSource {
     /// used, not everything ever carried).
     private let memoUsed: UnsafeMutablePointer<UInt64>
     /// Set when a page was spilled or every page replaced: nothing is carried.
-    private var carriesNothing = false
+    @exclusivity(unchecked) private var carriesNothing = false
     /// The page `writable` returned last, or nil: always `dirty`'s page of
     /// its number (the only changes of `dirty` that could replace it, `free`
     /// and `replaceAllPages`, clear it; a spill skips it, as it skips every
@@ -626,7 +630,7 @@ final class PageWriter: PageSource {
     /// In format 5 the commit writes the counters of these tables' trees into
     /// their right-most leaves (WriteTransaction.commit), since a split or a
     /// merge may have moved or rebuilt that leaf.
-    private(set) var touchedTableRoots: Set<UInt32> = []
+    @exclusivity(unchecked) private(set) var touchedTableRoots: Set<UInt32> = []
 
     /// Brings a spilled page back into `dirty`.
     private func readBack(_ number: UInt32, frame: Int, clean: Bool) throws(KuraError) -> Page {
@@ -882,7 +886,7 @@ final class PageWriter: PageSource {
 
     /// Whether the transaction changed any page (set by `writable`, `allocate`,
     /// `free` and `markModified`).
-    private(set) var modified = false
+    @exclusivity(unchecked) private(set) var modified = false
 
     /// Records a change made directly to `header`.
     func markModified() { modified = true }

@@ -65,8 +65,8 @@ public enum Durability: String, Sendable, CaseIterable {
 /// resolved in a snapshot.
 final class Snapshot: @unchecked Sendable {
     // @unchecked Sendable: `preserved` and `detached` are guarded by the owning
-    // pager's `state` lock (written exclusively, read shared), `users` and
-    // `mayHavePreserved` by its `snapshotLock`; the `let` fields are immutable.
+    // pager's `state` lock (written exclusively, read shared); `use` is
+    // atomic; the `let` fields are immutable.
     let generation: UInt32
     let maxFrame: Int
     let pageCount: UInt32
@@ -79,13 +79,40 @@ final class Snapshot: @unchecked Sendable {
     // Read by every page lookup: no runtime access check (`state` orders them).
     @exclusivity(unchecked) var detached = false
     @exclusivity(unchecked) var preserved: [UInt32: Page] = [:]
-    // Guarded by the pager's `snapshotLock` (see above): no runtime access
-    // checks, every access already holds that lock.
-    @exclusivity(unchecked) var users = 0
-    /// Set (before the pages go in) when a checkpoint preserves pages for this
-    /// snapshot: a transaction ending on a snapshot without it need not take
-    /// `state` exclusively to empty `preserved`.
-    @exclusivity(unchecked) var mayHavePreserved = false
+    /// The transactions on this snapshot (bits 1 and up) and whether a
+    /// checkpoint may have preserved pages for it (bit 0, set before the
+    /// pages go in: a transaction ending on a snapshot without it need not
+    /// take `state` exclusively to empty `preserved`). One atomic word, so
+    /// that a transaction's start adds itself (under `state` shared) and its
+    /// end removes itself with one atomic operation each, and a checkpoint
+    /// (under `state` exclusively) sets the bit and learns whether anyone
+    /// uses the snapshot in one more: an end either comes before that
+    /// operation (the checkpoint sees no user and preserves nothing) or
+    /// after it (the end sees the bit and empties `preserved`).
+    private let use = AtomicWord()
+    static let preservedBit = 1
+    static let oneUser = 2
+
+    /// Transactions on this snapshot now.
+    var users: Int { use.load() >> 1 }
+
+    /// Counts a transaction starting on this snapshot. Caller holds the
+    /// pager's `state` (shared is enough: a checkpoint, which reads the users
+    /// to decide what to preserve, holds it exclusively).
+    @inline(__always)
+    func addUser() { use.add(Self.oneUser) }
+
+    /// Uncounts a transaction ending on this snapshot; returns whether it was
+    /// the last one and a checkpoint may have preserved pages for it.
+    @inline(__always)
+    func removeUser() -> (last: Bool, mayHavePreserved: Bool) {
+        let now = use.add(-Self.oneUser)
+        return (now >> 1 == 0, now & Self.preservedBit != 0)
+    }
+
+    /// Sets the "may have preserved" bit; returns the users before. Caller
+    /// holds `state` exclusively (a checkpoint about to preserve pages).
+    func markPreserving() -> Int { use.setBits(Self.preservedBit) >> 1 }
 
     /// Unique among the snapshots of this process, never reused: caches keyed
     /// by a snapshot hold this instead of a weak reference (a weak reference
@@ -170,7 +197,10 @@ final class SerialCounter: @unchecked Sendable {
 
 final class Pager: @unchecked Sendable {
     // @unchecked Sendable: mutable state is guarded as documented per field; the
-    // lock order is in the header comment.
+    // lock order is in the header comment. The mutable fields that
+    // transaction starts, page lookups and commits touch are
+    // `@exclusivity(unchecked)`: the lock (or the writer slot) that guards
+    // each orders its accesses, and runtime checks on them cost every call.
     let path: String
     let file: StorageFile
     let walFile: StorageFile
@@ -204,24 +234,42 @@ final class Pager: @unchecked Sendable {
     @exclusivity(unchecked) private var cache: PageCache
     @exclusivity(unchecked) private(set) var latest: Snapshot
     @exclusivity(unchecked) private var checkpointEpoch = 0
-    /// Snapshots with at least one reader (checkpoints preserve pages for them).
-    /// Guarded by `snapshotLock`.
-    /// Snapshots with at least one user, each once (a few at most: the newest
-    /// and those readers still hold; a linear search beats hashing).
-    // No runtime access checks here and on the other fields guarded by
+    /// The snapshots that may have users (checkpoints preserve pages for
+    /// those that do): `latest`, and each older one that still had users
+    /// when `latest` last moved on (`setLatest`, which drops the others). A
+    /// transaction starts only on `latest`, so a snapshot dropped here (not
+    /// `latest`, no users) never has a user again. Changed only under
+    /// `state` exclusively, read under `state` in either mode: a transaction
+    /// start or end does not touch it (`Snapshot.addUser`, `removeUser`).
+    /// A few entries at most: a linear search beats hashing.
+    // No runtime access checks here and on the fields guarded by
     // `snapshotLock` or `txnLock` below: every access holds the lock, which
-    // orders them; every transaction's start and end touches them.
+    // orders them.
     @exclusivity(unchecked) private var active: [Snapshot] = []
-    /// Guards `active`, `Snapshot.users` and the log-read counters; taken
-    /// inside `state` (either mode) or alone, never around another lock.
+    /// Guards `logReads`; taken inside `state` (either mode) or alone,
+    /// never around another lock.
     private let snapshotLock = ThreadLock()
     /// Shared while reading database-file or log pages from disk; exclusive while
     /// a checkpoint writes the database file and resets the log.
     private let fileLock = ReadWriteLock()
-    /// Guards `openTransactions`, `readerExclusiveHeld` and the mode of the
-    /// reader lock byte.
+    /// Guards `readerExclusiveHeld`, `presence`, `closed` and the mode of the
+    /// reader lock byte, and the changes of `openWord` that start or end
+    /// this connection's presence (see there).
     private let txnLock = ThreadLock()
-    @exclusivity(unchecked) private var openTransactions = 0
+    /// This connection's open transactions (bits 1 and up) and whether it
+    /// was closed (bit 0). A transaction that is not the only one open
+    /// starts and ends with one compare-and-swap here and takes no lock
+    /// (`enterIfOthersOpen`, `leaveIfOthersOpen`): the transactions already
+    /// open hold the presence that keeps other connections' checkpoints out
+    /// (`presence`, or the checkpoint's own exclusive byte), and it is given
+    /// up only under `txnLock` by the transaction that takes the count from
+    /// one to zero, after which no compare-and-swap can start one (it
+    /// requires a count of at least one). The first transaction (count from
+    /// zero) and the last (from one) change it under `txnLock`, around
+    /// taking and giving up the presence.
+    private let openWord = AtomicWord()
+    /// Open transactions of this connection now (see `openWord`).
+    private var openTransactions: Int { openWord.load() >> 1 }
     /// Set while this connection holds the reader byte exclusively for a
     /// checkpoint (`withReaderExclusive`). Its transactions still start and
     /// end meanwhile, without touching the byte: the exclusive hold already
@@ -243,11 +291,11 @@ final class Pager: @unchecked Sendable {
     /// may be inside transactions with only their mark set): a checkpoint must
     /// then see the reader table, or find the store open by no one else.
     /// Guarded by `txnLock`.
-    private var marksRequired = false
+    @exclusivity(unchecked) private var marksRequired = false
     /// One writer per connection: guards `writerActive`.
     let writerMutex = ThreadLock()
-    private var writerActive = false
-    private var closed = false
+    @exclusivity(unchecked) private var writerActive = false
+    @exclusivity(unchecked) private var closed = false
     /// The header of `PATH-shm` (FORMAT.md, "The shared log header"); nil
     /// where there is no shared memory (in memory, fault injecting, or the
     /// file could not be opened or mapped): readers then read the log at every
@@ -256,17 +304,18 @@ final class Pager: @unchecked Sendable {
     /// Whether this connection's readers may skip reading the log when the
     /// shared header says it is unchanged: the store was at format 3 or later
     /// when this connection opened it (or it upgraded it). Set in init only.
-    private var sharedHeaderUsable = false
+    @exclusivity(unchecked) private var sharedHeaderUsable = false
     /// Transaction starts that read the log, and those the shared header let
-    /// skip it (for tests: the fast path is taken). Guarded by `snapshotLock`.
+    /// skip it (for tests: the fast path is taken). `logReads` is guarded
+    /// by `snapshotLock`; `logReadsSkipped`, counted at most starts, is atomic.
     @exclusivity(unchecked) private var logReads = 0
-    @exclusivity(unchecked) private var logReadsSkipped = 0
+    private let logReadsSkipped = AtomicWord()
     /// `(logReads, logReadsSkipped)` now.
-    var logReadCounts: (reads: Int, skipped: Int) { snapshotLock.withLock { (logReads, logReadsSkipped) } }
+    var logReadCounts: (reads: Int, skipped: Int) { (snapshotLock.withLock { logReads }, logReadsSkipped.load()) }
     /// Test hook: commits leave the shared header marked as changing instead of
     /// publishing, as a writer killed between its log write and the publish
     /// would. Writer only.
-    var skipsSharedPublishForTesting = false
+    @exclusivity(unchecked) var skipsSharedPublishForTesting = false
 
     /// Opens (or creates) the store at `path` on `fs`.
     init(path: String, fs: FileSystem, pageSize requestedPageSize: Int, cacheBytes: Int,
@@ -322,7 +371,9 @@ final class Pager: @unchecked Sendable {
                                             durability: durability, busyTimeout: busyTimeout)
         cache = PageCache(capacity: max(cacheBytes / ps, 8))
         spillThreshold = max(cacheBytes / ps, 8)
-        latest = Snapshot(generation: 0, maxFrame: 0, pageCount: 1, changeCounter: 0)
+        let initial = Snapshot(generation: 0, maxFrame: 0, pageCount: 1, changeCounter: 0)
+        latest = initial
+        active = [initial]
         self.fs = fs
         sharedHeader = Pager.openSharedHeader(path, fs, file, databaseID: databaseID, busyTimeout: busyTimeout)
         success = true
@@ -615,6 +666,63 @@ final class Pager: @unchecked Sendable {
     /// unchanged (a writer under the write lock, which publishes what it read).
     @discardableResult
     func beginTransaction(fromFile: Bool = false) throws(KuraError) -> Snapshot {
+        if !enterIfOthersOpen() { try enterFirst() }
+        do {
+            // Most starts find the log unchanged (the shared header says so,
+            // or this connection's writer holds the write lock): then `state`
+            // is only read, shared with other readers' page lookups.
+            state.lockShared()
+            if !fromFile, unchangedSinceIndexed {
+                let s = latest
+                s.addUser()
+                let skippedLogRead = !ownWriterActive
+                state.unlock()
+                if skippedLogRead { logReadsSkipped.add(1) }
+                return s
+            }
+            state.unlock()
+            return try state.withLock { () throws(KuraError) -> Snapshot in
+                try refreshLocked(fromFile: fromFile)
+                latest.addUser()
+                return latest
+            }
+        } catch {
+            endTransaction()
+            throw error
+        }
+    }
+
+    /// Counts a transaction in `openWord` if others are open (and the
+    /// connection is not closed), with no lock: their presence covers it.
+    /// Returns false when it must take the slow way (`enterFirst`).
+    @inline(__always)
+    private func enterIfOthersOpen() -> Bool {
+        var w = openWord.load()
+        while w >= 2 && w & 1 == 0 {
+            let (done, found) = openWord.compareExchange(expected: w, desired: w + 2)
+            if done { return true }
+            w = found
+        }
+        return false
+    }
+
+    /// Uncounts a transaction in `openWord` if others stay open, with no
+    /// lock. Returns false when it may be the last (`endTransaction` then
+    /// takes `txnLock`).
+    @inline(__always)
+    private func leaveIfOthersOpen() -> Bool {
+        var w = openWord.load()
+        while w >= 4 {
+            let (done, found) = openWord.compareExchange(expected: w, desired: w - 2)
+            if done { return true }
+            w = found
+        }
+        return false
+    }
+
+    /// Counts a transaction under `txnLock`, taking the connection's
+    /// presence first if it is the only one open.
+    private func enterFirst() throws(KuraError) {
         try txnLock.withLock { () throws(KuraError) in
             if closed { throw KuraError(.misuse, "database is closed", path: path) }
             if openTransactions == 0 && !readerExclusiveHeld {
@@ -628,60 +736,44 @@ final class Pager: @unchecked Sendable {
                     if let marks, marks.checkpointWordSet { marks.clearCheckpointWord() }
                 }
             }
-            openTransactions += 1
-        }
-        do {
-            // Most starts find the log unchanged (the shared header says so,
-            // or this connection's writer holds the write lock): then `state`
-            // is only read, shared with other readers' page lookups.
-            if !fromFile, let s = state.withShared({ () -> Snapshot? in
-                guard unchangedSinceIndexed else { return nil }
-                return register(latest, skippedLogRead: !ownWriterActive)
-            }) { return s }
-            return try state.withLock { () throws(KuraError) -> Snapshot in
-                try refreshLocked(fromFile: fromFile)
-                return register(latest, skippedLogRead: false)
-            }
-        } catch {
-            endTransaction()
-            throw error
+            openWord.add(2)
         }
     }
 
-    /// Counts a user of `s` (and makes it active). Caller holds `state`.
-    private func register(_ s: Snapshot, skippedLogRead: Bool) -> Snapshot {
-        snapshotLock.withLock {
-            if skippedLogRead { logReadsSkipped += 1 }
-            s.users += 1
-            if s.users == 1 { active.append(s) }
+    /// Makes `s` the newest snapshot, and drops from `active` the older ones
+    /// nobody uses (no transaction can start on them again: see `active`),
+    /// with the pages a checkpoint preserved for them. Caller holds `state`
+    /// exclusively.
+    private func setLatest(_ s: Snapshot) {
+        latest = s
+        active.removeAll { old in
+            guard old.users == 0 else { return false }
+            old.preserved.removeAll()
+            return true
         }
-        return s
+        active.append(s)
     }
 
     /// Leaves a transaction started with `beginTransaction`.
     func endTransaction(_ snapshot: Snapshot? = nil) {
         if let snapshot {
-            let unused = snapshotLock.withLock { () -> Bool in
-                snapshot.users -= 1
-                if snapshot.users == 0, let i = active.firstIndex(where: { $0 === snapshot }) {
-                    active.swapAt(i, active.count - 1)
-                    active.removeLast()
-                }
-                return snapshot.users == 0 && snapshot.mayHavePreserved
-            }
-            if unused {
+            let (last, mayHavePreserved) = snapshot.removeUser()
+            if last && mayHavePreserved {
                 // Its preserved pages go (under `state`, which guards them),
                 // unless a transaction started on it again meanwhile.
                 state.withLock {
-                    if snapshotLock.withLock({ snapshot.users == 0 }) { snapshot.preserved.removeAll() }
+                    if snapshot.users == 0 { snapshot.preserved.removeAll() }
                 }
             }
         }
+        if leaveIfOthersOpen() { return }
         txnLock.withLock {
-            openTransactions -= 1
+            // A transaction may have started meanwhile without the lock
+            // (`enterIfOthersOpen`): the count after says who is last.
+            let left = openWord.add(-2) >> 1
             // During a checkpoint the byte is the checkpoint's (exclusive): it
             // is given back when the checkpoint ends.
-            if openTransactions == 0 && !readerExclusiveHeld { releasePresence() }
+            if left == 0 && !readerExclusiveHeld { releasePresence() }
         }
     }
 
@@ -711,7 +803,7 @@ final class Pager: @unchecked Sendable {
     private func refreshLocked(fromFile: Bool = false) throws(KuraError) {
         if ownWriterActive { return }
         if !fromFile, unchangedSinceIndexed {
-            snapshotLock.withLock { logReadsSkipped += 1 }
+            logReadsSkipped.add(1)
             return
         }
         snapshotLock.withLock { logReads += 1 }
@@ -731,8 +823,8 @@ final class Pager: @unchecked Sendable {
         let counter = FileHeader.changeCounter(field: h.headerChangeCounter, pageOneFrame: wal.index.lookup(1, limit: m)) { from in
             wal.commits(from: from, through: m)
         }
-        latest = Snapshot(generation: wal.generation, maxFrame: m, pageCount: m == 0 ? h.headerPageCount : wal.committedPageCount,
-                          changeCounter: counter)
+        setLatest(Snapshot(generation: wal.generation, maxFrame: m, pageCount: m == 0 ? h.headerPageCount : wal.committedPageCount,
+                           changeCounter: counter))
         latestIsCurrent = true
     }
 
@@ -745,7 +837,7 @@ final class Pager: @unchecked Sendable {
         return latest.generation == wal.generation && latest.maxFrame == wal.maxFrame && shm.isCurrent(wal.state)
     }
 
-    private var latestIsCurrent = false
+    @exclusivity(unchecked) private var latestIsCurrent = false
     /// True from the moment this connection's writer has refreshed under the
     /// write lock until it releases it. Only a writer (holding the writer
     /// slot) stores it, under `state` in either mode: a reader that reads the
@@ -978,8 +1070,8 @@ final class Pager: @unchecked Sendable {
                 p.referenced = true
                 cache.put(PageCache.frameKey(generation: wal.generation, frame: firstFrame + k), p)
             }
-            latest = Snapshot(generation: wal.generation, maxFrame: wal.maxFrame, pageCount: pageCount, changeCounter: changeCounter,
-                              lineage: lineage)
+            setLatest(Snapshot(generation: wal.generation, maxFrame: wal.maxFrame, pageCount: pageCount, changeCounter: changeCounter,
+                               lineage: lineage))
             if !skipsSharedPublishForTesting { sharedHeader?.publish(wal.state) }
             // A write transaction commits once, and writes no frame after
             // its commit: unless the checkpoint `endWrite` runs is due, this
@@ -1042,7 +1134,7 @@ final class Pager: @unchecked Sendable {
     /// Set when a failed commit's frames could not be cut off. Until the next
     /// commit cuts them off, a reader (of any connection) that re-reads the log
     /// may adopt them if they are complete (FORMAT.md, "Commit"). Writer only.
-    private var poisoned = false
+    @exclusivity(unchecked) private var poisoned = false
 
     /// Frames in the log now. Shared: it only reads, and the writer asks at
     /// every commit's end (`checkpointDue`) while readers look pages up.
@@ -1158,7 +1250,7 @@ final class Pager: @unchecked Sendable {
     /// starts after this returns sees a snapshot no older than `snapshot`.
     /// Caller holds the writer lock (ExternalValues.swift, invariant 3).
     func isOnlySnapshot(_ snapshot: Snapshot) throws(KuraError) -> Bool {
-        let alone = snapshotLock.withLock { active.allSatisfy { $0 === snapshot } }
+        let alone = state.withShared { active.allSatisfy { $0 === snapshot || $0.users == 0 } }
         guard alone else { return false }
         return try withReaderExclusive { true } ?? false
     }
@@ -1166,7 +1258,7 @@ final class Pager: @unchecked Sendable {
     /// Set when this connection could not keep the reader lock while transactions
     /// were open; cleared when the last of them ends. Written under both
     /// `txnLock` and `state` (exclusive), so either lock suffices to read it.
-    private var readerLockLost = false
+    @exclusivity(unchecked) private var readerLockLost = false
 
     /// Copies the log into the database file and resets the log. The caller holds
     /// the writer lock. Returns false if another process is inside a transaction
@@ -1207,10 +1299,12 @@ final class Pager: @unchecked Sendable {
             // 1. Preserve every active snapshot's version of the pages about to change.
             let (current, numbers, keep) = try state.withLock { () throws(KuraError) -> (Snapshot, [UInt32], Int) in
                 let newest = wal.maxFrame
-                for s in snapshotLock.withLock({ active }) {
+                for s in active {
                     let isNewest = !s.detached && s.generation == wal.generation && s.maxFrame == newest
                     if !isNewest {
-                        snapshotLock.withLock { s.mayHavePreserved = true }
+                        // One that nobody uses now never has a user again
+                        // unless it is `latest` (see `active`).
+                        if s.markPreserving() == 0 && s !== latest { continue }
                         for pageNo in wal.index.frames.keys where s.preserved[pageNo] == nil && pageNo <= s.pageCount {
                             s.preserved[pageNo] = try pageLocked(pageNo, s)
                         }
@@ -1260,7 +1354,8 @@ final class Pager: @unchecked Sendable {
             }
             if durability != .off { try file.sync(full: true) }
             let storeVersion = try state.withLock { () throws(KuraError) -> UInt32 in
-                let snapshots = snapshotLock.withLock { active }
+                // Those in use (nobody can start on one now: `state` is held).
+                let snapshots = active.filter { $0.users > 0 }
                 // 2b. A compaction made the store shorter: cut the file to its page
                 // count, unless an in-process snapshot of the longer store is still
                 // reading (then a later checkpoint does it). No other process is
@@ -1271,15 +1366,20 @@ final class Pager: @unchecked Sendable {
                     try file.truncate(to: length)
                     if durability != .off { try file.sync(full: true) }
                 }
-                // 3. Detach every snapshot from the log, then reset it.
+                // 3. Detach every snapshot in use from the log, then reset it.
                 let storeVersion = try pageLocked(1, current).headerVersion
+                // Those in use only, as before `active` kept unused ones: an
+                // unused `latest` stays attached to the log, which it reads
+                // correctly if the reset below fails and it stays `latest`.
                 for s in snapshots { s.detached = true }
                 checkpointEpoch += 1
+                // The frames the cache can hold: this generation's, up to its last.
+                let (oldGeneration, lastFrame) = (wal.generation, wal.maxFrame)
                 try wal.reset(sync: false, truncate: truncatingLog, version: logVersion(for: storeVersion))
-                cache.removeFrames()
+                cache.removeFrames(generation: oldGeneration, lastFrame: lastFrame)
                 for p in written { cache.put(UInt64(p.number), p) }
-                latest = Snapshot(generation: wal.generation, maxFrame: 0, pageCount: current.pageCount,
-                                  changeCounter: current.changeCounter)
+                setLatest(Snapshot(generation: wal.generation, maxFrame: 0, pageCount: current.pageCount,
+                                   changeCounter: current.changeCounter))
                 sharedHeader?.publish(wal.state)
                 return storeVersion
             }
@@ -1362,6 +1462,7 @@ final class Pager: @unchecked Sendable {
             try companions()
             try fs.remove(path)
             closed = true
+            openWord.setBits(1)
         }
         file.close()
         walFile.close()
@@ -1372,6 +1473,7 @@ final class Pager: @unchecked Sendable {
         let wasClosed = txnLock.withLock { () -> Bool in
             let c = closed
             closed = true
+            openWord.setBits(1)
             marks?.leave()
             marks = nil
             return c
@@ -1402,7 +1504,7 @@ final class Pager: @unchecked Sendable {
     var cachedPageCount: Int { state.withLock { cache.count } }
 
     /// Snapshots with at least one user (for tests: zero when no transaction runs).
-    var activeSnapshotCount: Int { snapshotLock.withLock { active.count } }
+    var activeSnapshotCount: Int { state.withShared { active.count { $0.users > 0 } } }
 }
 
 func hex(_ v: UInt64) -> String { "0x" + String(v, radix: 16) }

@@ -101,26 +101,31 @@ final class WriteAheadLog {
     let databaseID: UInt64
     var frameSize: Int { Self.frameHeaderSize + pageSize }
 
+    // `@exclusivity(unchecked)` on the mutable fields: the pager reads them
+    // under its `state` lock (shared or exclusive) and changes them under it
+    // exclusively, or, for the transaction in progress, only from the thread
+    // holding the writer slot; that orders every access, and the runtime
+    // checks cost a commit a dozen calls.
     /// Whether the file holds a valid header.
-    private(set) var hasHeader = false
+    @exclusivity(unchecked) private(set) var hasHeader = false
     /// The version of the header this log has (valid while `hasHeader`).
-    private(set) var version: UInt32 = 1
+    @exclusivity(unchecked) private(set) var version: UInt32 = 1
     @exclusivity(unchecked) private(set) var generation: UInt32 = 0
-    private(set) var salt1: UInt32 = 0
-    private(set) var salt2: UInt32 = 0
-    private var headerChecksum: UInt64 = 0
+    @exclusivity(unchecked) private(set) var salt1: UInt32 = 0
+    @exclusivity(unchecked) private(set) var salt2: UInt32 = 0
+    @exclusivity(unchecked) private var headerChecksum: UInt64 = 0
 
     /// Last committed frame (0 when empty); frames after it are not part of the log.
     @exclusivity(unchecked) private(set) var maxFrame = 0
     /// Chain checksum of frame `maxFrame` (or the header's when 0).
-    private var lastChecksum: UInt64 = 0
+    @exclusivity(unchecked) private var lastChecksum: UInt64 = 0
     /// Database page count after the last committed transaction (0 if none).
-    private(set) var committedPageCount: UInt32 = 0
+    @exclusivity(unchecked) private(set) var committedPageCount: UInt32 = 0
     @exclusivity(unchecked) private(set) var index = WALFrameIndex()
     /// Frame numbers of the committed log's commit frames, ascending (one per
     /// transaction): the change counter is derived from them
     /// (`FileHeader.changeCounter`).
-    private(set) var commitFrames: [Int] = []
+    @exclusivity(unchecked) private(set) var commitFrames: [Int] = []
 
     /// Number of commit frames numbered `from ... through`.
     func commits(from first: Int, through last: Int) -> Int {
@@ -152,9 +157,9 @@ final class WriteAheadLog {
     /// frame order: frame `maxFrame + 1 + k` holds `uncommittedPages[k]`. They
     /// carry commit field 0, so no reader and no recovery counts them until the
     /// transaction's commit frame follows them. Writer only.
-    private(set) var uncommittedPages: [UInt32] = []
+    @exclusivity(unchecked) private(set) var uncommittedPages: [UInt32] = []
     /// Chain checksum of the last uncommitted frame (valid when there is one).
-    private var uncommittedChain: UInt64 = 0
+    @exclusivity(unchecked) private var uncommittedChain: UInt64 = 0
 
     /// Largest log file a reset keeps (bytes, whole frames); a longer one is
     /// cut back to this length (`Database.Options.logSizeLimit`).
@@ -166,7 +171,7 @@ final class WriteAheadLog {
     /// connection wrote. In a store where resets do not sync (FORMAT.md,
     /// "Reset"), the writer syncs the header before the first frame of a
     /// generation unless this is set. Writer only.
-    private(set) var headerDurable = false
+    @exclusivity(unchecked) private(set) var headerDurable = false
 
     init(file: StorageFile, pageSize: Int, databaseID: UInt64, reuseFrames: Int) {
         self.file = file
