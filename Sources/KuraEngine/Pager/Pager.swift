@@ -667,7 +667,7 @@ final class Pager: @unchecked Sendable {
     @discardableResult
     func beginTransaction(fromFile: Bool = false) throws(KuraError) -> Snapshot {
         if !enterIfOthersOpen() { try enterFirst() }
-        do {
+        do throws(KuraError) {
             // Most starts find the log unchanged (the shared header says so,
             // or this connection's writer holds the write lock): then `state`
             // is only read, shared with other readers' page lookups.
