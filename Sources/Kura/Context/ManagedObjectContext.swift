@@ -329,6 +329,22 @@ public final class ManagedObjectContext {
     private var lastEntity: EntityDescription?
     /// The last class `insertableEntity(ofClass:)` resolved, with its entity.
     private var lastInsertedClass: (type: ObjectIdentifier, entity: EntityDescription)?
+    /// The last class `hooks(of:)` read, with the hooks it overrides.
+    /// `@exclusivity(unchecked)`: read and replaced by plain loads and
+    /// stores on the context's thread, calling nothing while they last.
+    @exclusivity(unchecked) private var lastHooks: (type: ObjectIdentifier, hooks: HookOverrides)?
+
+    /// The lifecycle hooks `o`'s class overrides (HookOverrides.swift): a
+    /// save calls the others not at all, as calling them would run
+    /// ManagedObject's own empty implementations.
+    @inline(__always)
+    func hooks(of o: ManagedObject) -> HookOverrides {
+        let c = type(of: o)
+        if let last = lastHooks, last.type == ObjectIdentifier(c) { return last.hooks }
+        let h = HookOverrides.of(c)
+        lastHooks = (ObjectIdentifier(c), h)
+        return h
+    }
     var store: LoadedStore {
         if let s = cachedStore { return s }
         let s = container.storeSlot.current

@@ -70,6 +70,24 @@ struct AttributeValues: Equatable {
         }
     }
 
+    /// Whether the value at `ordinal` is nil, null, or the stored form of
+    /// one of the common plain types (`type`: string, the integers,
+    /// double, bool, date): a value whose Swift value cannot fail to be
+    /// made. Read in place, without copying the value.
+    @inline(__always)
+    func holdsPlainValue(ordinal i: Int, of type: AttributeType?) -> Bool {
+        guard i < count, let storage else { return true }
+        return storage.withUnsafeMutablePointerToElements { p in
+            switch (type, p[i]) {
+            case (_, nil), (_, .null?), (.string?, .text?), (.int64?, .integer?), (.int32?, .integer?), (.int16?, .integer?),
+                 (.double?, .double?), (.bool?, .bool?), (.date?, .double?):
+                return true
+            default:
+                return false
+            }
+        }
+    }
+
     static func == (a: AttributeValues, b: AttributeValues) -> Bool {
         if a.storage === b.storage { return true }
         guard let sa = a.storage, let sb = b.storage else {
