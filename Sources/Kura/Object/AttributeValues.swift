@@ -88,6 +88,25 @@ struct AttributeValues: Equatable {
         }
     }
 
+    /// Writes the value of each ordinal `k` into `out[columns[k]]` (null
+    /// for nil), skipping ordinals whose column is negative: a plain
+    /// layout's row (`RowLayout.fill`). Every column must be an index of
+    /// `out` (the layout's columns, which `out` is as wide as).
+    func write(into out: inout [Value], columns: [Int]) {
+        let n = Swift.min(count, columns.count)
+        out.withUnsafeMutableBufferPointer { dst in
+            columns.withUnsafeBufferPointer { cols in
+                guard let storage else {
+                    for k in 0..<n where cols[k] >= 0 { dst[cols[k]] = .null }
+                    return
+                }
+                storage.withUnsafeMutablePointerToElements { p in
+                    for k in 0..<n where cols[k] >= 0 { dst[cols[k]] = p[k] ?? .null }
+                }
+            }
+        }
+    }
+
     static func == (a: AttributeValues, b: AttributeValues) -> Bool {
         if a.storage === b.storage { return true }
         guard let sa = a.storage, let sb = b.storage else {
