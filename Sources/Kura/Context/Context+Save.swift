@@ -267,10 +267,9 @@ extension ManagedObjectContext {
             o.isNew = false
             let id = newIDs[k]
             if renames { before.append(o.objectID) }
-            registry[o.objectID] = nil
+            registry.moveInserted(.passUnretained(o), from: o.objectID, to: id)
             o.objectID = id
             o.version = 1
-            track(o, as: id)
             if !renames { o.takeSavedState(values: stash.take(k)) }
         }
         if renames {

@@ -97,9 +97,7 @@ public final class ManagedObjectContext {
 
     /// Called by a deallocating object: drops its entry if it is still the one.
     func forget(_ o: ManagedObject) {
-        let before = registry.count
-        registry.remove(o.objectID, ifItIs: o)
-        if registry.count != before, !batchGroups.isEmpty { batchGroups[o.objectID] = nil }
+        if registry.remove(o.objectID, ifItIs: o), !batchGroups.isEmpty { batchGroups[o.objectID] = nil }
     }
 
     /// Objects inserted since the last save, in insertion order.
@@ -448,7 +446,7 @@ public final class ManagedObjectContext {
         }
         o.isNew = true
         inserted.append(o)
-        track(o, as: o.objectID)
+        registry.addInserted(o.objectID, .passUnretained(o))
         noteInserted(o)
         recordPresence(.inserted, o)
         o.awakeFromInsert()
