@@ -361,4 +361,77 @@ final class ObjectRegistryTests: XCTestCase {
         }
         withExtendedLifetime(objects) {}
     }
+
+    /// The save's and the context's fast paths (`addInserted`,
+    /// `moveInserted`, `remove(_:ifItIs:)` straight to a slot) against the
+    /// general subscript, through a dictionary model: random inserts, saves
+    /// (runs opened for the new IDs, sometimes next to an entity's earlier
+    /// run, sometimes with IDs already in `byID`), drops and removals.
+    /// Prints its seed; KURA_SEED=<n> replays one.
+    func testFastPathsAgainstADictionary() {
+        let seed = ProcessInfo.processInfo.environment["KURA_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 0...UInt64(UInt32.max))
+        print("ObjectRegistryTests fast paths seed \(seed) (replay with KURA_SEED=\(seed))")
+        var rng = SplitMix64(state: seed)
+        let entities = [EntityDescription("A") {}, EntityDescription("B") {}]
+        for round in 0..<10 {
+            var r = ObjectRegistry(identity: 9)
+            var model: [ManagedObjectID: ManagedObject] = [:]
+            var pending: [ManagedObject] = []
+            var nextRow: [String: Int64] = ["A": 1, "B": 1]
+            let context = "seed \(seed) round \(round)"
+            func check() {
+                XCTAssertEqual(r.count, model.count, context)
+                for (id, o) in model { XCTAssertTrue(r[id]?.takeUnretainedValue() === o, "\(context) \(id)") }
+            }
+            for _ in 0..<300 {
+                switch Int.random(in: 0..<10, using: &rng) {
+                case 0..<5:
+                    let e = entities[Int.random(in: 0..<2, using: &rng)]
+                    let id = r.newTemporaryID(e.name)
+                    let o = ManagedObject(entity: e, objectID: id)
+                    r.addInserted(id, .passUnretained(o))
+                    model[id] = o
+                    pending.append(o)
+                case 5:
+                    // A save: the pending objects of one entity get consecutive row IDs.
+                    let e = entities[Int.random(in: 0..<2, using: &rng)].name
+                    let saved = pending.filter { $0.entity.name == e }
+                    pending.removeAll { $0.entity.name == e }
+                    guard !saved.isEmpty, let first = nextRow[e] else { continue }
+                    // Sometimes an object is already known by one of the new IDs (byID).
+                    if Bool.random(using: &rng) {
+                        let stray = ManagedObject(entity: saved[0].entity, objectID: ManagedObjectID(entity: e, rowID: first))
+                        r[stray.objectID] = .passUnretained(stray)
+                        model[stray.objectID] = stray
+                        pending.append(stray)  // kept alive; not saved again (permanent ID)
+                    }
+                    r.openRun(entity: e, first: first, count: saved.count)
+                    for (k, o) in saved.enumerated() {
+                        let new = ManagedObjectID(entity: e, rowID: first + Int64(k))
+                        r.moveInserted(.passUnretained(o), from: o.objectID, to: new)
+                        model[o.objectID] = nil
+                        model[new] = o
+                        o.objectID = new
+                    }
+                    // Leave a gap now and then, so the next run does not extend this one.
+                    nextRow[e] = first + Int64(saved.count) + (Bool.random(using: &rng) ? 1 : 0)
+                case 6..<8:
+                    guard let (id, o) = model.randomElement(using: &rng) else { continue }
+                    XCTAssertTrue(r.remove(id, ifItIs: o), context)
+                    model[id] = nil
+                case 8:
+                    // Removing with another object: nothing is dropped.
+                    guard let (id, _) = model.randomElement(using: &rng) else { continue }
+                    let other = ManagedObject(entity: entities[0], objectID: id)
+                    XCTAssertFalse(r.remove(id, ifItIs: other), context)
+                default:
+                    guard let (id, _) = model.randomElement(using: &rng) else { continue }
+                    r[id] = nil
+                    model[id] = nil
+                }
+                check()
+            }
+            withExtendedLifetime(pending) {}
+        }
+    }
 }

@@ -45,9 +45,8 @@ extension ManagedObjectContext {
         let del = deletedObjects
 
         /// The row ID of each inserted object, parallel to `ins` (filled
-        /// first thing in the transaction).
-        var assigned: [Int64] = []
-        assigned.reserveCapacity(ins.count)
+        /// first thing in the transaction, or as the rows are written).
+        let assigned = AssignedRowIDs(capacity: ins.count)
         /// The permanent ID of each inserted object, parallel to `ins`
         /// (made as its row is written, where its entity is at hand: the
         /// history record and the objects after the commit take them).
@@ -134,7 +133,7 @@ extension ManagedObjectContext {
                     if let m = tempRowIDs { return m[id] }
                     var m: [ManagedObjectID: Int64] = [:]
                     m.reserveCapacity(ins.count)
-                    for (o, rid) in zip(ins, assigned) { m[o.objectID] = rid }
+                    for (o, rid) in zip(ins, assigned.ids) { m[o.objectID] = rid }
                     tempRowIDs = m
                     return m[id]
                 }
@@ -267,10 +266,9 @@ extension ManagedObjectContext {
             o.isNew = false
             let id = newIDs[k]
             if renames { before.append(o.objectID) }
-            registry[o.objectID] = nil
+            registry.moveInserted(.passUnretained(o), from: o.objectID, to: id)
             o.objectID = id
             o.version = 1
-            track(o, as: id)
             if !renames { o.takeSavedState(values: stash.take(k)) }
         }
         if renames {
@@ -325,8 +323,12 @@ extension ManagedObjectContext {
         // (forgetPendingChanges), so reversing it copies nothing; reversed
         // through its buffer, whose swaps move the references (an array's
         // own swaps retain and release both objects, touching each one).
-        ins.withUnsafeMutableBufferPointer { $0.reverse() }
-        while let o = ins.popLast() { o.didSave() }
+        // Moved out of `ins` first: the transaction's closure captures `ins`,
+        // so each change of it would pay a dynamic exclusivity check.
+        var done = ins
+        ins = []
+        done.withUnsafeMutableBufferPointer { $0.reverse() }
+        while let o = done.popLast() { o.didSave() }
         for o in upd + del {
             switch resolutions[ObjectIdentifier(o)] {
             case .write?, .delete?: o.didSave()
@@ -591,4 +593,23 @@ final class SavedValuesStash {
         (slots + taken).deinitialize(count: count - taken)
         slots.deallocate()
     }
+}
+
+/// The row IDs a save assigns to its inserted objects, in order.
+///
+/// A class, not an array variable: the save's transaction closure and the
+/// local functions in it (which map temporary IDs to these row IDs) capture
+/// the array, and an array variable captured that way is checked for
+/// exclusive access at run time on every append (a call per inserted
+/// object). `ids` is `@exclusivity(unchecked)`: it is read and appended to
+/// on the saving thread only, by plain reads and appends that call no other
+/// code while they last.
+final class AssignedRowIDs {
+    @exclusivity(unchecked) private(set) var ids: [Int64] = []
+
+    init(capacity: Int) { ids.reserveCapacity(capacity) }
+
+    func append(_ id: Int64) { ids.append(id) }
+
+    subscript(k: Int) -> Int64 { ids[k] }
 }

@@ -97,9 +97,7 @@ public final class ManagedObjectContext {
 
     /// Called by a deallocating object: drops its entry if it is still the one.
     func forget(_ o: ManagedObject) {
-        let before = registry.count
-        registry.remove(o.objectID, ifItIs: o)
-        if registry.count != before, !batchGroups.isEmpty { batchGroups[o.objectID] = nil }
+        if registry.remove(o.objectID, ifItIs: o), !batchGroups.isEmpty { batchGroups[o.objectID] = nil }
     }
 
     /// Objects inserted since the last save, in insertion order.
@@ -329,6 +327,22 @@ public final class ManagedObjectContext {
     private var lastEntity: EntityDescription?
     /// The last class `insertableEntity(ofClass:)` resolved, with its entity.
     private var lastInsertedClass: (type: ObjectIdentifier, entity: EntityDescription)?
+    /// The last class `hooks(of:)` read, with the hooks it overrides.
+    /// `@exclusivity(unchecked)`: read and replaced by plain loads and
+    /// stores on the context's thread, calling nothing while they last.
+    @exclusivity(unchecked) private var lastHooks: (type: ObjectIdentifier, hooks: HookOverrides)?
+
+    /// The lifecycle hooks `o`'s class overrides (HookOverrides.swift): a
+    /// save calls the others not at all, as calling them would run
+    /// ManagedObject's own empty implementations.
+    @inline(__always)
+    func hooks(of o: ManagedObject) -> HookOverrides {
+        let c = type(of: o)
+        if let last = lastHooks, last.type == ObjectIdentifier(c) { return last.hooks }
+        let h = HookOverrides.of(c)
+        lastHooks = (ObjectIdentifier(c), h)
+        return h
+    }
     var store: LoadedStore {
         if let s = cachedStore { return s }
         let s = container.storeSlot.current
@@ -432,7 +446,7 @@ public final class ManagedObjectContext {
         }
         o.isNew = true
         inserted.append(o)
-        track(o, as: o.objectID)
+        registry.addInserted(o.objectID, .passUnretained(o))
         noteInserted(o)
         recordPresence(.inserted, o)
         o.awakeFromInsert()

@@ -166,18 +166,81 @@ struct ObjectRegistry {
     }
 
     /// Drops the entry of `id` if it holds `o` (a deallocating object leaves;
-    /// an entry another object took over stays). One lookup, not a read then a write.
-    mutating func remove(_ id: ManagedObjectID, ifItIs o: ManagedObject) {
+    /// an entry another object took over stays). One lookup, not a read then
+    /// a write. Returns whether an entry was dropped.
+    @discardableResult
+    mutating func remove(_ id: ManagedObjectID, ifItIs o: ManagedObject) -> Bool {
         let mine = Unmanaged.passUnretained(o).toOpaque()
         if let p = ownPosition(id), p < own.count, let u = own[p] {
-            if u.toOpaque() == mine { self[id] = nil }
-            return
+            guard u.toOpaque() == mine else { return false }
+            clearOwn(p)
+            return true
         }
         if !runs.isEmpty, let (k, i) = runPosition(id), let u = runs[k].slots[i] {
-            if u.toOpaque() == mine { self[id] = nil }
+            guard u.toOpaque() == mine else { return false }
+            clearRun(k, i, id)
+            return true
+        }
+        let before = byID.count
+        byID.remove(id, ifItIs: mine)
+        return byID.count != before
+    }
+
+    /// Registers `u` under `id`, a temporary ID this context just made for
+    /// an object it inserts (`newTemporaryID`): what `self[id] = u` does,
+    /// with the common case (the next own slot) first.
+    @inline(__always)
+    mutating func addInserted(_ id: ManagedObjectID, _ u: Unmanaged<ManagedObject>) {
+        // A temporary ID is never in a run (`PermanentRun.position`).
+        if let p = ownPosition(id), p == own.count {
+            own.append(u)
+            ownLive += 1
             return
         }
-        byID.remove(id, ifItIs: mine)
+        self[id] = u
+    }
+
+    /// Moves `u`, an object a save just inserted, from `old` (its temporary
+    /// ID) to `new` (its permanent one, in a run the save opened): what
+    /// `self[old] = nil; self[new] = u` does, with the common case (an own
+    /// slot, a slot of the last run) first.
+    @inline(__always)
+    mutating func moveInserted(_ u: Unmanaged<ManagedObject>, from old: ManagedObjectID, to new: ManagedObjectID) {
+        if let p = ownPosition(old), p < own.count, own[p] != nil {
+            clearOwn(p)
+        } else {
+            self[old] = nil
+        }
+        if let k = runs.indices.last, let i = runs[k].position(new), byID.isEmpty {
+            if runs[k].slots[i] == nil {
+                runs[k].live += 1
+                runLive += 1
+            }
+            runs[k].slots[i] = u
+            return
+        }
+        self[new] = u
+    }
+
+    /// Empties own slot `p`, which holds an object.
+    @inline(__always)
+    private mutating func clearOwn(_ p: Int) {
+        own[p] = nil
+        ownLive -= 1
+        if ownLive == 0 {
+            own = []
+            ownBase = nextNumber
+        }
+    }
+
+    /// Empties slot `i` of run `k`, which holds the object of `id`.
+    private mutating func clearRun(_ k: Int, _ i: Int, _ id: ManagedObjectID) {
+        runs[k].slots[i] = nil
+        runs[k].live -= 1
+        runLive -= 1
+        if runs[k].live == 0 { runs.remove(at: k) }
+        // The ID lives in the run only.
+        if !byID.isEmpty { byID[id] = nil }
     }
 
     /// The number of registered objects.

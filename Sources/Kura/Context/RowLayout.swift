@@ -49,9 +49,16 @@ final class RowLayout: Sendable {
     /// `insertValues` as an object's slots, copied into each inserted
     /// object's values (AttributeValues.swift).
     let insertSlots: [Value?]
+    /// For a plain layout, the column of each attribute by ordinal (-1 for
+    /// a transient one), which `fill` copies the object's slots into as
+    /// they are; nil for any other layout. Plain: no composite or decimal
+    /// attribute (their columns take converted values), no to-one key, no
+    /// `_entity` column, and every column of the table is an attribute's
+    /// or the version's (so a filled row holds nothing of an earlier one).
+    let directColumns: [Int]?
 
     init(table: String, attributeColumns: [Int?], compositeColumns: [[Int]?], exactColumns: [Int?], relationships: [Slot], version: Int,
-         entityColumn: Int?, columns: [String], defaults: [Value], hasExternal: Bool, insertValues: [Value]) {
+         entityColumn: Int?, columns: [String], defaults: [Value], hasExternal: Bool, insertValues: [Value], hasDecimal: Bool) {
         self.table = table
         self.attributeColumns = attributeColumns
         self.compositeColumns = compositeColumns
@@ -64,6 +71,12 @@ final class RowLayout: Sendable {
         self.hasExternal = hasExternal
         self.insertValues = insertValues
         insertSlots = insertValues.map { Optional($0) }
+        let written = Set(attributeColumns.compactMap { $0 } + [version])
+        let plain = !hasDecimal && relationships.isEmpty && entityColumn == nil
+            && compositeColumns.allSatisfy { $0 == nil } && exactColumns.allSatisfy { $0 == nil }
+            && written.count == attributeColumns.compactMap({ $0 }).count + 1 && written.count == columns.count
+            && written.allSatisfy { $0 >= 0 && $0 < columns.count }
+        directColumns = plain ? attributeColumns.map { $0 ?? -1 } : nil
     }
 
     /// The layouts of every entity of `model`, by entity name, over the
@@ -108,7 +121,8 @@ final class RowLayout: Sendable {
             out[e.name] = RowLayout(table: e.hierarchy.table, attributeColumns: attributes, compositeColumns: composites, exactColumns: exact, relationships: slots, version: version,
                                     entityColumn: entityColumn, columns: schema.columns.map(\.name),
                                     defaults: schema.columns.map(\.defaultValue), hasExternal: schema.columns.contains { $0.type == .external },
-                                    insertValues: e.attributes.map { a in a.defaultValue.map { a.type.stored($0) } ?? .null })
+                                    insertValues: e.attributes.map { a in a.defaultValue.map { a.type.stored($0) } ?? .null },
+                                    hasDecimal: e.attributeStorageTypes.contains(.decimal))
         }
         return out
     }
@@ -152,6 +166,18 @@ final class RowLayout: Sendable {
     /// looked up by type and freed per row. Every column is written: what
     /// `out` held before does not show through.
     func fill(_ out: inout [Value], _ o: ManagedObject, saved: Bool, targetRowID: (ManagedObjectID) -> Int64?) {
+        if let direct = directColumns {
+            // A plain layout: each slot goes to its column as it is, and
+            // every column is written (see `directColumns`).
+            if out.count != columns.count { out = [Value](repeating: .null, count: columns.count) }
+            if saved {
+                (o.savedValues ?? AttributeValues(o.entity)).write(into: &out, columns: direct)
+            } else {
+                o.values.write(into: &out, columns: direct)
+            }
+            out[version] = .integer(o.version)
+            return
+        }
         if out.count == columns.count {
             for i in out.indices { out[i] = .null }
         } else {

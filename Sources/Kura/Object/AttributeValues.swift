@@ -70,6 +70,43 @@ struct AttributeValues: Equatable {
         }
     }
 
+    /// Whether the value at `ordinal` is nil, null, or the stored form of
+    /// one of the common plain types (`type`: string, the integers,
+    /// double, bool, date): a value whose Swift value cannot fail to be
+    /// made. Read in place, without copying the value.
+    @inline(__always)
+    func holdsPlainValue(ordinal i: Int, of type: AttributeType?) -> Bool {
+        guard i < count, let storage else { return true }
+        return storage.withUnsafeMutablePointerToElements { p in
+            switch (type, p[i]) {
+            case (_, nil), (_, .null?), (.string?, .text?), (.int64?, .integer?), (.int32?, .integer?), (.int16?, .integer?),
+                 (.double?, .double?), (.bool?, .bool?), (.date?, .double?):
+                return true
+            default:
+                return false
+            }
+        }
+    }
+
+    /// Writes the value of each ordinal `k` into `out[columns[k]]` (null
+    /// for nil), skipping ordinals whose column is negative: a plain
+    /// layout's row (`RowLayout.fill`). Every column must be an index of
+    /// `out` (the layout's columns, which `out` is as wide as).
+    func write(into out: inout [Value], columns: [Int]) {
+        let n = Swift.min(count, columns.count)
+        out.withUnsafeMutableBufferPointer { dst in
+            columns.withUnsafeBufferPointer { cols in
+                guard let storage else {
+                    for k in 0..<n where cols[k] >= 0 { dst[cols[k]] = .null }
+                    return
+                }
+                storage.withUnsafeMutablePointerToElements { p in
+                    for k in 0..<n where cols[k] >= 0 { dst[cols[k]] = p[k] ?? .null }
+                }
+            }
+        }
+    }
+
     static func == (a: AttributeValues, b: AttributeValues) -> Bool {
         if a.storage === b.storage { return true }
         guard let sa = a.storage, let sb = b.storage else {

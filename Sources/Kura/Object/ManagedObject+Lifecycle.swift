@@ -165,6 +165,11 @@ extension ManagedObjectContext {
         // settled by walking the pending lists in place (`samePending`),
         // without a dictionary and without making the pending list again.
         let first = pending()
+        // No pending object's class has a `willSave()` of its own
+        // (HookOverrides.swift): no hook would run but ManagedObject's,
+        // which changes nothing, so the first pass would find every object
+        // as it was and end the passes. Nothing is watched or called.
+        if !first.contains(where: { hooks(of: $0).contains(.willSave) }) { return }
         let epoch = nextWillSaveEpoch()
         defer {
             // Stop watching (the epoch moves on) and drop the kept states.
@@ -234,8 +239,55 @@ extension ManagedObjectContext {
     /// Step 3's hook part for one saved (inserted or updated) object: its
     /// per-key and per-object validation methods, each failure a line
     /// appended to `problems`.
+    ///
+    /// A method the object's class does not override is not called
+    /// (HookOverrides.swift: it would run ManagedObject's own, which does
+    /// nothing). Without a `validateValue(_:forKey:)` of its own, a value
+    /// is still converted to its Swift value when that conversion can fail
+    /// (a value not of the common plain types: transformable, composite,
+    /// one of another type than its attribute's), whose failure is a
+    /// problem as it was when the call's argument was made.
     @inline(__always)
     func hookProblems(of o: ManagedObject, into problems: inout [String]) {
+        let hooks = self.hooks(of: o)
+        let isNew = o.isNew
+        if !hooks.contains(.validateValue) {
+            // No call: only the values whose conversion for the call could
+            // fail are looked at (read in place: a plain value is not copied).
+            let types = o.entity.attributeStorageTypes
+            for i in types.indices where !o.values.holdsPlainValue(ordinal: i, of: types[i]) {
+                convertedValueProblem(o, ordinal: i, into: &problems)
+            }
+        } else {
+            validateValueProblems(o, into: &problems)
+        }
+        guard hooks.contains(isNew ? .validateForInsert : .validateForUpdate) else { return }
+        do {
+            if isNew { try o.validateForInsert() } else { try o.validateForUpdate() }
+        } catch {
+            problems.append("\(o.objectID): \(error.message)")
+        }
+    }
+
+    /// For a class without `validateValue(_:forKey:)` of its own: the
+    /// conversion the call's argument would have needed for the value at
+    /// `ordinal` (one that is not nil, null or plain), whose failure is a
+    /// problem as it was when the call was made. Values the call would not
+    /// have been made for (an inserted object's null, an updated object's
+    /// unchanged value) are left alone, as before.
+    private func convertedValueProblem(_ o: ManagedObject, ordinal i: Int, into problems: inout [String]) {
+        let v = o.values[ordinal: i] ?? .null
+        if o.isNew ? v.isNull : o.savedValues?[ordinal: i] == v { return }
+        let a = o.entity.attributes[i]
+        if let t = o.entity.attributeStorageTypes[i], t != .transformable, t.swiftValue(v) != nil { return }
+        do { _ = try a.swiftValue(v, of: o.objectID) } catch {
+            problems.append("\(o.objectID): attribute \"\(a.name)\": \(error.message)")
+        }
+    }
+
+    /// `validateValue(_:forKey:)` for each attribute of an inserted object
+    /// that is not nil and each changed attribute of an updated one.
+    private func validateValueProblems(_ o: ManagedObject, into problems: inout [String]) {
         let isNew = o.isNew
         let attributes = o.entity.attributes
         let names = o.entity.attributeNames
@@ -269,16 +321,11 @@ extension ManagedObjectContext {
                 problems.append("\(o.objectID): attribute \"\(names[i])\": \(error.message)")
             }
         }
-        do {
-            if isNew { try o.validateForInsert() } else { try o.validateForUpdate() }
-        } catch {
-            problems.append("\(o.objectID): \(error.message)")
-        }
     }
 
     /// Step 3's hook part for the deleted objects (`validateForDelete`).
     func deleteHookProblems(_ deleted: [ManagedObject], into problems: inout [String]) {
-        for o in deleted {
+        for o in deleted where hooks(of: o).contains(.validateForDelete) {
             do { try o.validateForDelete() } catch { problems.append("\(o.objectID): \(error.message)") }
         }
     }
