@@ -225,47 +225,14 @@ final class CompactCellsTests: XCTestCase {
     /// a good checksum, as a buggy or hostile writer could) is corruption
     /// naming its page, for reads and for the integrity check, and never a trap.
     func testDamagedCompactCellIsReportedWithItsPage() throws {
-        let fs = MemoryFileSystem()
-        var o = Database.Options()
-        o.fileSystem = fs
-        o.pageSize = 512
-        let path = "/damaged.kura"
-        do {
-            let db = try Database(path: path, options: o)
-            try db.write { tx in
-                let t = try tx.createTable("t", schema: try Self.schema())
-                for i in 0..<300 { _ = try tx.insert([.integer(Int64(i % 50)), .text("row \(i)")], into: t) }
-            }
-            db.close()
+        let (_, o, number) = try storeWithResealedLeaf("/damaged.kura", leafFlag: Node.compactFlag) { p in
+            // The first byte of a middle cell's key: a 9-byte key's length, which
+            // runs the key into its value bytes (not a shortest encoding).
+            p.setU8(p.cellOffset(p.cellCount / 2), 0x88)
         }
-        var bytes = try XCTUnwrap(fs.contents(of: path))
-        var leaves: [UInt32] = []
-        for n in 2...(bytes.count / 512) where bytes[(n - 1) * 512] == PageKind.tableLeaf.rawValue {
-            XCTAssertNotEqual(bytes[(n - 1) * 512 + Node.flagsOffset] & Node.compactFlag, 0)
-            leaves.append(UInt32(n))
-        }
-        XCTAssertGreaterThan(leaves.count, 4)
-        let number = leaves[leaves.count / 2]
-        let base = Int(number - 1) * 512
-        let p = Page(number: number, size: 512)
-        bytes.withUnsafeBytes { p.bytes.copyMemory(from: $0.baseAddress! + base, byteCount: 512) }
-        // The first byte of a middle cell's key: a 9-byte key's length, which
-        // runs the key into its value bytes (not a shortest encoding).
-        let cell = p.cellOffset(p.cellCount / 2)
-        p.setU8(cell, 0x88)
-        p.sealChecksum()
-        for k in 0..<512 { bytes[base + k] = p.u8(k) }
-        fs.setContents(of: path, to: bytes)
-        let db = try Database(path: path, options: o)
+        let db = try Database(path: "/damaged.kura", options: o)
         defer { db.close() }
-        XCTAssertThrowsError(try db.read { tx in
-            let c = try tx.rows(in: try tx.table("t"))
-            while let r = try c.next() { _ = try r.values() }
-        }) { e in
-            XCTAssertEqual((e as? KuraError)?.code, .corrupt, "\(e)")
-            XCTAssertEqual((e as? KuraError)?.page, number, "\(e)")
-        }
-        let problems = try db.read { tx in try tx.checkIntegrity() }
+        let problems = try assertScanReportsCorruptPage(db, number)
         XCTAssertTrue(problems.contains { $0.page == number && $0.message.contains("not a row-ID key") }, "\(problems)")
     }
 

@@ -247,44 +247,12 @@ final class ShortLeafHeaderTests: XCTestCase {
     /// written with a good checksum, is corruption naming the page for a
     /// read and for the checker.
     func testShortLeafOfAnotherTreeIsReportedWithItsPage() throws {
-        let fs = MemoryFileSystem()
-        var o = Database.Options()
-        o.fileSystem = fs
-        o.pageSize = 512
-        let path = "/owner.kura"
-        do {
-            let db = try Database(path: path, options: o)
-            try db.write { tx in
-                let t = try tx.createTable("t", schema: try CompactCellsTests.schema())
-                for i in 0..<300 { _ = try tx.insert([.integer(Int64(i % 50)), .text("row \(i)")], into: t) }
-            }
-            db.close()
+        let (_, o, number) = try storeWithResealedLeaf("/owner.kura", leafFlag: Node.shortHeaderFlag) { p in
+            p.setU32(8, p.u32(8) + 1000)
         }
-        var bytes = try XCTUnwrap(fs.contents(of: path))
-        var leaves: [UInt32] = []
-        for n in 2...(bytes.count / 512) where bytes[(n - 1) * 512] == PageKind.tableLeaf.rawValue {
-            XCTAssertNotEqual(bytes[(n - 1) * 512 + Node.flagsOffset] & Node.shortHeaderFlag, 0)
-            leaves.append(UInt32(n))
-        }
-        XCTAssertGreaterThan(leaves.count, 4)
-        let number = leaves[leaves.count / 2]
-        let base = Int(number - 1) * 512
-        let p = Page(number: number, size: 512)
-        bytes.withUnsafeBytes { p.bytes.copyMemory(from: $0.baseAddress! + base, byteCount: 512) }
-        p.setU32(8, p.u32(8) + 1000)
-        p.sealChecksum()
-        for k in 0..<512 { bytes[base + k] = p.u8(k) }
-        fs.setContents(of: path, to: bytes)
-        let db = try Database(path: path, options: o)
+        let db = try Database(path: "/owner.kura", options: o)
         defer { db.close() }
-        XCTAssertThrowsError(try db.read { tx in
-            let c = try tx.rows(in: try tx.table("t"))
-            while let r = try c.next() { _ = try r.values() }
-        }) { e in
-            XCTAssertEqual((e as? KuraError)?.code, .corrupt, "\(e)")
-            XCTAssertEqual((e as? KuraError)?.page, number, "\(e)")
-        }
-        let problems = try db.read { tx in try tx.checkIntegrity() }
+        let problems = try assertScanReportsCorruptPage(db, number)
         XCTAssertTrue(problems.contains { $0.page == number }, "\(problems)")
     }
 }

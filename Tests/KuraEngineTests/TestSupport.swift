@@ -190,3 +190,52 @@ func runChildWriter(_ child: URL, path: String, round: Int, commits: Int, thresh
     p.waitUntilExit()
     XCTAssertEqual(p.terminationStatus, 0, "KuraTestChild writer exited with \(p.terminationStatus)", file: file, line: line)
 }
+
+/// Writes a 512-byte-page store of 300 rows in table "t" (`CompactCellsTests.schema()`)
+/// at `path` in a new in-memory file system, checks that every table leaf carries
+/// `leafFlag`, then changes one middle leaf with `damage`, seals its checksum
+/// again (as a buggy or hostile writer could) and puts it back. Returns the
+/// file system, the options to open it with and the damaged page's number.
+func storeWithResealedLeaf(_ path: String, leafFlag: UInt8, damage: (Page) -> Void) throws -> (fs: MemoryFileSystem, options: Database.Options, page: UInt32) {
+    let fs = MemoryFileSystem()
+    var o = Database.Options()
+    o.fileSystem = fs
+    o.pageSize = 512
+    do {
+        let db = try Database(path: path, options: o)
+        try db.write { tx in
+            let t = try tx.createTable("t", schema: try CompactCellsTests.schema())
+            for i in 0..<300 { _ = try tx.insert([.integer(Int64(i % 50)), .text("row \(i)")], into: t) }
+        }
+        db.close()
+    }
+    var bytes = try XCTUnwrap(fs.contents(of: path))
+    var leaves: [UInt32] = []
+    for n in 2...(bytes.count / 512) where bytes[(n - 1) * 512] == PageKind.tableLeaf.rawValue {
+        XCTAssertNotEqual(bytes[(n - 1) * 512 + Node.flagsOffset] & leafFlag, 0)
+        leaves.append(UInt32(n))
+    }
+    XCTAssertGreaterThan(leaves.count, 4)
+    let number = leaves[leaves.count / 2]
+    let base = Int(number - 1) * 512
+    let p = Page(number: number, size: 512)
+    bytes.withUnsafeBytes { p.bytes.copyMemory(from: $0.baseAddress! + base, byteCount: 512) }
+    damage(p)
+    p.sealChecksum()
+    for k in 0..<512 { bytes[base + k] = p.u8(k) }
+    fs.setContents(of: path, to: bytes)
+    return (fs, o, number)
+}
+
+/// Asserts that scanning table "t" of `db` throws a corruption error naming
+/// `page`, and returns what the integrity check reports.
+func assertScanReportsCorruptPage(_ db: Database, _ page: UInt32, file: StaticString = #filePath, line: UInt = #line) throws -> [IntegrityProblem] {
+    XCTAssertThrowsError(try db.read { tx in
+        let c = try tx.rows(in: try tx.table("t"))
+        while let r = try c.next() { _ = try r.values() }
+    }, file: file, line: line) { e in
+        XCTAssertEqual((e as? KuraError)?.code, .corrupt, "\(e)", file: file, line: line)
+        XCTAssertEqual((e as? KuraError)?.page, page, "\(e)", file: file, line: line)
+    }
+    return try db.read { tx in try tx.checkIntegrity() }
+}

@@ -22,16 +22,21 @@ import XCTest
 final class TransactionLifeTests: XCTestCase {
     /// A store at `path` with table "t" of two rows whose values sum to zero.
     private func makeStore(_ path: String, threshold: Int) throws -> Database {
-        var o = Database.Options()
-        o.durability = .off
-        o.checkpointThreshold = threshold
-        let db = try Database(path: path, options: o)
+        let db = try Database(path: path, options: Self.options(threshold: threshold))
         try db.write { tx in
             let t = try tx.createTable("t", schema: try TableSchema([ColumnDefinition("n", .integer)]))
             try tx.insert([.integer(0)], into: t)
             try tx.insert([.integer(0)], into: t)
         }
         return db
+    }
+
+    /// Unsynced connections that checkpoint after `threshold` frames.
+    private static func options(threshold: Int) -> Database.Options {
+        var o = Database.Options()
+        o.durability = .off
+        o.checkpointThreshold = threshold
+        return o
     }
 
     /// Sets the two rows to `k` and `-k` in one transaction.
@@ -91,10 +96,7 @@ final class TransactionLifeTests: XCTestCase {
         let path = dir.path + "/s.kura"
         let db = try makeStore(path, threshold: 1_000_000)
         defer { db.close() }
-        var o = Database.Options()
-        o.durability = .off
-        o.checkpointThreshold = 1_000_000
-        let other = try Database(path: path, options: o)
+        let other = try Database(path: path, options: Self.options(threshold: 1_000_000))
         defer { other.close() }
         try setPair(other, 1)
         try db.read { outer in
@@ -116,10 +118,7 @@ final class TransactionLifeTests: XCTestCase {
         let path = dir.path + "/s.kura"
         let db = try makeStore(path, threshold: 3)
         defer { db.close() }
-        var o = Database.Options()
-        o.durability = .off
-        o.checkpointThreshold = 3
-        let other = try Database(path: path, options: o)
+        let other = try Database(path: path, options: Self.options(threshold: 3))
         defer { other.close() }
 
         /// The last value a commit that returned wrote (a reader starting
