@@ -507,7 +507,10 @@ public final class ManagedObjectContext {
     public func existingObject(with id: ManagedObjectID) throws(KuraError) -> ManagedObject {
         let o = try object(with: id)
         if o.isDeleted { throw KuraError(.notFound, "\(id) is deleted in this context") }
-        try o.loadIfFault()
+        // `object(with:)` returns this context's objects only, so the fault
+        // loads here directly (what `loadIfFault` does through the object's
+        // context).
+        if o.isFault { try load(o) }
         return o
     }
 
@@ -598,18 +601,19 @@ public final class ManagedObjectContext {
         // exclusivity check, is spared).
         if o.isFault, modelHasTransientRelationships { o.transientRelated = .init() }
         // By ordinal, from the layout (iterating the descriptions would copy
-        // each one); every slot gets a value, in order.
-        let values = AttributeValues(count: layout.attributeColumns.count) { k in
-            if let cols = layout.compositeColumns[k] {
-                return RowLayout.compositeValue(cols.map { $0 < row.count ? row[$0] : layout.defaults[$0] })
+        // each one); every slot gets a value, in order. A plain layout
+        // (RowLayout.directColumns: no composite or decimal attribute) takes
+        // each stored value as it is, from its column, without asking the
+        // per-attribute tables for a conversion none of them needs.
+        let values = if let direct = layout.directColumns {
+            AttributeValues(count: direct.count) { k in
+                let i = direct[k]
+                // A transient attribute starts over from its default.
+                guard i >= 0 else { return layout.insertValues[k] }
+                return i < row.count ? row[i] : layout.defaults[i]
             }
-            // A transient attribute starts over from its default (AttributeDescription.isTransient).
-            guard let i = layout.attributeColumns[k] else { return layout.insertValues[k] }
-            let v = i < row.count ? row[i] : layout.defaults[i]
-            if let x = layout.exactColumns[k] {
-                return AttributeType.storedDecimal(number: v, exact: x < row.count ? row[x] : nil)
-            }
-            return v
+        } else {
+            convertedValues(row, layout: layout)
         }
         // By index: iterating the slots would copy each one (retaining and
         // releasing its names) per row.
@@ -632,6 +636,24 @@ public final class ManagedObjectContext {
         o.version = layout.version < row.count ? row[layout.version].integerValue ?? 0 : 0
         o.isFault = false
         o.readError = nil
+    }
+
+    /// The attribute values of `row` by ordinal for any layout: composite
+    /// attributes joined from their columns, decimals rebuilt from their
+    /// number and exact columns, transient attributes at their defaults.
+    private func convertedValues(_ row: [Value], layout: RowLayout) -> AttributeValues {
+        AttributeValues(count: layout.attributeColumns.count) { k in
+            if let cols = layout.compositeColumns[k] {
+                return RowLayout.compositeValue(cols.map { $0 < row.count ? row[$0] : layout.defaults[$0] })
+            }
+            // A transient attribute starts over from its default (AttributeDescription.isTransient).
+            guard let i = layout.attributeColumns[k] else { return layout.insertValues[k] }
+            let v = i < row.count ? row[i] : layout.defaults[i]
+            if let x = layout.exactColumns[k] {
+                return AttributeType.storedDecimal(number: v, exact: x < row.count ? row[x] : nil)
+            }
+            return v
+        }
     }
 
     func layout(of e: EntityDescription) -> RowLayout {
