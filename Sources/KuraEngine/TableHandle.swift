@@ -36,6 +36,13 @@ final class TableHandle {
     /// (made on first use: read handles never need them).
     lazy var oldFields = RecordFields(columns: indexedWidth)
     lazy var newFields = RecordFields(columns: indexedWidth)
+    /// Reused by a write transaction's inserts into this table (`insertRow`,
+    /// `insertEncoded`): the record and the row-ID key of the row being
+    /// inserted. Taken out of the handle while in use (`swap`), so each is
+    /// uniquely referenced and written without an allocation once grown; only
+    /// the writer holding the handle touches them (read handles never do).
+    var recordBuffer: [UInt8] = []
+    var keyBuffer: [UInt8] = []
     /// Column names to positions, made on first use by a query.
     private var columnMap: ColumnMap?
 

@@ -855,7 +855,14 @@ public final class WriteTransaction: ReadTransaction {
 
     /// Inserts a checked record under `explicitRowID`, or the next row ID.
     func insertEncoded(_ record: [UInt8], into table: TableInfo, rowID explicitRowID: Int64? = nil) throws(KuraError) -> Int64 {
-        var h = try hotTable(table)
+        try insertEncoded(record, into: table, handle: try hotTable(table), rowID: explicitRowID)
+    }
+
+    /// `insertEncoded(_:into:rowID:)` with `table`'s hot handle `handle`
+    /// already taken (`hotTable(table)`, with nothing between that could
+    /// flush it), sparing a second lookup.
+    private func insertEncoded(_ record: [UInt8], into table: TableInfo, handle: HotTable, rowID explicitRowID: Int64?) throws(KuraError) -> Int64 {
+        var h = handle
         let rowID = explicitRowID ?? h.info.nextRowID
         guard rowID < Int64.max else {
             throw KuraError(.tooBig, "table \"\(h.info.name)\" has used every row ID", path: database.path)
@@ -875,7 +882,15 @@ public final class WriteTransaction: ReadTransaction {
         // The tree refuses a key it holds (`.insertNew`), so an explicit row
         // ID that is taken costs no descent of its own; nothing was written
         // yet (index entries go in after the row).
-        guard try h.tree.insert(RowIDKey.encode(rowID), record, mode: .insertNew, writer!) else {
+        // The key is written into the handle's reused buffer (taken out of
+        // the handle so it is uniquely referenced: no allocation per row).
+        var key: [UInt8] = []
+        swap(&key, &h.keyBuffer)
+        key.removeAll(keepingCapacity: true)
+        RowIDKey.append(rowID, to: &key)
+        let inserted = try h.tree.insert(key, record, mode: .insertNew, writer!)
+        swap(&key, &h.keyBuffer)
+        guard inserted else {
             if explicitRowID != nil {
                 throw KuraError(.alreadyExists, "table \"\(h.info.name)\" already has a row with ID \(rowID)", path: database.path)
             }
@@ -924,6 +939,43 @@ public final class WriteTransaction: ReadTransaction {
             return
         }
         _ = try insertEncoded(try encode(values, for: h), into: table, rowID: rowID)
+    }
+
+    /// The largest record buffer (bytes of capacity) a table handle keeps
+    /// between `insertRow` calls.
+    static let keptRecordBuffer = 64 << 10
+
+    /// `insert(_:into:rowID:)` for the object layer's save, which inserts
+    /// runs of rows into one table: the same checks (schema types, NOT NULL,
+    /// unique indexes, a taken row ID) with the same errors, and the same
+    /// index maintenance and counters, but the record is encoded into the
+    /// table handle's reused buffer rather than a new array per row, and the
+    /// table is resolved once per row rather than twice. A table with
+    /// `external` columns takes the public path.
+    ///
+    /// - Throws: as `insert(_:into:rowID:)`.
+    package func insertRow(_ values: [Value], into table: TableInfo, rowID: Int64) throws(KuraError) {
+        guard rowID < Int64.max else {
+            throw KuraError(.invalidArgument, "row ID \(rowID) is reserved; explicit row IDs must be below Int64.max", path: database.path)
+        }
+        let h = try hotTable(table)
+        if let schema = h.schema, schema.hasExternal {
+            try insert(values, into: table, rowID: rowID)
+            return
+        }
+        // Taken out of the handle while in use, so it is uniquely referenced
+        // (written in place) and put back however the insert ends; one grown
+        // past `keptRecordBuffer` (a large blob) is dropped rather than kept
+        // by the handle, which may outlive the transaction (`WriterTables`).
+        var record: [UInt8] = []
+        swap(&record, &h.recordBuffer)
+        defer { if record.capacity <= Self.keptRecordBuffer { swap(&record, &h.recordBuffer) } }
+        if let schema = h.schema {
+            RecordCodec.encode(try schema.validate(values, table: h.info.name), compactDoubles: compactDoubles, reusing: &record)
+        } else {
+            RecordCodec.encode(values, compactDoubles: compactDoubles, reusing: &record)
+        }
+        _ = try insertEncoded(record, into: table, handle: h, rowID: rowID)
     }
 
     /// Replaces the values of row `rowID`. Returns false if there is no such row.

@@ -184,7 +184,7 @@ extension ManagedObjectContext {
                         if assignWhileWriting { try assign(o) }
                         layout.fill(&row, o, saved: false) { id in self.registered(id)?.isDeleted == true ? nil : rowID(id) }
                         row[layout.version] = .integer(1)
-                        try tx.insert(row, into: t, rowID: assigned[k])
+                        try tx.insertRow(row, into: t, rowID: assigned[k])
                         newIDs.append(ManagedObjectID(entity: e.name, rowID: assigned[k]))
                         stash.append(o.values)
                     }

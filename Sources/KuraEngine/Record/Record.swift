@@ -135,6 +135,28 @@ public enum RecordCodec {
         }
     }
 
+    /// Makes `out` the record of `values` (as `encode(_:compactDoubles:)`),
+    /// reusing its storage: a caller that keeps `out` uniquely referenced
+    /// between rows (a table handle's `recordBuffer`) encodes without an
+    /// allocation once the buffer has grown to its largest record.
+    static func encode(_ values: [Value], compactDoubles: Bool, reusing out: inout [UInt8]) {
+        let n = values.count
+        withUnsafeTemporaryAllocation(of: UInt64.self, capacity: max(n, 1)) { types in
+            let size = measure(values, types, compactDoubles: compactDoubles)
+            let have = out.count
+            if have > size.total {
+                out.removeLast(have - size.total)
+            } else if have < size.total {
+                out.append(contentsOf: repeatElement(0, count: size.total - have))
+            }
+            out.withUnsafeMutableBytes { buf in
+                // `buf` holds exactly `size.total` >= 1 bytes (resized just above),
+                // and `write` fills every one of them.
+                write(values, types, headerSize: size.header, to: buf.baseAddress!)
+            }
+        }
+    }
+
     /// Appends the encoding of `values` to `out`, every double in 8 bytes (as
     /// `encode(_:)`).
     public static func encode(_ values: [Value], into out: inout [UInt8]) {
