@@ -58,10 +58,22 @@ extension ReadTransaction {
     /// consistent. External value files are not looked at: see
     /// `checkExternalValues(limit:)`.
     ///
-    /// - Throws: only `.misuse`; damage is reported, not thrown.
+    /// In a write transaction the check reads the pages as this transaction has
+    /// changed them, but a table's counters and a schema change reach their
+    /// pages only when the transaction commits; so once the transaction has
+    /// changed rows or the schema, the check throws instead of reporting
+    /// counters that look wrong. Check after the commit, or in a read transaction.
+    ///
+    /// - Throws: `.misuse` outside the transaction, or in a write transaction
+    ///   with uncommitted row or schema changes; damage is reported, not thrown.
     public func checkIntegrity(limit: Int = 100) throws(KuraError) -> [IntegrityProblem] {
         try checkActive()
-        if let w = writer { return Self.check(w, limit: limit) }
+        if let w = writer {
+            if let tx = self as? WriteTransaction, tx.hasUncommittedCatalogChanges {
+                throw KuraError(.misuse, "checkIntegrity() in a write transaction that changed rows or the schema: table counters and catalog entries reach their pages at commit, so the check would report them wrong; check after the commit, or in a read transaction")
+            }
+            return Self.check(w, limit: limit)
+        }
         return Self.check(snapshotPages!, limit: limit)
     }
 

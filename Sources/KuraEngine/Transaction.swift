@@ -619,6 +619,13 @@ public final class WriteTransaction: ReadTransaction {
         return RecordCodec.encode(try schema.validate(values, table: h.info.name), compactDoubles: compactDoubles)
     }
 
+    /// Whether this transaction changed counters or catalog entries that only
+    /// its commit writes to their pages (`commit`): a check of the pages
+    /// before then would find them stale.
+    var hasUncommittedCatalogChanges: Bool {
+        hot?.dirty == true || !changedTables.isEmpty || !schemaChanged.isEmpty || !droppedTables.isEmpty
+    }
+
     func flushHotTable() {
         guard let h = hot else { return }
         hot = nil

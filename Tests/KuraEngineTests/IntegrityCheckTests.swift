@@ -49,3 +49,28 @@ final class IntegrityCheckTests: XCTestCase {
         XCTAssertEqual(engine, raw)
     }
 }
+
+extension IntegrityCheckTests {
+    /// A write transaction that inserted rows has table counters its commit
+    /// has not stored yet: checking then throws `.misuse` instead of reporting
+    /// them wrong; before any change, and after the commit, the check runs and
+    /// finds the store clean.
+    func testCheckInAWriteTransactionWithUncommittedRowsThrowsInsteadOfMisreporting() throws {
+        let db = try memoryStore("/check-in-write.kura")
+        defer { db.close() }
+        try db.write { tx in
+            let t = try tx.createTable("t", schema: try TableSchema([ColumnDefinition("n", .integer)]))
+            for i in 0..<50 { _ = try tx.insert([.integer(Int64(i))], into: t) }
+        }
+        try db.write { tx in
+            XCTAssertEqual(try tx.checkIntegrity(), [], "no change yet: the check runs")
+            for i in 0..<300 { _ = try tx.insert([.integer(Int64(i))], into: try tx.table("t")) }
+            XCTAssertThrowsError(try tx.checkIntegrity()) { e in
+                XCTAssertEqual((e as? KuraError)?.code, .misuse, "\(e)")
+                XCTAssertTrue((e as? KuraError)?.message.contains("after the commit") == true, "\(e)")
+            }
+        }
+        XCTAssertEqual(try db.read { tx in try tx.checkIntegrity() }, [])
+        XCTAssertEqual(try db.read { tx in try tx.rowCount(try tx.table("t")) }, 350)
+    }
+}
