@@ -937,28 +937,20 @@ public final class WriteTransaction: ReadTransaction {
     ///
     /// - Throws: `.alreadyExists` naming the row ID if the table has that row.
     public func insert(_ values: [Value], into table: TableInfo, rowID: Int64) throws(KuraError) {
-        guard rowID < Int64.max else {
-            throw KuraError(.invalidArgument, "row ID \(rowID) is reserved; explicit row IDs must be below Int64.max", path: database.path)
-        }
-        let h = try hotTable(table)
-        if let schema = h.schema, schema.hasExternal {
-            _ = try withExternal(values, h.info, schema, old: nil) { r throws(KuraError) in try insertEncoded(r, into: table, rowID: rowID) }
-            return
-        }
-        _ = try insertEncoded(try encode(values, for: h), into: table, rowID: rowID)
+        try insertRow(values, into: table, rowID: rowID)
     }
 
     /// The largest record buffer (bytes of capacity) a table handle keeps
     /// between `insertRow` calls.
     static let keptRecordBuffer = 64 << 10
 
-    /// `insert(_:into:rowID:)` for the object layer's save, which inserts
-    /// runs of rows into one table: the same checks (schema types, NOT NULL,
-    /// unique indexes, a taken row ID) with the same errors, and the same
-    /// index maintenance and counters, but the record is encoded into the
-    /// table handle's reused buffer rather than a new array per row, and the
-    /// table is resolved once per row rather than twice. A table with
-    /// `external` columns takes the public path.
+    /// `insert(_:into:rowID:)`, which is this, by the name the object
+    /// layer's save calls (it inserts runs of rows into one table): schema
+    /// types, NOT NULL, unique indexes and a taken row ID checked, indexes
+    /// and counters kept; the record is encoded into the table handle's
+    /// reused buffer rather than a new array per row, and the table is
+    /// resolved once per row rather than twice. A table with `external`
+    /// columns writes their files first (`withExternal`).
     ///
     /// - Throws: as `insert(_:into:rowID:)`.
     package func insertRow(_ values: [Value], into table: TableInfo, rowID: Int64) throws(KuraError) {
@@ -967,7 +959,7 @@ public final class WriteTransaction: ReadTransaction {
         }
         let h = try hotTable(table)
         if let schema = h.schema, schema.hasExternal {
-            try insert(values, into: table, rowID: rowID)
+            _ = try withExternal(values, h.info, schema, old: nil) { r throws(KuraError) in try insertEncoded(r, into: table, rowID: rowID) }
             return
         }
         // Taken out of the handle while in use, so it is uniquely referenced
