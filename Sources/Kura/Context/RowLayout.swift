@@ -71,11 +71,14 @@ final class RowLayout: Sendable {
         self.hasExternal = hasExternal
         self.insertValues = insertValues
         insertSlots = insertValues.map { Optional($0) }
-        let written = Set(attributeColumns.compactMap { $0 } + [version])
+        // The columns written: each stored attribute's and the version's,
+        // which must be distinct and cover the table's columns exactly.
+        let written = attributeColumns.compactMap { $0 } + [version]
+        let distinct = Set(written)
         let plain = !hasDecimal && relationships.isEmpty && entityColumn == nil
             && compositeColumns.allSatisfy { $0 == nil } && exactColumns.allSatisfy { $0 == nil }
-            && written.count == attributeColumns.compactMap({ $0 }).count + 1 && written.count == columns.count
-            && written.allSatisfy { $0 >= 0 && $0 < columns.count }
+            && distinct.count == written.count && distinct.count == columns.count
+            && distinct.allSatisfy { $0 >= 0 && $0 < columns.count }
         directColumns = plain ? attributeColumns.map { $0 ?? -1 } : nil
     }
 

@@ -336,12 +336,12 @@ extension BTree {
         try insertCell(last, at: n - 1, into: number, path: path, w, split: true)
     }
 
-    /// Whether leaves this writer builds hold compact cells: in a store of
-    /// format 8 or later (FORMAT.md, "Cells"); older stores keep wide cells,
-    /// which builds before 8 read.
+    /// Whether leaves this writer builds hold compact cells (`leafFlags`: in
+    /// a store of format 8 or later, FORMAT.md, "Cells"); older stores keep
+    /// wide cells, which builds before 8 read.
     @inline(__always)
     func compactLeaves(_ w: PageWriter) -> Bool {
-        w.currentHeader.headerVersion >= FileHeader.compactCellsVersion
+        Self.leafFlags(w) & Node.compactFlag != 0
     }
 
     /// The form (flag bits of `Node.formFlags`) of the leaves this writer
