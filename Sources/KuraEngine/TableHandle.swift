@@ -140,7 +140,7 @@ final class TableHandleCache: @unchecked Sendable {
     // @unchecked Sendable: every field is guarded by `lock` (a readers-writer
     // lock: only loads happen under it shared). No runtime access checks on
     // them: the lock orders every access.
-    private let lock = ReadWriteLock()
+    private let lock = SpinReadWriteLock()
     @exclusivity(unchecked) private var key: CatalogCache.Key?
     @exclusivity(unchecked) private var tables: [String: ResolvedTable] = [:]
     /// `Snapshot.serial` of the snapshot `counters` and `snapshotHandles`

@@ -220,8 +220,10 @@ final class Pager: @unchecked Sendable {
     /// Guards cache, snapshots, `latest`, `checkpointEpoch` and the log's index.
     /// A readers-writer lock: a page lookup (`page`) only reads what it guards
     /// and takes it shared, so readers' cache hits run side by side; everything
-    /// that changes what it guards takes it exclusively.
-    let state = ReadWriteLock()
+    /// that changes what it guards takes it exclusively. Every hold is short
+    /// (no system call but a checkpoint's rare page load), so its waiters spin
+    /// rather than sleep in the kernel (SpinReadWriteLock).
+    let state = SpinReadWriteLock()
     /// Taken (without waiting) by a page lookup holding `state` shared to set a
     /// cached page's clock bit (`Page.referenced`); when it is busy the bit is
     /// left alone, which only makes that page a little likelier to be evicted.
@@ -676,11 +678,11 @@ final class Pager: @unchecked Sendable {
                 let s = latest
                 s.addUser()
                 let skippedLogRead = !ownWriterActive
-                state.unlock()
+                state.unlockShared()
                 if skippedLogRead { logReadsSkipped.add(1) }
                 return s
             }
-            state.unlock()
+            state.unlockShared()
             return try state.withLock { () throws(KuraError) -> Snapshot in
                 try refreshLocked(fromFile: fromFile)
                 latest.addUser()
@@ -866,11 +868,11 @@ final class Pager: @unchecked Sendable {
             // snapshots takes `state` exclusively.
             state.lockShared()
             if readerLockLost {
-                state.unlock()
+                state.unlockShared()
                 throw KuraError(.io, "this connection lost its reader lock (fcntl refused to convert it), so another process could have checkpointed under this transaction; end the transaction and retry", path: path, page: number)
             }
             if !snapshot.preserved.isEmpty, let p = snapshot.preserved[number] {
-                state.unlock()
+                state.unlockShared()
                 return p
             }
             var frame = 0
@@ -884,11 +886,11 @@ final class Pager: @unchecked Sendable {
                     p.referenced = true
                     markLock.unlock()
                 }
-                state.unlock()
+                state.unlockShared()
                 return p
             }
             let epoch = checkpointEpoch
-            state.unlock()
+            state.unlockShared()
 
             fileLock.lockShared()
             defer { fileLock.unlock() }
