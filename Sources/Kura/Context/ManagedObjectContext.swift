@@ -700,7 +700,7 @@ public final class ManagedObjectContext {
         o.savedOrder = order
         o.version = version
         o.isFault = false
-        o.readError = nil
+        o.clearReadError()
     }
 
     /// The attribute values of `row` by ordinal for any layout: composite

@@ -209,7 +209,13 @@ open class ManagedObject: CustomStringConvertible {
     /// failure channel above); nil once the object's values load again.
     public internal(set) var readError: KuraError? {
         get { extrasStorage?.readError }
-        set { if newValue != nil || extrasStorage != nil { extras.readError = newValue } }
+        set { if let e = extrasStorage { e.readError = newValue } else if newValue != nil { extras.readError = newValue } }
+    }
+    /// `readError = nil`, without copying an error in and out of the setter
+    /// (a fault's load clears it every time).
+    @inline(__always)
+    func clearReadError() {
+        if let e = extrasStorage { e.readError = nil }
     }
 
     /// Records an error a non-throwing accessor met: on the object and, if it
