@@ -582,7 +582,7 @@ public final class ManagedObjectContext {
                     if k >= 0 { p[k] = v } else if c == versionColumn { version = v.integerValue ?? 0 }
                 }
             }
-            guard lookup == .read else { return lookup }
+            guard case .read = lookup else { return lookup }
             // Columns the record does not store, and transient attributes (no column).
             for k in 0..<n {
                 guard case .none = p[k] else { continue }
@@ -601,7 +601,17 @@ public final class ManagedObjectContext {
             return false
         }
         if o.isFault, modelHasTransientRelationships { o.transientRelated = .init() }
-        install(AttributeValues(slots: slots, count: n), toOne: ToOneKeys(), order: [:], version: version, in: o)
+        // `install` with no to-one keys and no positions (a plain layout has
+        // none), clearing only what is there to clear.
+        let values = AttributeValues(slots: slots, count: n)
+        o.values = values
+        if !o.toOne.isEmpty { o.toOne = ToOneKeys() }
+        if !o.savedToOne.isEmpty { o.savedToOne = ToOneKeys() }
+        o.clearOrders()
+        o.savedValues = values
+        o.version = version
+        o.isFault = false
+        o.clearReadError()
         return true
     }
 
@@ -689,7 +699,7 @@ public final class ManagedObjectContext {
     }
 
     /// Sets `o`'s current and saved state to what was read from its row, and
-    /// marks it loaded (`apply`, `loadBorrowed`).
+    /// marks it loaded (`apply`; `loadBorrowed` does the same for a plain layout).
     @inline(__always)
     private func install(_ values: AttributeValues, toOne: ToOneKeys, order: [String: Double], version: Int64, in o: ManagedObject) {
         o.values = values

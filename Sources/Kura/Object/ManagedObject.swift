@@ -217,6 +217,15 @@ open class ManagedObject: CustomStringConvertible {
     func clearReadError() {
         if let e = extrasStorage { e.readError = nil }
     }
+    /// Empties `order` and `savedOrder` (a fault's borrowed load), without
+    /// making empty dictionaries for an object that has no extras.
+    @inline(__always)
+    func clearOrders() {
+        if let e = extrasStorage {
+            e.order = [:]
+            e.savedOrder = [:]
+        }
+    }
 
     /// Records an error a non-throwing accessor met: on the object and, if it
     /// has a context, as the context's pending error (the first one is kept).
