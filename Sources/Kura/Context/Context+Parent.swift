@@ -115,7 +115,7 @@ extension ManagedObjectContext {
         o.savedOrder = p.order
         o.version = p.version
         o.isFault = false
-        o.readError = nil
+        o.clearReadError()
     }
 
     /// `values` with every transient attribute of `e` at its default.

@@ -179,15 +179,38 @@ extension ManagedObjectContext {
                     while end < ins.count && ins[end].entity === e { end += 1 }
                     let layout = self.layout(of: e)
                     let t = try table(e)
+                    let entityName = e.name
+                    // assignWhileWriting: the row IDs `assign` gives, with the
+                    // run's table and next row ID found at its first temporary
+                    // ID (not per object), kept in plain locals.
+                    var runTable: String?
+                    var runNext: Int64 = 0
                     for k in start..<end {
                         let o = ins[k]
-                        if assignWhileWriting { try assign(o) }
+                        if assignWhileWriting {
+                            if !o.objectID.isTemporary {
+                                // An ID made permanent early (obtainPermanentIDs) names its reserved row.
+                                assigned.append(o.objectID.rowID)
+                            } else {
+                                if runTable == nil {
+                                    let name = e.hierarchy.table
+                                    if let current = run, current.table == name { runNext = current.next } else {
+                                        if let current = run { next[current.table] = current.next }
+                                        runNext = next[name] ?? t.nextRowID
+                                    }
+                                    runTable = name
+                                }
+                                assigned.append(runNext)
+                                runNext += 1
+                            }
+                        }
                         layout.fill(&row, o, saved: false) { id in self.registered(id)?.isDeleted == true ? nil : rowID(id) }
                         row[layout.version] = .integer(1)
                         try tx.insertRow(row, into: t, rowID: assigned[k])
-                        newIDs.append(ManagedObjectID(entity: e.name, rowID: assigned[k]))
+                        newIDs.append(ManagedObjectID(entity: entityName, rowID: assigned[k]))
                         stash.append(o.values)
                     }
+                    if let runTable { run = (runTable, runNext) }
                     start = end
                 }
                 // The updated objects in the check's order (`checked` is upd + del;

@@ -533,6 +533,11 @@ public final class ManagedObjectContext {
             // One row in a transaction of its own, without a transaction
             // object when the engine can (`Database.values(inTable:rowID:)`).
             readTransactionCount += 1
+            // A plain layout's row decodes straight into the object's slots.
+            if let ordinals = layout.columnOrdinals, !layout.hasExternal, try loadBorrowed(o, layout, ordinals) {
+                o.awakeFromFetch()
+                return
+            }
             row = try database.values(inTable: layout.table, rowID: o.objectID.rowID)
         } else {
             row = try read { tx throws(KuraError) -> [Value]? in
@@ -545,6 +550,69 @@ public final class ManagedObjectContext {
         try checkRowEntity(row, of: o)
         apply(row, to: o, layout: layout)
         o.awakeFromFetch()
+    }
+
+    /// Loads fault `o`, whose layout is plain (`RowLayout.columnOrdinals`,
+    /// no external column), from its record where it lies in its page
+    /// (`Database.withRecord`): each stored column is decoded into the
+    /// object's slot for it, without the row array `values(inTable:rowID:)`
+    /// makes. The outcome is `apply`'s on that array: columns the record
+    /// does not store read as their defaults, transient attributes as their
+    /// insert values. Returns false, having loaded nothing, if the table
+    /// turned out to have external columns (the caller reads the row as an
+    /// array then).
+    ///
+    /// - Throws: `.notFound` if the row is gone; `.corrupt` for a damaged
+    ///   record; engine read errors.
+    private func loadBorrowed(_ o: ManagedObject, _ layout: RowLayout, _ ordinals: [Int]) throws(KuraError) -> Bool {
+        let direct = layout.directColumns ?? []
+        let n = direct.count
+        let slots = ValueSlots.make(count: n, from: nil)
+        let versionColumn = layout.version
+        var version = versionColumn < layout.defaults.count ? layout.defaults[versionColumn].integerValue ?? 0 : 0
+        let found = try withExtendedLifetime(slots) { () throws(KuraError) -> BorrowedRecordLookup in
+            // The slots' address is stable while `slots` lives (a ManagedBuffer's
+            // elements are stored in it), which `withExtendedLifetime` ensures.
+            let p = slots.withUnsafeMutablePointerToElements { $0 }
+            let lookup = try database.withRecord(inTable: layout.table, rowID: o.objectID.rowID) { r throws(KuraError) in
+                while let v = try r.next() {
+                    let c = r.column - 1
+                    guard c < ordinals.count else { continue }
+                    let k = ordinals[c]
+                    if k >= 0 { p[k] = v } else if c == versionColumn { version = v.integerValue ?? 0 }
+                }
+            }
+            guard case .read = lookup else { return lookup }
+            // Columns the record does not store, and transient attributes (no column).
+            for k in 0..<n {
+                guard case .none = p[k] else { continue }
+                let c = direct[k]
+                p[k] = c >= 0 ? (c < layout.defaults.count ? layout.defaults[c] : .null) : layout.insertValues[k]
+            }
+            return lookup
+        }
+        switch found {
+        case .read:
+            break
+        case .missing:
+            throw KuraError(.notFound, "\(o.objectID) no longer exists in the store (deleted by another context?)")
+        case .external:
+            readTransactionCount += 1
+            return false
+        }
+        if o.isFault, modelHasTransientRelationships { o.transientRelated = .init() }
+        // `install` with no to-one keys and no positions (a plain layout has
+        // none), clearing only what is there to clear.
+        let values = AttributeValues(slots: slots, count: n)
+        o.values = values
+        if !o.toOne.isEmpty { o.toOne = ToOneKeys() }
+        if !o.savedToOne.isEmpty { o.savedToOne = ToOneKeys() }
+        o.clearOrders()
+        o.savedValues = values
+        o.version = version
+        o.isFault = false
+        o.clearReadError()
+        return true
     }
 
     /// Loads every still-faulted object of a fetch batch in one read transaction.
@@ -627,15 +695,22 @@ public final class ManagedObjectContext {
             }
             if let oc = slots[j].orderColumn, oc < row.count, case .double(let d) = row[oc] { order[slots[j].name + "_order"] = d }
         }
+        install(values, toOne: toOne, order: order, version: layout.version < row.count ? row[layout.version].integerValue ?? 0 : 0, in: o)
+    }
+
+    /// Sets `o`'s current and saved state to what was read from its row, and
+    /// marks it loaded (`apply`; `loadBorrowed` does the same for a plain layout).
+    @inline(__always)
+    private func install(_ values: AttributeValues, toOne: ToOneKeys, order: [String: Double], version: Int64, in o: ManagedObject) {
         o.values = values
         o.toOne = toOne
         o.order = order
         o.savedValues = values
         o.savedToOne = toOne
         o.savedOrder = order
-        o.version = layout.version < row.count ? row[layout.version].integerValue ?? 0 : 0
+        o.version = version
         o.isFault = false
-        o.readError = nil
+        o.clearReadError()
     }
 
     /// The attribute values of `row` by ordinal for any layout: composite

@@ -56,6 +56,11 @@ final class RowLayout: Sendable {
     /// `_entity` column, and every column of the table is an attribute's
     /// or the version's (so a filled row holds nothing of an earlier one).
     let directColumns: [Int]?
+    /// For a plain layout (`directColumns`), the attribute ordinal of each
+    /// column (-1 for the version's), which a fault's borrowed load
+    /// (`ManagedObjectContext.loadBorrowed`) decodes each stored column
+    /// into; nil for any other layout.
+    let columnOrdinals: [Int]?
 
     init(table: String, attributeColumns: [Int?], compositeColumns: [[Int]?], exactColumns: [Int?], relationships: [Slot], version: Int,
          entityColumn: Int?, columns: [String], defaults: [Value], hasExternal: Bool, insertValues: [Value], hasDecimal: Bool) {
@@ -80,6 +85,13 @@ final class RowLayout: Sendable {
             && distinct.count == written.count && distinct.count == columns.count
             && distinct.allSatisfy { $0 >= 0 && $0 < columns.count }
         directColumns = plain ? attributeColumns.map { $0 ?? -1 } : nil
+        if plain {
+            var ordinals = [Int](repeating: -1, count: columns.count)
+            for (k, c) in attributeColumns.enumerated() { if let c { ordinals[c] = k } }
+            columnOrdinals = ordinals
+        } else {
+            columnOrdinals = nil
+        }
     }
 
     /// The layouts of every entity of `model`, by entity name, over the

@@ -38,6 +38,14 @@ struct AttributeValues: Equatable {
         storage = slots.withUnsafeBufferPointer { ValueSlots.make(count: slots.count, from: $0.baseAddress) }
     }
 
+    /// The values in `slots`, `count` of them (`slots`' header), none nil: a
+    /// fault's borrowed load (`ManagedObjectContext.loadBorrowed`), which
+    /// filled them in column order. `slots` must not be shared.
+    init(slots: ValueSlots, count: Int) {
+        self.count = count
+        storage = slots
+    }
+
     /// `count` slots, slot `k` set to `value(k)` (a row loaded into an object).
     init(count: Int, _ value: (Int) -> Value) {
         self.count = count

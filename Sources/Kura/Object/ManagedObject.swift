@@ -57,9 +57,10 @@ open class ManagedObject: CustomStringConvertible {
     // a large save each visit finds the object out of the cache: what those
     // visits read sits together in the object's first two 64-byte lines
     // (the header, entity, ID, flags, will-save watch and link; then the
-    // values, the state kept for will-save, to-one keys, deferred errors
-    // and version), the saved values next. Rarely used state comes last,
-    // and the last read error, which is large, sits in a box.
+    // values, to-one keys and version), the saved values next. Rarely used
+    // state (the state kept for will-save, deferred errors, ordered
+    // positions, transient targets, the last read error) sits in one box,
+    // `extrasStorage`, nil for most objects.
     /// The object's ID (temporary until first saved).
     @exclusivity(unchecked) public internal(set) var objectID: ManagedObjectID
     /// Whether the object's values are not loaded yet (they load on first access).
@@ -125,10 +126,6 @@ open class ManagedObject: CustomStringConvertible {
     }
     /// `values`' storage: read and written only through `values`.
     @exclusivity(unchecked) private var valueStorage: AttributeValues
-    /// The state of `values`, `toOne` and `isDeleted` when `save` last
-    /// called `willSave()`, kept at the first change after it (nil: no
-    /// change since, or not watched): ManagedObject+Lifecycle.swift.
-    @exclusivity(unchecked) var willSaveKept: WillSaveState?
     /// The to-one targets by relationship name: `toOneStorage`, through
     /// accessors that keep the state `willSave()` saw (as `values`).
     var toOne: ToOneKeys {
@@ -146,36 +143,87 @@ open class ManagedObject: CustomStringConvertible {
     // object pays no hash table.
     @exclusivity(unchecked) private var toOneStorage = ToOneKeys()
     @exclusivity(unchecked) var savedToOne = ToOneKeys()
-    /// Errors from subscript assignments, reported by the next save.
-    @exclusivity(unchecked) var deferredErrors: [KuraError] = []
     /// The row's version when this context last read or saved it (the store's
     /// `_version` column); `save` compares it with the stored one.
     @exclusivity(unchecked) var version: Int64 = 0
     /// Last saved state (nil for an object never saved).
     @exclusivity(unchecked) var savedValues: AttributeValues?
-    /// Position in an ordered to-many of the target (`<relationship>_order`).
-    @exclusivity(unchecked) var order = [String: Double]()
-    @exclusivity(unchecked) var savedOrder = [String: Double]()
     @exclusivity(unchecked) var notedBatch: UInt64 = 0
+    /// The state few objects ever have (ObjectExtras, below), made on its
+    /// first write that is not empty: nil for most objects, which then
+    /// initialize and destroy one word instead of seven fields.
+    @exclusivity(unchecked) private var extrasStorage: ObjectExtras?
+
+    /// `extrasStorage`, made if there is none yet (for a write).
+    private var extras: ObjectExtras {
+        if let e = extrasStorage { return e }
+        let e = ObjectExtras()
+        extrasStorage = e
+        return e
+    }
+
+    // The state kept in `extras`: reading it without a box reads the empty
+    // value; writing the empty value without a box makes none.
+
+    /// The state of `values`, `toOne` and `isDeleted` when `save` last
+    /// called `willSave()`, kept at the first change after it (nil: no
+    /// change since, or not watched): ManagedObject+Lifecycle.swift.
+    var willSaveKept: WillSaveState? {
+        get { extrasStorage?.willSaveKept }
+        set { if newValue != nil || extrasStorage != nil { extras.willSaveKept = newValue } }
+    }
+    /// Errors from subscript assignments, reported by the next save.
+    var deferredErrors: [KuraError] {
+        get { extrasStorage?.deferredErrors ?? [] }
+        _modify { yield &extras.deferredErrors }
+        set { if !newValue.isEmpty || extrasStorage != nil { extras.deferredErrors = newValue } }
+    }
+    /// Position in an ordered to-many of the target (`<relationship>_order`).
+    var order: [String: Double] {
+        get { extrasStorage?.order ?? [:] }
+        _modify { yield &extras.order }
+        set { if !newValue.isEmpty || extrasStorage != nil { extras.order = newValue } }
+    }
+    var savedOrder: [String: Double] {
+        get { extrasStorage?.savedOrder ?? [:] }
+        _modify { yield &extras.savedOrder }
+        set { if !newValue.isEmpty || extrasStorage != nil { extras.savedOrder = newValue } }
+    }
     /// The targets of transient relationships, by name, in order (never
     /// stored; Context+TransientRelationships.swift). Cleared when the object's
     /// values load from the store as a fault fires.
-    var transientRelated = [String: [ManagedObject]]()
+    var transientRelated: [String: [ManagedObject]] {
+        get { extrasStorage?.transientRelated ?? [:] }
+        _modify { yield &extras.transientRelated }
+        set { if !newValue.isEmpty || extrasStorage != nil { extras.transientRelated = newValue } }
+    }
     /// Set only on the probe objects of ModelKeyPath.swift: typed property
     /// getters then record their key there instead of reading a value.
-    /// Every typed read looks at it, so it is `@exclusivity(unchecked)` like
-    /// the state above: it is set once, right after the probe object is made
-    /// (replacing nil, which runs no code), and only read after that.
-    @exclusivity(unchecked) var keyPathProbe: KeyPathProbe?
-    /// `readError`'s storage: a box, so that the error's many fields do not
-    /// widen every object (one word, nil in the common case).
-    @exclusivity(unchecked) private var readErrorBox: ReadErrorBox?
+    /// Every typed read looks at it (one load and a nil check when the
+    /// object has no extras).
+    var keyPathProbe: KeyPathProbe? {
+        @inline(__always) get { extrasStorage?.keyPathProbe }
+        set { if newValue != nil || extrasStorage != nil { extras.keyPathProbe = newValue } }
+    }
     /// The last error a non-throwing accessor of this object met (see the
     /// failure channel above); nil once the object's values load again.
     public internal(set) var readError: KuraError? {
-        get { readErrorBox?.error }
-        set {
-            if let newValue { readErrorBox = ReadErrorBox(newValue) } else if readErrorBox != nil { readErrorBox = nil }
+        get { extrasStorage?.readError }
+        set { if let e = extrasStorage { e.readError = newValue } else if newValue != nil { extras.readError = newValue } }
+    }
+    /// `readError = nil`, without copying an error in and out of the setter
+    /// (a fault's load clears it every time).
+    @inline(__always)
+    func clearReadError() {
+        if let e = extrasStorage { e.readError = nil }
+    }
+    /// Empties `order` and `savedOrder` (a fault's borrowed load), without
+    /// making empty dictionaries for an object that has no extras.
+    @inline(__always)
+    func clearOrders() {
+        if let e = extrasStorage {
+            e.order = [:]
+            e.savedOrder = [:]
         }
     }
 
@@ -598,10 +646,25 @@ open class ManagedObject: CustomStringConvertible {
     }
 }
 
-/// A read error kept by an object (`ManagedObject.readError`).
-final class ReadErrorBox {
-    let error: KuraError
-    init(_ error: KuraError) { self.error = error }
+/// The state of an object that few objects ever have, in a box of its own
+/// (`ManagedObject.extrasStorage`), so that every other object allocates,
+/// initializes and destroys one word for it: the state kept for
+/// `willSave()`, errors deferred to the next save, positions in ordered
+/// to-many relationships, transient relationship targets, the key-path
+/// probe, the last read error.
+///
+/// Thread rules: the object's (one context's thread). The fields but
+/// `transientRelated` are `@exclusivity(unchecked)` for the reason given in
+/// ManagedObject ("The stored state below"): their edits call no other code
+/// and release nothing that runs app code; `transientRelated` holds objects.
+final class ObjectExtras {
+    @exclusivity(unchecked) var willSaveKept: WillSaveState?
+    @exclusivity(unchecked) var deferredErrors: [KuraError] = []
+    @exclusivity(unchecked) var order = [String: Double]()
+    @exclusivity(unchecked) var savedOrder = [String: Double]()
+    var transientRelated = [String: [ManagedObject]]()
+    @exclusivity(unchecked) var keyPathProbe: KeyPathProbe?
+    @exclusivity(unchecked) var readError: KuraError?
 }
 
 /// The objects of a to-many relationship, as returned by `value(forKey:)`.
