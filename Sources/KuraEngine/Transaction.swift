@@ -615,8 +615,9 @@ public final class WriteTransaction: ReadTransaction {
     /// store's format.)
     @inline(__always)
     func encode(_ values: [Value], for h: HotTable) throws(KuraError) -> [UInt8] {
-        guard let schema = h.schema else { return RecordCodec.encode(values, compactDoubles: compactDoubles) }
-        return RecordCodec.encode(try schema.validate(values, table: h.info.name), compactDoubles: compactDoubles)
+        // Through the validator, not a copy of the schema (see `insertRow`).
+        guard let v = h.validator else { return RecordCodec.encode(values, compactDoubles: compactDoubles) }
+        return RecordCodec.encode(try v.validate(values, table: h.info.name), compactDoubles: compactDoubles)
     }
 
     /// Whether this transaction changed counters or catalog entries that only
@@ -825,10 +826,10 @@ public final class WriteTransaction: ReadTransaction {
     @discardableResult
     public func insert(_ values: [Value], into table: TableInfo) throws(KuraError) -> Int64 {
         let h = try hotTable(table)
-        if let schema = h.schema, schema.hasExternal {
+        if h.hasExternal, let schema = h.schema {
             return try withExternal(values, h.info, schema, old: nil) { r throws(KuraError) in try insertEncoded(r, into: table) }
         }
-        return try insertEncoded(try encode(values, for: h), into: table)
+        return try insertEncoded(try encode(values, for: h), into: table, handle: h, rowID: nil)
     }
 
     /// Inserts an encoded record with the next row ID. A table with a schema
@@ -893,8 +894,7 @@ public final class WriteTransaction: ReadTransaction {
         // the handle so it is uniquely referenced: no allocation per row).
         var key: [UInt8] = []
         swap(&key, &h.keyBuffer)
-        key.removeAll(keepingCapacity: true)
-        RowIDKey.append(rowID, to: &key)
+        RowIDKey.write(rowID, over: &key)
         let inserted = try h.tree.insert(key, record, mode: .insertNew, writer!)
         swap(&key, &h.keyBuffer)
         guard inserted else {
@@ -958,7 +958,7 @@ public final class WriteTransaction: ReadTransaction {
             throw KuraError(.invalidArgument, "row ID \(rowID) is reserved; explicit row IDs must be below Int64.max", path: database.path)
         }
         let h = try hotTable(table)
-        if let schema = h.schema, schema.hasExternal {
+        if h.hasExternal, let schema = h.schema {
             _ = try withExternal(values, h.info, schema, old: nil) { r throws(KuraError) in try insertEncoded(r, into: table, rowID: rowID) }
             return
         }
@@ -969,8 +969,10 @@ public final class WriteTransaction: ReadTransaction {
         var record: [UInt8] = []
         swap(&record, &h.recordBuffer)
         defer { if record.capacity <= Self.keptRecordBuffer { swap(&record, &h.recordBuffer) } }
-        if let schema = h.schema {
-            RecordCodec.encode(try schema.validate(values, table: h.info.name), compactDoubles: compactDoubles, reusing: &record)
+        if let v = h.validator {
+            // Through the validator: no copy of the schema per row (binding
+            // `h.schema` with `if let` made one).
+            RecordCodec.encode(try v.validate(values, table: h.info.name), compactDoubles: compactDoubles, reusing: &record)
         } else {
             RecordCodec.encode(values, compactDoubles: compactDoubles, reusing: &record)
         }

@@ -36,6 +36,27 @@ enum RowIDKey {
         }
     }
 
+    /// Makes `out` the encoding of `n` (as `append` to an empty array does),
+    /// writing over its bytes in place when it already has the encoding's
+    /// length (a run of row IDs mostly has): no `removeAll` and appends,
+    /// which went through `replaceSubrange` and a capacity check per byte.
+    @inline(__always)
+    static func write(_ n: Int64, over out: inout [UInt8]) {
+        let k = byteCount(n >= 0 ? UInt64(n) : UInt64(~n))
+        if out.count != k + 1 { out = [UInt8](repeating: 0, count: k + 1) }
+        // Both signs store the low `k` bytes of the two's-complement pattern
+        // (for n >= 0 that is `n` itself), most significant first.
+        let v = UInt64(bitPattern: n)
+        out.withUnsafeMutableBufferPointer { b in
+            b[0] = n >= 0 ? 0x80 + UInt8(k) : 0x7F - UInt8(k)
+            var s = 0
+            while s < k {
+                b[1 + s] = UInt8(truncatingIfNeeded: v >> (8 * UInt64(k - 1 - s)))
+                s += 1
+            }
+        }
+    }
+
     static func encode(_ n: Int64) -> [UInt8] {
         // Built on the stack and copied into an array of the exact size:
         // `Array(UnsafeRawBufferPointer)` is specialized for bytes, while
