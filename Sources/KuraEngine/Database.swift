@@ -206,7 +206,7 @@ public final class Database: Sendable {
     /// A read transaction on `snapshot`: the one this connection kept from an
     /// earlier transaction (`SpareReadTransaction`), or a new one.
     @inline(__always)
-    private func openRead(_ snapshot: Snapshot) -> ReadTransaction {
+    func openRead(_ snapshot: Snapshot) -> ReadTransaction {
         if let tx = spareRead.take() {
             tx.reopen(self, on: snapshot)
             return tx
@@ -219,7 +219,7 @@ public final class Database: Sendable {
     /// transaction the closure kept (stored, or a cursor of it) is never
     /// handed to another closure.
     @inline(__always)
-    private func closeRead(_ tx: inout ReadTransaction) {
+    func closeRead(_ tx: inout ReadTransaction) {
         tx.invalidate()
         if isKnownUniquelyReferenced(&tx), tx.park() { spareRead.put(tx) }
     }

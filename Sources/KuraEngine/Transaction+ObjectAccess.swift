@@ -68,14 +68,16 @@ extension Database {
     /// there is no such row, `.external` if the table has external columns.
     package func withRecord(inTable name: String, rowID: Int64,
                             _ body: (inout RecordColumns) throws(KuraError) -> Void) throws(KuraError) -> BorrowedRecordLookup {
-        do {
-            return try read { tx throws(KuraError) in try tx.withRecord(inTableNamed: name, rowID: rowID, body) }
-        } catch let e as KuraError {
-            throw e
-        } catch {
-            // `read` rethrows what its body and the pager throw, all KuraError.
-            throw KuraError(.io, "reading row \(rowID) of table \"\(name)\": \(error)")
-        }
+        // What `read` does, with typed throws and no closure of its own (as
+        // `values(inTable:rowID:)`): the same gate, snapshot registration and
+        // kept transaction, without boxing errors or a generic body.
+        try gate.enter(path: path)
+        defer { gate.leave() }
+        let snapshot = try pager.beginTransaction()
+        defer { pager.endTransaction(snapshot) }
+        var tx = openRead(snapshot)
+        defer { closeRead(&tx) }
+        return try tx.withRecord(inTableNamed: name, rowID: rowID, body)
     }
 }
 
@@ -89,7 +91,7 @@ extension ReadTransaction {
                     _ body: (inout RecordColumns) throws(KuraError) -> Void) throws(KuraError) -> BorrowedRecordLookup {
         try checkActive()
         let h = try readHandle(name)
-        if h.schema?.hasExternal == true { return .external }
+        if h.hasExternal { return .external }
         // A read transaction (readHandle's precondition) has its pages.
         let s = snapshotPages.unsafelyUnwrapped
         let found: Void? = try RowIDKey.withEncoded(rowID) { k throws(KuraError) in
