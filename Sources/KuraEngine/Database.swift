@@ -194,19 +194,28 @@ public final class Database: Sendable {
     /// `ReadTransaction.values(in:rowID:)` (`.notFound` for an unknown table,
     /// `.corrupt` naming the page).
     package func values(inTable name: String, rowID: Int64) throws(KuraError) -> [Value]? {
+        try readTyped { tx throws(KuraError) in try tx.values(inTableNamed: name, rowID: rowID) }
+    }
+
+    /// `read` for the engine's own one-row reads (`values(inTable:rowID:)`,
+    /// `withRecord(inTable:rowID:_:)`): the same gate, snapshot registration
+    /// and kept transaction, with typed throws, so that no error is boxed and
+    /// the body is inlined rather than called through a generic closure.
+    @inline(__always)
+    func readTyped<T>(_ body: (ReadTransaction) throws(KuraError) -> T) throws(KuraError) -> T {
         try gate.enter(path: path)
         defer { gate.leave() }
         let snapshot = try pager.beginTransaction()
         defer { pager.endTransaction(snapshot) }
         var tx = openRead(snapshot)
         defer { closeRead(&tx) }
-        return try tx.values(inTableNamed: name, rowID: rowID)
+        return try body(tx)
     }
 
     /// A read transaction on `snapshot`: the one this connection kept from an
     /// earlier transaction (`SpareReadTransaction`), or a new one.
     @inline(__always)
-    func openRead(_ snapshot: Snapshot) -> ReadTransaction {
+    private func openRead(_ snapshot: Snapshot) -> ReadTransaction {
         if let tx = spareRead.take() {
             tx.reopen(self, on: snapshot)
             return tx
@@ -219,7 +228,7 @@ public final class Database: Sendable {
     /// transaction the closure kept (stored, or a cursor of it) is never
     /// handed to another closure.
     @inline(__always)
-    func closeRead(_ tx: inout ReadTransaction) {
+    private func closeRead(_ tx: inout ReadTransaction) {
         tx.invalidate()
         if isKnownUniquelyReferenced(&tx), tx.park() { spareRead.put(tx) }
     }

@@ -68,16 +68,7 @@ extension Database {
     /// there is no such row, `.external` if the table has external columns.
     package func withRecord(inTable name: String, rowID: Int64,
                             _ body: (inout RecordColumns) throws(KuraError) -> Void) throws(KuraError) -> BorrowedRecordLookup {
-        // What `read` does, with typed throws and no closure of its own (as
-        // `values(inTable:rowID:)`): the same gate, snapshot registration and
-        // kept transaction, without boxing errors or a generic body.
-        try gate.enter(path: path)
-        defer { gate.leave() }
-        let snapshot = try pager.beginTransaction()
-        defer { pager.endTransaction(snapshot) }
-        var tx = openRead(snapshot)
-        defer { closeRead(&tx) }
-        return try tx.withRecord(inTableNamed: name, rowID: rowID, body)
+        try readTyped { tx throws(KuraError) in try tx.withRecord(inTableNamed: name, rowID: rowID, body) }
     }
 }
 
