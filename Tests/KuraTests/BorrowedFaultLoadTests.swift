@@ -16,20 +16,7 @@ import KuraEngine
 final class BorrowedFaultLoadTests: XCTestCase {
     private func oldModel() throws -> ManagedObjectModel {
         try ManagedObjectModel {
-            EntityDescription("Thing") {
-                AttributeDescription("i16", .int16)
-                AttributeDescription("i32", .int32)
-                AttributeDescription("i64", .int64)
-                AttributeDescription("d", .double)
-                AttributeDescription("f", .float)
-                AttributeDescription("s", .string)
-                AttributeDescription("b", .bool)
-                AttributeDescription("dt", .date)
-                AttributeDescription("data", .data)
-                AttributeDescription("u", .uuid)
-                AttributeDescription("url", .url)
-                AttributeDescription("tags", .transformable)
-            }
+            EntityDescription("Thing", attributes: attributesOfEveryType(), relationships: [])
         }
     }
 

@@ -23,22 +23,10 @@ final class AwakeCounter: ManagedObject {
 final class FaultLoadTests: XCTestCase {
     func model() throws -> ManagedObjectModel {
         try ManagedObjectModel {
-            EntityDescription("Every") {
-                AttributeDescription("i16", .int16)
-                AttributeDescription("i32", .int32)
-                AttributeDescription("i64", .int64)
-                AttributeDescription("d", .double)
-                AttributeDescription("f", .float)
-                AttributeDescription("s", .string)
-                AttributeDescription("b", .bool)
-                AttributeDescription("dt", .date)
-                AttributeDescription("data", .data)
-                AttributeDescription("u", .uuid)
-                AttributeDescription("url", .url)
-                AttributeDescription("tags", .transformable)
-                AttributeDescription("none", .string)
-                AttributeDescription("t", .string, default: "start", transient: true)
-            }
+            EntityDescription("Every", attributes: attributesOfEveryType() + [
+                AttributeDescription("none", .string),
+                AttributeDescription("t", .string, default: "start", transient: true),
+            ], relationships: [])
             EntityDescription("Money") {
                 AttributeDescription("amount", .decimal)
                 AttributeDescription("label", .string)

@@ -2,6 +2,7 @@
 // copies in its TestSupport.swift: test targets cannot import each other).
 
 import Foundation
+import Kura
 
 /// SplitMix64, so randomized tests replay from a printed seed.
 struct SplitMix64: RandomNumberGenerator {
@@ -39,4 +40,24 @@ final class Locked<T>: @unchecked Sendable {
         body(&stored)
         lock.unlock()
     }
+}
+
+/// One attribute of every stored attribute type but decimal (named i16, i32,
+/// i64, d, f, s, b, dt, data, u, url, tags), for tests that read every type
+/// back (FaultLoadTests, BorrowedFaultLoadTests).
+func attributesOfEveryType() -> [AttributeDescription] {
+    [
+        AttributeDescription("i16", .int16),
+        AttributeDescription("i32", .int32),
+        AttributeDescription("i64", .int64),
+        AttributeDescription("d", .double),
+        AttributeDescription("f", .float),
+        AttributeDescription("s", .string),
+        AttributeDescription("b", .bool),
+        AttributeDescription("dt", .date),
+        AttributeDescription("data", .data),
+        AttributeDescription("u", .uuid),
+        AttributeDescription("url", .url),
+        AttributeDescription("tags", .transformable),
+    ]
 }
