@@ -104,7 +104,8 @@ public final class Database: Sendable {
                           durability: options.durability, busyTimeout: options.busyTimeout,
                           checkpointThreshold: options.checkpointThreshold, logSizeLimit: options.logSizeLimit,
                           create: options.createIfMissing,
-                          validator: { (p: Page) throws(KuraError) in try Node.validate(p) })
+                          validator: { (p: Page) throws(KuraError) in try Node.validate(p) },
+                          summarizer: { (p: Page) in Node.summarizeBuilt(p) })
         if pager.openedAlone {
             if pager.versionOpenedAlone >= FileHeader.countersFormatVersion && pager.versionOpenedAlone < FileHeader.formatVersion,
                upgradeFormat() {

@@ -63,8 +63,14 @@ public struct Row: Sendable {
         try withRecord { b throws(KuraError) in try RecordCodec.decode(b) }
     }
 
-    /// Value of column `i` (`.null` past the end of the record).
+    /// Value of column `i` (`.null` past the end of the record), decoded on
+    /// its own: the record's header is walked up to column `i` and nothing
+    /// else is decoded or allocated (a text or blob value allocates its own
+    /// storage). Reading a few columns this way costs less than `values()`,
+    /// which builds an array of every value.
+    ///
+    /// - Throws: `.corrupt` if the record's header or the value is malformed.
     public func value(at i: Int) throws(KuraError) -> Value {
-        try withRecord { b throws(KuraError) in try RecordView(b).value(at: i) }
+        try withRecord { b throws(KuraError) in try RecordCodec.value(at: i, in: b) }
     }
 }

@@ -373,6 +373,77 @@ final class NodeValidationTests: XCTestCase {
         XCTAssertGreaterThan(checked, 5)
     }
 
+    /// Pages a commit publishes carry the summary a read from disk would give
+    /// them (`Pager.summarizer`): after random inserts, updates and deletes
+    /// over several commits, in tables with and without an index, every tree
+    /// page of the newest snapshot has one, equal to what `Node.validate`
+    /// records on a copy of its bytes, and searches through it agree with a
+    /// binary search.
+    func testCommittedPagesCarryTheirSummary() throws {
+        let seed = testSeed("testCommittedPagesCarryTheirSummary")
+        var g = SplitMix64(seed: seed)
+        let fs = MemoryFileSystem()
+        let db = try Database(path: path, options: options(fs))
+        try db.write { tx in
+            _ = try tx.createTable("t")
+            let u = try tx.createTable("u", schema: TableSchema([ColumnDefinition("n", .integer), ColumnDefinition("s", .text)]))
+            _ = try tx.createIndex("u_by_n", on: u, columns: [IndexColumn("n")])
+        }
+        var live: [String: [Int64]] = ["t": [], "u": []]
+        for _ in 0..<12 {
+            try db.write { tx in
+                for name in ["t", "u"] {
+                    let t = try tx.table(name)
+                    for _ in 0..<Int.random(in: 50...400, using: &g) {
+                        let text = String(repeating: "x", count: Int.random(in: 0...300, using: &g))
+                        live[name]!.append(try tx.insert([.integer(Int64.random(in: 0...50, using: &g)), .text(text)], into: t))
+                    }
+                    for _ in 0..<Int.random(in: 0...60, using: &g) where !live[name]!.isEmpty {
+                        let id = live[name]!.remove(at: Int.random(in: 0..<live[name]!.count, using: &g))
+                        XCTAssertTrue(try tx.delete(from: t, rowID: id))
+                    }
+                }
+            }
+        }
+        var withSummary = 0
+        try db.read { tx in
+            let s = try XCTUnwrap(tx.snapshotPages)
+            XCTAssertGreaterThan(s.snapshot.pageCount, 20)
+            for n in 2...s.snapshot.pageCount {
+                let p = try s.page(n)
+                let raw = p.u8(Node.kindOffset)
+                guard let kind = PageKind(rawValue: raw), kind.isNode else { continue }
+                XCTAssertEqual(p.summary.kind, raw, "page \(n) has no summary (seed \(seed))")
+                guard p.summary.kind != 0 else { continue }
+                let copy = Page(copying: p)
+                try Node.validate(copy)
+                XCTAssertEqual(p.summary.flags, copy.summary.flags, "page \(n)")
+                XCTAssertEqual(p.summary.cellCount, copy.summary.cellCount, "page \(n)")
+                XCTAssertEqual(p.summary.treeRoot, copy.summary.treeRoot, "page \(n)")
+                XCTAssertEqual(p.summary.rightChild, copy.summary.rightChild, "page \(n)")
+                XCTAssertEqual(p.summary.firstRowID, copy.summary.firstRowID, "page \(n)")
+                XCTAssertEqual(p.summary.lastRowID, copy.summary.lastRowID, "page \(n)")
+                withSummary += 1
+                guard kind == .tableLeaf || kind == .tableInterior, p.cellCount > 0,
+                      let first = RowIDKey.decode(p.keyBytes(0)), let last = RowIDKey.decode(p.keyBytes(p.cellCount - 1)) else { continue }
+                for id in (first - 2)...(last + 2) {
+                    RowIDKey.encode(id).withUnsafeBytes { k in
+                        XCTAssertEqual(p.rowIDLowerBound(k, rowID: id), p.lowerBound(k), "page \(n), row \(id)")
+                    }
+                }
+            }
+        }
+        XCTAssertGreaterThan(withSummary, 20)
+        // Every row is still found, and no deleted one.
+        try db.read { tx in
+            for name in ["t", "u"] {
+                XCTAssertEqual(try tx.count(TableQuery(name)), live[name]!.count)
+                let t = try tx.table(name)
+                for id in live[name]!.shuffled(using: &g).prefix(300) { XCTAssertNotNil(try tx.values(in: t, rowID: id), "\(name) row \(id)") }
+            }
+        }
+    }
+
     /// Any write to a page's bytes through its setters drops the summary: a
     /// changed page never answers from a summary of what it was.
     func testChangingAPageDropsItsSummary() throws {

@@ -314,6 +314,31 @@ enum Node {
         return pos
     }
 
+    /// Fills `p.summary` of a page this process built, as a commit publishes
+    /// it (`Pager.summarizer`): the same facts `validate` records for a page
+    /// read from disk, so lookups in the new snapshot need not read them from
+    /// the page. Pages that are not tree pages are left without one. The page
+    /// was built by the tree code, so its header and cells are well formed;
+    /// the checks below only make sure a bug there cannot make this read
+    /// outside the page (the summary is then left empty: lookups read the
+    /// page itself, as they would without one).
+    static func summarizeBuilt(_ p: Page) {
+        guard let kind = PageKind(rawValue: p.u8(kindOffset)), kind.isNode else { return }
+        let flags = p.u8(flagsOffset)
+        let n = Int(p.u16(cellCountOffset))
+        let start = Int(p.u16(contentStartOffset))
+        let use = p.contentEnd
+        guard headerSize(flags: flags) + 2 * n <= start, start <= use else { return }
+        if n > 0 {
+            // The cells `summarize` reads (first and last): inside the content area.
+            for i in [0, n - 1] {
+                let o = Int(p.u16(headerSize(flags: flags) + 2 * i))
+                guard o >= start, o < use else { return }
+            }
+        }
+        summarize(p, kind: kind, cellCount: n)
+    }
+
     /// Fills `p.summary` from a node page that has just passed `validate`:
     /// kind, cell count, tree root and right-most child as the header has
     /// them, and for a table-tree page with cells the row IDs of its first

@@ -216,6 +216,13 @@ final class Pager: @unchecked Sendable {
     /// Validates a tree page's structure after its checksum, on every load from
     /// disk (the tree layer's `Node.validate`, passed in to keep calls going down).
     let validator: @Sendable (Page) throws(KuraError) -> Void
+    /// Fills the summary (`Page.summary`) of a tree page this connection built,
+    /// as a commit publishes it (the tree layer's `Node.summarizeBuilt`, passed
+    /// in like `validator`). Readers of the new snapshot then descend through
+    /// it as through a page read from disk; without it, every page a writer
+    /// left in the cache costs each later lookup its header and first and last
+    /// cells.
+    let summarizer: @Sendable (Page) -> Void
 
     /// Guards cache, snapshots, `latest`, `checkpointEpoch` and the log's index.
     /// A readers-writer lock: a page lookup (`page`) only reads what it guards
@@ -322,9 +329,11 @@ final class Pager: @unchecked Sendable {
     /// Opens (or creates) the store at `path` on `fs`.
     init(path: String, fs: FileSystem, pageSize requestedPageSize: Int, cacheBytes: Int,
          durability: Durability, busyTimeout: Double, checkpointThreshold: Int, logSizeLimit: Int, create: Bool,
-         validator: @escaping @Sendable (Page) throws(KuraError) -> Void) throws(KuraError) {
+         validator: @escaping @Sendable (Page) throws(KuraError) -> Void,
+         summarizer: @escaping @Sendable (Page) -> Void = { _ in }) throws(KuraError) {
         self.path = path
         self.validator = validator
+        self.summarizer = summarizer
         self.durability = durability
         self.busyTimeout = busyTimeout
         self.checkpointThreshold = max(checkpointThreshold, 1)
@@ -1031,7 +1040,12 @@ final class Pager: @unchecked Sendable {
         precondition(!pages.isEmpty)
         try prepareLogForAppend()
         let sorted = pages.sorted { $0.number < $1.number }
-        for p in sorted { p.sealChecksum() }
+        // Final bytes, then the summary (sealing empties it): from here on the
+        // pages are never changed (a later writer copies a page to change it).
+        for p in sorted {
+            p.sealChecksum()
+            summarizer(p)
+        }
         // Readers stop trusting the shared header until the publish below; a
         // crash in between leaves the mark, so readers read the log until the
         // next writer publishes.

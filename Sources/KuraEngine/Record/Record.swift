@@ -260,11 +260,11 @@ public enum RecordCodec {
     /// `RecordView` arrays: this runs for every row an application reads).
     public static func decode(_ buf: UnsafeRawBufferPointer) throws(KuraError) -> [Value] {
         var header = try RecordHeader(buf)
-        var count = 0
-        while try header.next() != nil { count += 1 }
         var out: [Value] = []
-        out.reserveCapacity(count)
-        header = try RecordHeader(buf)
+        // Each serial type takes at least one header byte: the header's size
+        // bounds the count (exact when every type fits one byte: values
+        // other than text or blobs over 57 bytes), so one walk suffices.
+        out.reserveCapacity(header.typeBytes)
         while let (t, at) = try header.next() {
             out.append(try decodeBody(t, header.base + at, column: out.count))
         }
@@ -325,8 +325,14 @@ extension String {
     /// Strict UTF-8 validation of borrowed bytes.
     init?(validating bytes: UnsafeRawBufferPointer, as _: UTF8.Type) {
         // ASCII bytes are valid UTF-8 as they stand: one pass, no comparison.
+        // Built by copying into the new string's storage, which for up to 15
+        // bytes (a small string) checks ASCII-ness on its 16 bytes at once
+        // instead of running the full UTF-8 validation `String(decoding:)` does.
         if bytes.isASCII {
-            self = String(decoding: bytes, as: UTF8.self)
+            self = String(unsafeUninitializedCapacity: bytes.count) { buffer in
+                UnsafeMutableRawBufferPointer(buffer).copyMemory(from: bytes)
+                return bytes.count
+            }
             return
         }
         let s = String(decoding: bytes, as: UTF8.self)

@@ -36,6 +36,10 @@ struct RecordHeader {
         body = headerEnd
     }
 
+    /// Bytes of serial types in the header: at least the number of values
+    /// (each type takes one byte or more), at most the record's length.
+    var typeBytes: Int { headerEnd - pos }
+
     /// The next value's serial type and the offset of its body in the record,
     /// or nil after the last value.
     ///
