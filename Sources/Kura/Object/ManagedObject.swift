@@ -172,6 +172,16 @@ open class ManagedObject: CustomStringConvertible {
         get { extrasStorage?.willSaveKept }
         set { if newValue != nil || extrasStorage != nil { extras.willSaveKept = newValue } }
     }
+    /// Whether the object has the box of rarely used state (without it,
+    /// every field kept there reads empty).
+    @inline(__always)
+    var hasExtras: Bool { extrasStorage != nil }
+    /// Whether `deferredErrors` is not empty, read without copying it.
+    @inline(__always)
+    var hasDeferredErrors: Bool {
+        guard let e = extrasStorage else { return false }
+        return !e.deferredErrors.isEmpty
+    }
     /// Errors from subscript assignments, reported by the next save.
     var deferredErrors: [KuraError] {
         get { extrasStorage?.deferredErrors ?? [] }
@@ -242,8 +252,9 @@ open class ManagedObject: CustomStringConvertible {
     }
 
     deinit {
-        // Leave the context's registry (it holds objects unretained).
-        managedObjectContext?.forget(self)
+        // Leave the context's registry (it holds objects unretained); the
+        // context lent without a retain.
+        if let c = contextLink?.unretained { c._withUnsafeGuaranteedRef { $0.forget(self) } }
     }
 
     /// Creates and inserts a new object of this class's entity into `context`
@@ -626,8 +637,19 @@ open class ManagedObject: CustomStringConvertible {
     /// object has no context or is a fault whose load failed.
     @usableFromInline
     func setDirectStored(_ key: String, _ stored: Value, _ type: AttributeType) -> Bool {
-        guard let i = entity.ordinal(ofAttribute: key), let ctx = managedObjectContext else { return false }
-        guard entity.attributeStorageTypes[i] == type else { return false }
+        guard let i = entity.ordinal(ofAttribute: key), entity.attributeStorageTypes[i] == type else { return false }
+        // An object inserted in the pending batch, without undo recording,
+        // has nothing to note (`willChangeAttribute`'s first test), and one
+        // watched by no pending index or will-save pass (its flags) needs
+        // nothing of `values`' accessors: its slot is written in place,
+        // with plain loads of the context's state before (no call, no
+        // retain of the context).
+        if isNew, willSaveWatch == 0, !indexWatch, !isFault, let c = contextLink?.unretained,
+           c._withUnsafeGuaranteedRef({ $0.insertedNoteIsCurrent(self) }) {
+            valueStorage[ordinal: i] = stored
+            return true
+        }
+        guard let ctx = managedObjectContext else { return false }
         if isFault {
             fireFault()
             if isFault { return false }
