@@ -213,7 +213,7 @@ extension ManagedObjectContext {
                             let o = ins[k]
                             let rid = o.objectID.isTemporary ? nextRunRowID() : o.objectID.rowID
                             assigned.append(rid)
-                            o.values.write(into: &row, columns: direct)
+                            o.writeValues(into: &row, columns: direct)
                             try tx.insertRow(row, into: t, rowID: rid)
                             newIDs.append(ManagedObjectID(entity: entityName, rowID: rid))
                             stash.append(o.values)
@@ -312,7 +312,7 @@ extension ManagedObjectContext {
             o.isNew = false
             let id = newIDs[k]
             if renames { before.append(o.objectID) }
-            registry.moveInserted(.passUnretained(o), from: o.objectID, to: id)
+            registry.moveInserted(o, to: id)
             o.objectID = id
             o.version = 1
             if !renames { o.takeSavedState(values: stash.take(k)) }

@@ -457,15 +457,15 @@ public final class ManagedObjectContext {
         // and copied into the object's own slots (which the setters that
         // follow then change in place); a store that is not loaded has no layouts.
         if let l = loadedLayout(of: o.entity), l.insertSlots.count == o.entity.attributes.count {
-            o.values = AttributeValues(filled: l.insertSlots)
+            o.setNewValues(AttributeValues(filled: l.insertSlots))
         } else {
             for (i, a) in o.entity.attributes.enumerated() { o.values[ordinal: i] = a.defaultValue.map { a.type.stored($0) } ?? .null }
         }
         o.isNew = true
         inserted.append(o)
-        registry.addInserted(o.objectID, .passUnretained(o))
+        registry.addInserted(o)
         noteInserted(o)
-        recordPresence(.inserted, o)
+        if undo != nil { recordPresence(.inserted, o) }
         o.awakeFromInsert()
     }
 

@@ -124,8 +124,25 @@ open class ManagedObject: CustomStringConvertible {
             if indexWatch { managedObjectContext?.pendingValuesChanged(self) }
         }
     }
-    /// `values`' storage: read and written only through `values`.
+    /// `values`' storage: read and written only through `values`, and
+    /// the accessors below for states `values`' accessors have nothing to
+    /// do in.
     @exclusivity(unchecked) private var valueStorage: AttributeValues
+
+    /// Sets the values of an object just made, which nothing watches yet
+    /// (no will-save pass, no pending index): what `values = v` does.
+    @inline(__always)
+    func setNewValues(_ v: AttributeValues) {
+        assert(willSaveWatch == 0 && !indexWatch, "setNewValues on a watched object (a Kura bug)")
+        valueStorage = v
+    }
+
+    /// `values.write(into:columns:)`, read in place (no copy of the values,
+    /// which would retain and release their storage).
+    @inline(__always)
+    func writeValues(into out: inout [Value], columns: [Int]) {
+        valueStorage.write(into: &out, columns: columns)
+    }
     /// The to-one targets by relationship name: `toOneStorage`, through
     /// accessors that keep the state `willSave()` saw (as `values`).
     var toOne: ToOneKeys {
@@ -635,8 +652,9 @@ open class ManagedObject: CustomStringConvertible {
     /// `key` if its storage type is `type`; false (nothing changed) if the
     /// key is unknown, the attribute is of another type (or composite), the
     /// object has no context or is a fault whose load failed.
+    /// `stored` is taken (consumed): the slot gets it without a copy.
     @usableFromInline
-    func setDirectStored(_ key: String, _ stored: Value, _ type: AttributeType) -> Bool {
+    func setDirectStored(_ key: String, _ stored: consuming Value, _ type: AttributeType) -> Bool {
         guard let i = entity.ordinal(ofAttribute: key), entity.attributeStorageTypes[i] == type else { return false }
         // An object inserted in the pending batch, without undo recording,
         // has nothing to note (`willChangeAttribute`'s first test), and one
