@@ -38,7 +38,7 @@ final class ContextLink {
     /// The context, unretained (`context`'s storage). An `Unmanaged`
     /// rather than an `unowned(unsafe)` field: a load of the latter is a
     /// strong reference (a retain and release around each use), where
-    /// `withContext` lends this one without either.
+    /// `unretained` lends this one without either.
     private var ref: Unmanaged<ManagedObjectContext>?
     var context: ManagedObjectContext? {
         @inline(__always) get { ref?.takeUnretainedValue() }
