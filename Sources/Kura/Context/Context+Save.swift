@@ -185,24 +185,47 @@ extension ManagedObjectContext {
                     // ID (not per object), kept in plain locals.
                     var runTable: String?
                     var runNext: Int64 = 0
+                    /// The row ID of the run's next object that has a
+                    /// temporary ID (one made permanent early by
+                    /// obtainPermanentIDs names its reserved row instead).
+                    func nextRunRowID() -> Int64 {
+                        if runTable == nil {
+                            let name = e.hierarchy.table
+                            if let current = run, current.table == name { runNext = current.next } else {
+                                if let current = run { next[current.table] = current.next }
+                                runNext = next[name] ?? t.nextRowID
+                            }
+                            runTable = name
+                        }
+                        runNext += 1
+                        return runNext - 1
+                    }
+                    if assignWhileWriting, let direct = layout.directColumns {
+                        // A plain layout (RowLayout.directColumns) in an
+                        // insert-only save: what `fill` and the loop below
+                        // do, in one visit without their per-row work. Each
+                        // object's slots go to their columns as they are;
+                        // they cover every column but the version's, which
+                        // holds 1 in every new row (written once).
+                        if row.count != layout.columns.count { row = [Value](repeating: .null, count: layout.columns.count) }
+                        row[layout.version] = .integer(1)
+                        for k in start..<end {
+                            let o = ins[k]
+                            let rid = o.objectID.isTemporary ? nextRunRowID() : o.objectID.rowID
+                            assigned.append(rid)
+                            o.writeValues(into: &row, columns: direct)
+                            try tx.insertRow(row, into: t, rowID: rid)
+                            newIDs.append(ManagedObjectID(entity: entityName, rowID: rid))
+                            stash.append(o.values)
+                        }
+                        if let runTable { run = (runTable, runNext) }
+                        start = end
+                        continue
+                    }
                     for k in start..<end {
                         let o = ins[k]
                         if assignWhileWriting {
-                            if !o.objectID.isTemporary {
-                                // An ID made permanent early (obtainPermanentIDs) names its reserved row.
-                                assigned.append(o.objectID.rowID)
-                            } else {
-                                if runTable == nil {
-                                    let name = e.hierarchy.table
-                                    if let current = run, current.table == name { runNext = current.next } else {
-                                        if let current = run { next[current.table] = current.next }
-                                        runNext = next[name] ?? t.nextRowID
-                                    }
-                                    runTable = name
-                                }
-                                assigned.append(runNext)
-                                runNext += 1
-                            }
+                            assigned.append(o.objectID.isTemporary ? nextRunRowID() : o.objectID.rowID)
                         }
                         layout.fill(&row, o, saved: false) { id in self.registered(id)?.isDeleted == true ? nil : rowID(id) }
                         row[layout.version] = .integer(1)
@@ -289,7 +312,7 @@ extension ManagedObjectContext {
             o.isNew = false
             let id = newIDs[k]
             if renames { before.append(o.objectID) }
-            registry.moveInserted(.passUnretained(o), from: o.objectID, to: id)
+            registry.moveInserted(o, to: id)
             o.objectID = id
             o.version = 1
             if !renames { o.takeSavedState(values: stash.take(k)) }
@@ -479,11 +502,39 @@ extension ManagedObjectContext {
     func validate(_ objects: [ManagedObject], deleted: [ManagedObject]) throws(KuraError) {
         var problems: [String] = []
         var hookLines: [String] = []
+        // Whether the last entity seen has model rules to check per object
+        // (required or validated attributes, relationship rules): a run of
+        // objects of an entity without any skips those loops.
+        var lastEntity: EntityDescription?
+        var entityHasRules = true
+        // The last entity's attribute types (`hookProblems`' check of values
+        // whose conversion could fail, made here for an object whose class
+        // has no validation hook).
+        var types: [AttributeType?] = []
+        let validationHooks: HookOverrides = [.validateValue, .validateForInsert, .validateForUpdate]
         for o in objects {
-            for e in o.deferredErrors { problems.append("\(o.objectID): \(e.message)") }
+            if o.hasDeferredErrors {
+                for e in o.deferredErrors { problems.append("\(o.objectID): \(e.message)") }
+            }
+            let e = o.entity
+            if e !== lastEntity {
+                lastEntity = e
+                entityHasRules = !e.requiredOrdinals.isEmpty || !e.ruleOrdinals.isEmpty || e.relationships.contains { r in
+                    r.isToMany ? r.minCount != nil || r.maxCount != nil || !r.isOptional : !r.isOptional
+                }
+                types = e.attributeStorageTypes
+            }
+            if !entityHasRules {
+                // No rule, and, for a class without validation hooks and
+                // values all of plain types (their conversion cannot fail),
+                // nothing for `hookProblems` either.
+                if !hooks(of: o).isDisjoint(with: validationHooks) || !o.values.holdsPlainValues(of: types) {
+                    hookProblems(of: o, into: &hookLines)
+                }
+                continue
+            }
             // By ordinal, only the attributes with a rule (iterating the
             // descriptions would copy each one).
-            let e = o.entity
             for i in e.requiredOrdinals where (o.values[ordinal: i] ?? .null).isNull {
                 problems.append("\(o.objectID): attribute \"\(e.attributes[i].name)\" is required (rule: not optional) but is nil")
             }
@@ -563,9 +614,12 @@ extension ManagedObject {
     @inline(__always)
     func takeSavedState(values: AttributeValues) {
         savedValues = values
-        savedToOne = toOne
-        savedOrder = order
-        if !deferredErrors.isEmpty { deferredErrors = [] }
+        // Most objects have no to-one key and no extras: nothing to copy.
+        if !toOne.isEmpty || !savedToOne.isEmpty { savedToOne = toOne }
+        if hasExtras {
+            savedOrder = order
+            if !deferredErrors.isEmpty { deferredErrors = [] }
+        }
     }
 }
 

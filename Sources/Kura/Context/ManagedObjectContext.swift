@@ -30,15 +30,32 @@ import Foundation
 /// clears it; nothing else sets it). A context and its objects are used on
 /// one thread or actor (neither is `Sendable`), so the context's deallocation
 /// never runs beside a read of its link: a read sees the live context or nil,
-/// never a deallocated one. `unowned(unsafe)` holds the context without a
+/// never a deallocated one. An unretained reference holds the context without a
 /// side table (a weak reference would make one, slowing every retain and
 /// release of the context) and without keeping it alive (an object must not
 /// keep its context alive, as in Core Data).
 final class ContextLink {
-    unowned(unsafe) var context: ManagedObjectContext?
+    /// The context, unretained (`context`'s storage). An `Unmanaged`
+    /// rather than an `unowned(unsafe)` field: a load of the latter is a
+    /// strong reference (a retain and release around each use), where
+    /// `unretained` lends this one without either.
+    private var ref: Unmanaged<ManagedObjectContext>?
+    var context: ManagedObjectContext? {
+        @inline(__always) get { ref?.takeUnretainedValue() }
+        set { ref = newValue.map { .passUnretained($0) } }
+    }
     /// A link to no context yet: the context's initializer sets `context`
     /// to itself as its last step (it cannot pass itself earlier).
-    init() { context = nil }
+    init() { ref = nil }
+
+    /// The context unretained (nil: none), for a use without a retain and
+    /// release: `link.unretained?._withUnsafeGuaranteedRef { ... }` (taken
+    /// out of the link first: a closure run through the link retains the
+    /// link). The invariant above keeps the context alive while it is set,
+    /// and such a use runs on the context's thread, so nothing deallocates
+    /// the context during it.
+    @inline(__always)
+    var unretained: Unmanaged<ManagedObjectContext>? { ref }
 }
 
 /// A context: the Kura counterpart of NSManagedObjectContext.
@@ -440,15 +457,15 @@ public final class ManagedObjectContext {
         // and copied into the object's own slots (which the setters that
         // follow then change in place); a store that is not loaded has no layouts.
         if let l = loadedLayout(of: o.entity), l.insertSlots.count == o.entity.attributes.count {
-            o.values = AttributeValues(filled: l.insertSlots)
+            o.setNewValues(AttributeValues(filled: l.insertSlots))
         } else {
             for (i, a) in o.entity.attributes.enumerated() { o.values[ordinal: i] = a.defaultValue.map { a.type.stored($0) } ?? .null }
         }
         o.isNew = true
         inserted.append(o)
-        registry.addInserted(o.objectID, .passUnretained(o))
+        registry.addInserted(o)
         noteInserted(o)
-        recordPresence(.inserted, o)
+        if undo != nil { recordPresence(.inserted, o) }
         o.awakeFromInsert()
     }
 
@@ -787,11 +804,19 @@ public final class ManagedObjectContext {
         noteTouched(o, key: key)
     }
 
+    /// Whether `o`, an inserted object, has nothing to note for a change
+    /// of an attribute: it is noted inserted in the pending batch and undo
+    /// records nothing (what noteUpdated and noteTouched would find).
+    @inline(__always)
+    func insertedNoteIsCurrent(_ o: ManagedObject) -> Bool {
+        undo == nil && noted(o) == .inserted
+    }
+
     /// `willChange` for a key known to name an attribute.
     func willChangeAttribute(_ o: ManagedObject, key: String) {
         // An object inserted in the pending batch, without undo recording,
         // has nothing to note (what noteUpdated and noteTouched would find).
-        if o.isNew, undo == nil, noted(o) == .inserted { return }
+        if o.isNew, insertedNoteIsCurrent(o) { return }
         noteUpdated(o, key, attribute: true)
         noteTouched(o, key: key)
     }

@@ -84,8 +84,14 @@ struct ObjectRegistry {
     /// The position in `own` of an ID this context made, if it has one.
     @inline(__always)
     private func ownPosition(_ id: ManagedObjectID) -> Int? {
-        guard id.isTemporary, tag > 0, id.rowID > 0, id.rowID >> Self.numberBits == tag else { return nil }
-        let number = id.rowID & Self.numberMask
+        ownPosition(rowID: id.rowID, temporary: id.isTemporary)
+    }
+
+    /// `ownPosition` of the ID with `rowID` and kind `temporary`.
+    @inline(__always)
+    private func ownPosition(rowID: Int64, temporary: Bool) -> Int? {
+        guard temporary, tag > 0, rowID > 0, rowID >> Self.numberBits == tag else { return nil }
+        let number = rowID & Self.numberMask
         guard number >= ownBase else { return nil }
         return Int(number - ownBase)
     }
@@ -200,6 +206,18 @@ struct ObjectRegistry {
         self[id] = u
     }
 
+    /// `addInserted(o.objectID, .passUnretained(o))`, with the ID's fields
+    /// read in place (a copy of the ID retains and releases its entity name).
+    @inline(__always)
+    mutating func addInserted(_ o: ManagedObject) {
+        if let p = ownPosition(rowID: o.objectID.rowID, temporary: o.objectID.isTemporary), p == own.count {
+            own.append(.passUnretained(o))
+            ownLive += 1
+            return
+        }
+        self[o.objectID] = .passUnretained(o)
+    }
+
     /// Moves `u`, an object a save just inserted, from `old` (its temporary
     /// ID) to `new` (its permanent one, in a run the save opened): what
     /// `self[old] = nil; self[new] = u` does, with the common case (an own
@@ -211,6 +229,25 @@ struct ObjectRegistry {
         } else {
             self[old] = nil
         }
+        placeInserted(u, at: new)
+    }
+
+    /// `moveInserted(.passUnretained(o), from: o.objectID, to: new)`, with
+    /// the old ID's fields read in place (see `addInserted(_:)`).
+    @inline(__always)
+    mutating func moveInserted(_ o: ManagedObject, to new: ManagedObjectID) {
+        if let p = ownPosition(rowID: o.objectID.rowID, temporary: o.objectID.isTemporary), p < own.count, own[p] != nil {
+            clearOwn(p)
+        } else {
+            self[o.objectID] = nil
+        }
+        placeInserted(.passUnretained(o), at: new)
+    }
+
+    /// `moveInserted`'s second half: `self[new] = u`, with a slot of the
+    /// last run first.
+    @inline(__always)
+    private mutating func placeInserted(_ u: Unmanaged<ManagedObject>, at new: ManagedObjectID) {
         if let k = runs.indices.last, let i = runs[k].position(new), byID.isEmpty {
             if runs[k].slots[i] == nil {
                 runs[k].live += 1

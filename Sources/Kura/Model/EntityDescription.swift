@@ -379,10 +379,25 @@ extension EntityDescription {
     /// properties ask on every read and write. A small entity's names are
     /// compared in order (a few string comparisons cost less than hashing
     /// the key); a larger one's are looked up in `attributeOrdinals`.
+    ///
+    /// The names are first compared by their bits: a typed property's key
+    /// (a literal) and the model's name are most often the same small
+    /// string, whose bits are equal, and a comparison of two different
+    /// small strings that `==` makes is a call into the runtime. Names
+    /// whose bits differ may still be equal (two storages of one text), so
+    /// `==` decides when no bits match.
     @inline(__always)
     func ordinal(ofAttribute key: String) -> Int? {
         let names = attributeNames
         if names.count <= 8 {
+            if MemoryLayout<String>.size == MemoryLayout<(UInt64, UInt64)>.size {
+                // Same size, checked above: a copy of the two words, which are only compared.
+                let k = unsafeBitCast(key, to: (UInt64, UInt64).self)
+                for i in names.indices {
+                    let n = unsafeBitCast(names[i], to: (UInt64, UInt64).self)
+                    if n.0 == k.0 && n.1 == k.1 { return i }
+                }
+            }
             for i in names.indices where names[i] == key { return i }
             return nil
         }

@@ -96,6 +96,28 @@ struct AttributeValues: Equatable {
         }
     }
 
+    /// Whether `holdsPlainValue(ordinal:of:)` holds for every ordinal, with
+    /// `types` the entity's storage types by ordinal (one pass in place).
+    @inline(__always)
+    func holdsPlainValues(of types: [AttributeType?]) -> Bool {
+        guard let storage else { return true }
+        let n = Swift.min(count, types.count)
+        return types.withUnsafeBufferPointer { t in
+            storage.withUnsafeMutablePointerToElements { p in
+                for i in 0..<n {
+                    switch (t[i], p[i]) {
+                    case (_, nil), (_, .null?), (.string?, .text?), (.int64?, .integer?), (.int32?, .integer?), (.int16?, .integer?),
+                         (.double?, .double?), (.bool?, .bool?), (.date?, .double?):
+                        continue
+                    default:
+                        return false
+                    }
+                }
+                return true
+            }
+        }
+    }
+
     /// Writes the value of each ordinal `k` into `out[columns[k]]` (null
     /// for nil), skipping ordinals whose column is negative: a plain
     /// layout's row (`RowLayout.fill`). Every column must be an index of

@@ -124,8 +124,25 @@ open class ManagedObject: CustomStringConvertible {
             if indexWatch { managedObjectContext?.pendingValuesChanged(self) }
         }
     }
-    /// `values`' storage: read and written only through `values`.
+    /// `values`' storage: read and written only through `values`, and
+    /// the accessors below for states `values`' accessors have nothing to
+    /// do in.
     @exclusivity(unchecked) private var valueStorage: AttributeValues
+
+    /// Sets the values of an object just made, which nothing watches yet
+    /// (no will-save pass, no pending index): what `values = v` does.
+    @inline(__always)
+    func setNewValues(_ v: AttributeValues) {
+        assert(willSaveWatch == 0 && !indexWatch, "setNewValues on a watched object (a Kura bug)")
+        valueStorage = v
+    }
+
+    /// `values.write(into:columns:)`, read in place (no copy of the values,
+    /// which would retain and release their storage).
+    @inline(__always)
+    func writeValues(into out: inout [Value], columns: [Int]) {
+        valueStorage.write(into: &out, columns: columns)
+    }
     /// The to-one targets by relationship name: `toOneStorage`, through
     /// accessors that keep the state `willSave()` saw (as `values`).
     var toOne: ToOneKeys {
@@ -171,6 +188,16 @@ open class ManagedObject: CustomStringConvertible {
     var willSaveKept: WillSaveState? {
         get { extrasStorage?.willSaveKept }
         set { if newValue != nil || extrasStorage != nil { extras.willSaveKept = newValue } }
+    }
+    /// Whether the object has the box of rarely used state (without it,
+    /// every field kept there reads empty).
+    @inline(__always)
+    var hasExtras: Bool { extrasStorage != nil }
+    /// Whether `deferredErrors` is not empty, read without copying it.
+    @inline(__always)
+    var hasDeferredErrors: Bool {
+        guard let e = extrasStorage else { return false }
+        return !e.deferredErrors.isEmpty
     }
     /// Errors from subscript assignments, reported by the next save.
     var deferredErrors: [KuraError] {
@@ -242,8 +269,9 @@ open class ManagedObject: CustomStringConvertible {
     }
 
     deinit {
-        // Leave the context's registry (it holds objects unretained).
-        managedObjectContext?.forget(self)
+        // Leave the context's registry (it holds objects unretained); the
+        // context lent without a retain.
+        if let c = contextLink?.unretained { c._withUnsafeGuaranteedRef { $0.forget(self) } }
     }
 
     /// Creates and inserts a new object of this class's entity into `context`
@@ -624,10 +652,22 @@ open class ManagedObject: CustomStringConvertible {
     /// `key` if its storage type is `type`; false (nothing changed) if the
     /// key is unknown, the attribute is of another type (or composite), the
     /// object has no context or is a fault whose load failed.
+    /// `stored` is taken (consumed): the slot gets it without a copy.
     @usableFromInline
-    func setDirectStored(_ key: String, _ stored: Value, _ type: AttributeType) -> Bool {
-        guard let i = entity.ordinal(ofAttribute: key), let ctx = managedObjectContext else { return false }
-        guard entity.attributeStorageTypes[i] == type else { return false }
+    func setDirectStored(_ key: String, _ stored: consuming Value, _ type: AttributeType) -> Bool {
+        guard let i = entity.ordinal(ofAttribute: key), entity.attributeStorageTypes[i] == type else { return false }
+        // An object inserted in the pending batch, without undo recording,
+        // has nothing to note (`willChangeAttribute`'s first test), and one
+        // watched by no pending index or will-save pass (its flags) needs
+        // nothing of `values`' accessors: its slot is written in place,
+        // with plain loads of the context's state before (no call, no
+        // retain of the context).
+        if isNew, willSaveWatch == 0, !indexWatch, !isFault, let c = contextLink?.unretained,
+           c._withUnsafeGuaranteedRef({ $0.insertedNoteIsCurrent(self) }) {
+            valueStorage[ordinal: i] = stored
+            return true
+        }
+        guard let ctx = managedObjectContext else { return false }
         if isFault {
             fireFault()
             if isFault { return false }
