@@ -15,7 +15,7 @@
 // stops at the first free slot.
 //
 // Invariants: `count` is the number of occupied slots; the table is at most
-// half full (it doubles before it would pass that); every entry sits in the
+// half full (it doubles, or `reserve` resizes it, before it would pass that); every entry sits in the
 // probe run that starts at its hash's slot, with no free slot between the
 // two; `keys` and `values` are both empty (capacity 0) or have one slot per
 // capacity, and a slot's value is non-nil exactly when its key is.
@@ -109,13 +109,48 @@ struct IDTable {
         count -= 1
     }
 
-    /// Doubles the capacity (at least 16 slots) and re-inserts every entry.
+    /// Makes room for `n` entries in all (a fetch about to register its
+    /// objects: one resize instead of a doubling every time the table
+    /// passes half full on the way).
+    mutating func reserve(_ n: Int) {
+        guard n * 2 > keys.count else { return }
+        var capacity = max(16, keys.count)
+        while capacity < n * 2 { capacity *= 2 }
+        resize(to: capacity)
+    }
+
+    /// Stores `value` under `id` unless an entry for `id` is there, which
+    /// it returns instead (then nothing changes): a lookup and an insert in
+    /// one probe.
+    mutating func insertIfAbsent(_ id: ManagedObjectID, _ value: Unmanaged<ManagedObject>) -> Unmanaged<ManagedObject>? {
+        if (count + 1) * 2 > keys.count { grow() }
+        let mask = keys.count - 1
+        var i = home(id)
+        // Free slots found by the value (see `subscript`); a taken one's
+        // key compared by row ID first, as `==` does.
+        while let v = values[i] {
+            if keys[i]?.rowID == id.rowID, keys[i] == id { return v }
+            i = (i + 1) & mask
+        }
+        keys[i] = id
+        values[i] = value
+        count += 1
+        return nil
+    }
+
+    /// Doubles the capacity (at least 16 slots).
+    private mutating func grow() {
+        resize(to: max(16, keys.count * 2))
+    }
+
+    /// Re-inserts every entry into a table of `capacity` slots (a power of
+    /// two, at least twice `count`).
     ///
     /// The keys are moved, not copied (no retain and release of each one's
     /// entity name), into fresh arrays; the old key array is left holding
     /// nils, and free slots are found by the value (see `subscript`).
-    private mutating func grow() {
-        let capacity = max(16, keys.count * 2)
+    private mutating func resize(to capacity: Int) {
+        assert(capacity & (capacity - 1) == 0 && capacity >= count * 2)
         var newKeys = [ManagedObjectID?](repeating: nil, count: capacity)
         var newValues = [Unmanaged<ManagedObject>?](repeating: nil, count: capacity)
         let mask = capacity - 1
