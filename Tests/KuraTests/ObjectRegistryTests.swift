@@ -365,6 +365,13 @@ final class ObjectRegistryTests: XCTestCase {
             }
             for (id, k) in model { XCTAssertTrue(table[id]?.takeUnretainedValue() === objects[k], "\(id)") }
             XCTAssertEqual(table.allValues.count, model.count)
+            // A copy changed does not change the table (keys copied on write).
+            var copy = table
+            for id in model.keys { copy[id] = nil }
+            copy[ManagedObjectID(entity: "E", rowID: range + 1)] = .passUnretained(objects[0])
+            XCTAssertEqual(copy.count, 1)
+            for (id, k) in model { XCTAssertTrue(table[id]?.takeUnretainedValue() === objects[k], "\(id)") }
+            XCTAssertNil(table[ManagedObjectID(entity: "E", rowID: range + 1)])
             for id in model.keys.shuffled(using: &generator) { table[id] = nil }
             XCTAssertTrue(table.isEmpty)
             XCTAssertEqual(table.allValues.count, 0)
