@@ -15,6 +15,10 @@
 // it. A table with external columns is not read here (`.external`): their
 // values live in files, which `values(inTable:rowID:)` reads.
 //
+// A query's rows go the same way for a fetch of objects (Kura's
+// `materializeStoreRows`): `Row.withColumns` hands the record a cursor
+// returned, where it lies, to a `RecordColumns`.
+//
 // Hostile bytes: every column is located and decoded with the checks of
 // `RecordCodec.decode` (RecordHeader, `decodeBody`): a malformed record throws
 // `.corrupt`, never traps.
@@ -53,6 +57,24 @@ package struct RecordColumns {
         guard let (t, at) = try header.next() else { return nil }
         defer { column += 1 }
         return try RecordCodec.decodeBody(t, header.base + at, column: column)
+    }
+}
+
+extension Row {
+    /// Runs `body` on this row's record as a `RecordColumns`, borrowed where
+    /// it lies (its snapshot page, or the row's own copy): the columns
+    /// `values()` gives, decoded one at a time without an array.
+    ///
+    /// Lifetime: the columns are valid only inside `body`. Failure modes:
+    /// `.corrupt` for a malformed record, and whatever `body` throws.
+    ///
+    /// Not generic: a caller in another module would run a generic one
+    /// unspecialized, instantiating its result's metadata on every row.
+    package func withColumns(_ body: (inout RecordColumns) throws(KuraError) -> Void) throws(KuraError) {
+        try withRecord { b throws(KuraError) in
+            var columns = try RecordColumns(b)
+            try body(&columns)
+        }
     }
 }
 

@@ -346,8 +346,18 @@ final class ObjectRegistryTests: XCTestCase {
                 case 7:
                     table.remove(id, ifItIs: Unmanaged.passUnretained(objects[k]).toOpaque())
                     if model[id] == k { model[id] = nil }
+                case 8:
+                    // A fetch's registration: the entry there wins.
+                    let first = table.insertIfAbsent(id, .passUnretained(objects[k]))
+                    if let m = model[id] {
+                        XCTAssertTrue(first?.takeUnretainedValue() === objects[m], "\(id)")
+                    } else {
+                        XCTAssertNil(first, "\(id)")
+                        model[id] = k
+                    }
                 default:
-                    break
+                    // A fetch sizing the table for what it is about to add.
+                    if Int.random(in: 0..<20, using: &generator) == 0 { table.reserve(table.count + Int.random(in: 0...600, using: &generator)) }
                 }
                 let got = table[id].map { u in objects.firstIndex { $0 === u.takeUnretainedValue() } }
                 XCTAssertEqual(got ?? nil, model[id], "\(id)")
@@ -355,6 +365,13 @@ final class ObjectRegistryTests: XCTestCase {
             }
             for (id, k) in model { XCTAssertTrue(table[id]?.takeUnretainedValue() === objects[k], "\(id)") }
             XCTAssertEqual(table.allValues.count, model.count)
+            // A copy changed does not change the table (keys copied on write).
+            var copy = table
+            for id in model.keys { copy[id] = nil }
+            copy[ManagedObjectID(entity: "E", rowID: range + 1)] = .passUnretained(objects[0])
+            XCTAssertEqual(copy.count, 1)
+            for (id, k) in model { XCTAssertTrue(table[id]?.takeUnretainedValue() === objects[k], "\(id)") }
+            XCTAssertNil(table[ManagedObjectID(entity: "E", rowID: range + 1)])
             for id in model.keys.shuffled(using: &generator) { table[id] = nil }
             XCTAssertTrue(table.isEmpty)
             XCTAssertEqual(table.allValues.count, 0)
@@ -384,7 +401,7 @@ final class ObjectRegistryTests: XCTestCase {
                 for (id, o) in model { XCTAssertTrue(r[id]?.takeUnretainedValue() === o, "\(context) \(id)") }
             }
             for _ in 0..<300 {
-                switch Int.random(in: 0..<10, using: &rng) {
+                switch Int.random(in: 0..<12, using: &rng) {
                 case 0..<5:
                     let e = entities[Int.random(in: 0..<2, using: &rng)]
                     let id = r.newTemporaryID(e.name)
@@ -424,6 +441,21 @@ final class ObjectRegistryTests: XCTestCase {
                     guard let (id, _) = model.randomElement(using: &rng) else { continue }
                     let other = ManagedObject(entity: entities[0], objectID: id)
                     XCTAssertFalse(r.remove(id, ifItIs: other), context)
+                case 10, 11:
+                    // A fetch registering an object by a permanent ID (in a
+                    // run's range or not), unless one is registered under it.
+                    let e = entities[Int.random(in: 0..<2, using: &rng)]
+                    let id = ManagedObjectID(entity: e.name, rowID: Int64.random(in: 1...(nextRow[e.name] ?? 1) + 2, using: &rng))
+                    if Bool.random(using: &rng) { r.reserveFetched(Int.random(in: 0...50, using: &rng)) }
+                    let o = ManagedObject(entity: e, objectID: id)
+                    let first = r.addFetched(id, .passUnretained(o))
+                    if let m = model[id] {
+                        XCTAssertTrue(first?.takeUnretainedValue() === m, "\(context) \(id)")
+                    } else {
+                        XCTAssertNil(first, "\(context) \(id)")
+                        model[id] = o
+                        pending.append(o)  // kept alive (permanent ID: never saved again)
+                    }
                 default:
                     guard let (id, _) = model.randomElement(using: &rng) else { continue }
                     r[id] = nil

@@ -781,12 +781,7 @@ public final class ManagedObjectContext {
     func materialize(_ e: EntityDescription, rowID: Int64, row: [Value]) -> ManagedObject {
         let id = ManagedObjectID(entity: e.name, rowID: rowID)
         if let o = registered(id) {
-            if o.isFault {
-                apply(row, to: o)
-            } else if !o.hasChangedValues && !o.isDeleted {
-                // A clean object takes the row; a fetch is no reload of its transients.
-                o.keepingTransients { apply(row, to: o) }
-            }
+            takeFetchedRow(row, into: o)
             return o
         }
         let o = e.objectClass.init(entity: e, objectID: id)
@@ -795,6 +790,18 @@ public final class ManagedObjectContext {
         track(o, as: id)
         o.awakeFromFetch()
         return o
+    }
+
+    /// A fetched row for `o`, an object registered before the fetch: a
+    /// fault takes it, a clean object takes it keeping its transient
+    /// values, a changed or deleted object keeps its state.
+    func takeFetchedRow(_ row: [Value], into o: ManagedObject) {
+        if o.isFault {
+            apply(row, to: o)
+        } else if !o.hasChangedValues && !o.isDeleted {
+            // A clean object takes the row; a fetch is no reload of its transients.
+            o.keepingTransients { apply(row, to: o) }
+        }
     }
 
     /// Records that `key` of an object is about to change (and notes it for

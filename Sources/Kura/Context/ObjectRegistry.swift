@@ -218,6 +218,27 @@ struct ObjectRegistry {
         self[o.objectID] = .passUnretained(o)
     }
 
+    /// Makes room for `n` more objects under permanent IDs (a fetch about
+    /// to register the objects it made: `addFetched`).
+    mutating func reserveFetched(_ n: Int) {
+        byID.reserve(byID.count + n)
+    }
+
+    /// Registers `u` under `id`, a permanent ID, unless an object is
+    /// registered under it, which it returns instead (nothing changes then):
+    /// `self[id] ?? (self[id] = u)` with one probe of `byID` in the common
+    /// case (no run holds `id`'s range).
+    @inline(__always)
+    mutating func addFetched(_ id: ManagedObjectID, _ u: Unmanaged<ManagedObject>) -> Unmanaged<ManagedObject>? {
+        assert(!id.isTemporary)
+        if !runs.isEmpty, runPosition(id) != nil {
+            if let existing = self[id] { return existing }
+            self[id] = u
+            return nil
+        }
+        return byID.insertIfAbsent(id, u)
+    }
+
     /// Moves `u`, an object a save just inserted, from `old` (its temporary
     /// ID) to `new` (its permanent one, in a run the save opened): what
     /// `self[old] = nil; self[new] = u` does, with the common case (an own

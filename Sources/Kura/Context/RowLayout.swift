@@ -61,6 +61,19 @@ final class RowLayout: Sendable {
     /// (`ManagedObjectContext.loadBorrowed`) decodes each stored column
     /// into; nil for any other layout.
     let columnOrdinals: [Int]?
+    /// For a layout whose rows a fetch decodes in place, straight into a
+    /// new object's slots (`ManagedObjectContext.materializeStoreRows`),
+    /// what each column of the table holds: an attribute's ordinal (>= 0),
+    /// `Self.unusedColumn` (a column the entity does not read: left behind
+    /// by a migration), `Self.versionColumn`, or `Self.toOneKeyColumn - j`
+    /// for the key of `relationships[j]`. Nil for any other layout: one with
+    /// a composite or decimal attribute (their values are converted), an
+    /// `_entity` column (a shared table), a to-one key with an entity or
+    /// order column, or external columns (values kept in files).
+    let fetchColumns: [Int]?
+    static let unusedColumn = -1
+    static let versionColumn = -2
+    static let toOneKeyColumn = -3
 
     init(table: String, attributeColumns: [Int?], compositeColumns: [[Int]?], exactColumns: [Int?], relationships: [Slot], version: Int,
          entityColumn: Int?, columns: [String], defaults: [Value], hasExternal: Bool, insertValues: [Value], hasDecimal: Bool) {
@@ -92,6 +105,26 @@ final class RowLayout: Sendable {
         } else {
             columnOrdinals = nil
         }
+        fetchColumns = Self.fetchColumns(attributeColumns: attributeColumns, relationships: relationships, version: version, count: columns.count,
+                                         converted: hasDecimal || entityColumn != nil || hasExternal
+                                             || compositeColumns.contains { $0 != nil } || exactColumns.contains { $0 != nil })
+    }
+
+    /// `fetchColumns` for these columns (nil if `converted`, or if two
+    /// things claim one column, or a column is out of range).
+    private static func fetchColumns(attributeColumns: [Int?], relationships: [Slot], version: Int, count: Int, converted: Bool) -> [Int]? {
+        guard !converted, relationships.allSatisfy({ $0.entityColumn == nil && $0.orderColumn == nil }) else { return nil }
+        var out = [Int](repeating: unusedColumn, count: count)
+        func claim(_ c: Int, _ what: Int) -> Bool {
+            guard c >= 0, c < count, out[c] == unusedColumn else { return false }
+            out[c] = what
+            return true
+        }
+        for (k, c) in attributeColumns.enumerated() {
+            if let c, !claim(c, k) { return nil }
+        }
+        for (j, r) in relationships.enumerated() where !claim(r.column, toOneKeyColumn - j) { return nil }
+        return claim(version, versionColumn) ? out : nil
     }
 
     /// The layouts of every entity of `model`, by entity name, over the

@@ -72,12 +72,24 @@ extension ManagedObjectContext {
             objects = try matching(request).objects
             try prefetch(objects, keyPaths: request.relationshipKeyPathsForPrefetching, of: e)  // Context+Prefetch.swift
         }
-        return try objects.map { o throws(KuraError) -> T in
+        // A loop, not `map` (which runs unspecialized here, T being generic);
+        // an object of the class the last cast accepted needs no cast of its own.
+        var out: [T] = []
+        out.reserveCapacity(objects.count)
+        var accepted: ObjectIdentifier?
+        for o in objects {
+            let c = ObjectIdentifier(type(of: o))
+            if c == accepted {
+                out.append(unsafeDowncast(o, to: T.self))
+                continue
+            }
             guard let t = o as? T else {
                 throw KuraError(.typeMismatch, "\(o) is a \(type(of: o)), not a \(T.self); check the entity's class in the model")
             }
-            return t
+            accepted = c
+            out.append(t)
         }
+        return out
     }
 
     /// Runs `request` and returns what its `resultType` asks for: objects,
@@ -274,6 +286,9 @@ extension ManagedObjectContext {
         return false
     }
 
+    /// What `matching` found: with `materialize`, the objects (and, from
+    /// the object path only, their IDs: callers that materialize read the
+    /// objects); without, the IDs.
     struct Matches {
         var ids: [ManagedObjectID] = []
         var objects: [ManagedObject] = []
@@ -308,11 +323,14 @@ extension ManagedObjectContext {
         }
         if let q = storeQuery, !hasPendingChanges(e, request) {
             try read { tx throws(KuraError) in
-                if e.hierarchy.isShared || materialize {
+                if materialize {
+                    result.objects = try self.materializeStoreRows(q, e, in: tx)  // Context+Materialize.swift
+                    return
+                }
+                if e.hierarchy.isShared {
                     try self.eachStoreRow(q, e, in: tx) { rowID, values throws(KuraError) in
                         let x = try self.rowEntity(values, rowID: rowID, in: e)
                         result.ids.append(ManagedObjectID(entity: x.name, rowID: rowID))
-                        if materialize { result.objects.append(self.materialize(x, rowID: rowID, row: values)) }
                     }
                     return
                 }

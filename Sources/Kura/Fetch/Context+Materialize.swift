@@ -1,0 +1,223 @@
+// Context+Materialize: the objects of a fetch's store answer (the store path
+// of Context+Fetch.swift), made from the rows the engine returns.
+//
+// Per row: an object registered before the fetch takes the row as
+// `materialize` gives it (`takeFetchedRow`: a fault takes it, a clean object
+// takes it keeping its transients, a changed or deleted object keeps its
+// state); any other row becomes a new object of the row's entity. For a
+// layout that needs no conversion (`RowLayout.fetchColumns`: attributes,
+// plain to-one keys and the version, no shared table, no external values)
+// the new object's slots are decoded from the record where it lies in its
+// page (`Row.withColumns`), as a fault's borrowed load does
+// (`ManagedObjectContext.loadBorrowed`), without the row array that
+// `RowLayout.values(of:_:_:)` makes; the outcome is `apply`'s on that array
+// (columns the record does not store read as their defaults, transient
+// attributes as their insert values, a key column's integer as the to-one
+// target). Rows the answer memo keeps (StoreAnswerMemo.swift: the first
+// `maxRows` of an answer, and answers read back from it) are decoded into
+// arrays, which the memo needs, and applied as before.
+//
+// Order: the new objects are registered together once every row is read
+// (the registry sized once for all of them, `ObjectRegistry.reserveFetched`,
+// instead of growing as they come), then get `awakeFromFetch`, in order: a
+// hook that looks up another object of the same fetch finds it registered
+// and loaded. A row returned twice (never by a table query) gives the
+// object made first.
+
+import KuraEngine
+
+extension ManagedObjectContext {
+    /// The objects of the rows `q`, a query of `e`'s table, returns in `tx`
+    /// (from the answer memo when it holds the answer for the store as `tx`
+    /// sees it), in order, uniqued (see the file header).
+    ///
+    /// - Throws: `.corrupt` for a record that does not decode or a bad
+    ///   `_entity`; engine read errors.
+    func materializeStoreRows(_ q: TableQuery, _ e: EntityDescription, in tx: ReadTransaction) throws(KuraError) -> [ManagedObject] {
+        let layout = self.layout(of: e)
+        var made = FetchedObjects()
+        // As `eachStoreRow`: a batch request's reads see its uncommitted
+        // writes, which do not move the counter; external values are read
+        // per fetch.
+        let memo = enclosingTransaction == nil && !layout.hasExternal ? storeAnswers : nil
+        let db = ObjectIdentifier(database)
+        var counter: UInt64 = 0
+        if let memo {
+            counter = try tx.changeCounter
+            if let rows = memo.answer(q, database: db, counter: counter) {
+                for r in rows { try take(r.rowID, r.values, of: e, into: &made) }
+                return finish(&made)
+            }
+        }
+        let cursor = try tx.select(q)
+        let table = try tx.table(e.hierarchy.table)
+        var keeping = memo != nil
+        var kept: [(rowID: Int64, values: [Value])] = []
+        // Resolved once for every row.
+        let inPlace = layout.fetchColumns
+        let name = e.name
+        let objectClass = e.objectClass
+        while let row = try cursor.next() {
+            guard let columns = inPlace, !keeping else {
+                let values = try layout.values(of: row, tx, table)
+                if keeping {
+                    if kept.count < StoreAnswerMemo.maxRows { kept.append((row.rowID, values)) } else { keeping = false; kept = [] }
+                }
+                try take(row.rowID, values, of: e, into: &made)
+                continue
+            }
+            let id = ManagedObjectID(entity: name, rowID: row.rowID)
+            if registry.count > 0, let o = registered(id) {
+                takeFetchedRow(try layout.values(of: row, tx, table), into: o)
+                made.objects.append(o)
+                continue
+            }
+            let o = objectClass.init(entity: e, objectID: id)
+            o.contextLink = link
+            try fill(o, from: row, layout, columns)
+            made.addNew(o)
+        }
+        if let memo, keeping { memo.keep(q, kept, database: db, counter: counter) }
+        return finish(&made)
+    }
+
+    /// The object for row `rowID` with `values`, a row of `e`'s table: the
+    /// registered one (taking the row as `materialize` does) or a new one
+    /// of the row's entity, which `finish` registers.
+    private func take(_ rowID: Int64, _ values: [Value], of e: EntityDescription, into made: inout FetchedObjects) throws(KuraError) {
+        let x = try rowEntity(values, rowID: rowID, in: e)
+        let id = ManagedObjectID(entity: x.name, rowID: rowID)
+        if registry.count > 0, let o = registered(id) {
+            takeFetchedRow(values, into: o)
+            made.objects.append(o)
+            return
+        }
+        let o = x.objectClass.init(entity: x, objectID: id)
+        o.contextLink = link
+        apply(values, to: o)
+        made.addNew(o)
+    }
+
+    /// Sets `o`, a new object of `layout`'s entity, from `row`'s record
+    /// decoded in place, column by column into its slots (`columns`: the
+    /// layout's `fetchColumns`): `apply` on the row's array, without the array.
+    ///
+    /// - Throws: `.corrupt` for a record that does not decode.
+    private func fill(_ o: ManagedObject, from row: Row, _ layout: RowLayout, _ columns: [Int]) throws(KuraError) {
+        let n = layout.attributeColumns.count
+        let slots = ValueSlots.make(count: n, from: nil)
+        var decoded = DecodedRow()
+        try withExtendedLifetime(slots) { () throws(KuraError) in
+            // The slots' address is stable while `slots` lives (a ManagedBuffer's
+            // elements are stored in it), which `withExtendedLifetime` ensures.
+            let p = slots.withUnsafeMutablePointerToElements { $0 }
+            try row.withColumns { r throws(KuraError) in try decoded.decode(&r, into: p, columns, layout) }
+            decoded.finish(p, count: n, columns, layout)
+        }
+        // `install` for a new object: no positions, no read error, not a fault.
+        let values = AttributeValues(slots: slots, count: n)
+        o.values = values
+        o.savedValues = values
+        if !decoded.toOne.isEmpty {
+            o.toOne = decoded.toOne
+            o.savedToOne = decoded.toOne
+        }
+        o.version = decoded.version
+    }
+
+    /// Registers the new objects of `made` (the registry sized once for
+    /// them), then calls their `awakeFromFetch` in order; returns the
+    /// objects.
+    private func finish(_ made: inout FetchedObjects) -> [ManagedObject] {
+        guard !made.new.isEmpty else { return made.objects }
+        registry.reserveFetched(made.new.count)
+        for j in made.new.indices {
+            let i = made.new[j]
+            let o = made.objects[i]
+            if let first = registry.addFetched(o.objectID, .passUnretained(o)) {
+                // The same row twice: the object made first.
+                made.objects[i] = first.takeUnretainedValue()
+                made.new[j] = -1
+            }
+        }
+        for i in made.new where i >= 0 { made.objects[i].awakeFromFetch() }
+        return made.objects
+    }
+}
+
+/// What `fill` decodes from a record besides the attributes' slots: the
+/// version, the to-one keys, and how many columns the record stores.
+private struct DecodedRow {
+    var version: Int64 = 0
+    var toOne = ToOneKeys()
+    var stored = 0
+
+    /// Decodes every column `r` stores: an attribute's into its slot at
+    /// `p`, the version and to-one keys into this (`columns`: the layout's
+    /// `fetchColumns`; columns past them are skipped).
+    ///
+    /// - Throws: `.corrupt` for a malformed record.
+    @inline(__always)
+    mutating func decode(_ r: inout RecordColumns, into p: UnsafeMutablePointer<Value?>, _ columns: [Int], _ layout: RowLayout) throws(KuraError) {
+        while let v = try r.next() {
+            let c = r.column - 1
+            guard c < columns.count else { continue }
+            let k = columns[c]
+            if k >= 0 {
+                p[k] = v
+            } else if k == RowLayout.versionColumn {
+                version = v.integerValue ?? 0
+            } else if k <= RowLayout.toOneKeyColumn {
+                key(k, v, layout)
+            }
+        }
+        stored = r.column
+    }
+
+    /// Gives the columns the record does not store their defaults (as
+    /// `RowLayout.values` pads a row), and transient attributes (no
+    /// column) their insert values: every slot at `p` is set after this.
+    @inline(__always)
+    mutating func finish(_ p: UnsafeMutablePointer<Value?>, count n: Int, _ columns: [Int], _ layout: RowLayout) {
+        let defaults = layout.defaults
+        if stored < columns.count {
+            for c in stored..<columns.count {
+                let k = columns[c]
+                let v = c < defaults.count ? defaults[c] : .null
+                if k >= 0 {
+                    p[k] = v
+                } else if k == RowLayout.versionColumn {
+                    version = v.integerValue ?? 0
+                } else if k <= RowLayout.toOneKeyColumn {
+                    key(k, v, layout)
+                }
+            }
+        }
+        for k in 0..<n {
+            guard case .none = p[k] else { continue }
+            p[k] = layout.insertValues[k]
+        }
+    }
+
+    /// The key of to-one `column` (`RowLayout.toOneKeyColumn - j`: the
+    /// layout's relationship j) holding `v`: an integer names the target's row.
+    @inline(__always)
+    private mutating func key(_ column: Int, _ v: Value, _ layout: RowLayout) {
+        guard case .integer(let rid) = v else { return }
+        let slot = layout.relationships[RowLayout.toOneKeyColumn - column]
+        let id = ManagedObjectID(entity: slot.destination, rowID: rid)
+        if toOne.isEmpty { toOne = ToOneKeys(slot.name, id) } else { toOne[slot.name] = id }
+    }
+}
+
+/// The objects of a fetch being made: all of them in order, and the
+/// positions of the new ones (not registered yet).
+private struct FetchedObjects {
+    var objects: [ManagedObject] = []
+    var new: [Int] = []
+
+    mutating func addNew(_ o: ManagedObject) {
+        new.append(objects.count)
+        objects.append(o)
+    }
+}
