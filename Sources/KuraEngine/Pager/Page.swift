@@ -23,14 +23,16 @@ final class Page: @unchecked Sendable {
     // that owns it before commit (see the header comment); after publication it
     // is immutable. `referenced` of a cached page is guarded as Pager.markLock says.
     // `summary` is set before publication (by the validation of a page read from
-    // disk) and cleared by any write through the setters below.
+    // disk, or as a commit publishes a page it wrote) and cleared by any write
+    // through the setters below.
     let bytes: UnsafeMutableRawPointer
     /// Header facts of a tree page, copied out of its bytes by the tree layer
-    /// when the page is read from disk (`Node.validate`), so that a descent
-    /// finds them in this object, which it touches anyway, instead of in the
-    /// page's first cache line and its first and last cells (one cache miss
-    /// each on a page not read lately). Empty (`kind == 0`) for every page
-    /// built or changed in memory: any setter below empties it.
+    /// when the page is read from disk (`Node.validate`) or published by a
+    /// commit (`Node.summarizeBuilt`, through `Pager.summarizer`), so that a
+    /// descent finds them in this object, which it touches anyway, instead of
+    /// in the page's first cache line and its first and last cells (one cache
+    /// miss each on a page not read lately). Empty (`kind == 0`) while a page
+    /// is being built or changed in memory: any setter below empties it.
     /// (`@exclusivity(unchecked)`: no runtime access check on each read of a
     /// descent; it is written only before publication or by the page's one
     /// owning writer, as the Sendable comment above says.)
@@ -111,7 +113,8 @@ final class Page: @unchecked Sendable {
 /// What `Page.summary` holds: a tree page's kind, flags, cell count, tree root
 /// and right-most child as its header has them, and, for a table-tree page, the
 /// row IDs of its first and last cells. Filled only from a page that passed
-/// `Node.validate` (which decides what the fields mean; see `Node.summarize`).
+/// `Node.validate`, or one a commit publishes (built by the tree code:
+/// `Node.summarizeBuilt`); `Node.summarize` decides what the fields mean.
 struct NodeSummary {
     /// Row ID of the first cell, or `Int64.max` when unknown (no cells, an
     /// index page, or a key that is not a row-ID key).
