@@ -24,22 +24,7 @@ final class BorrowedFaultLoadTests: XCTestCase {
     /// attribute first and a later attribute with a default.
     private func newModel() throws -> ManagedObjectModel {
         try ManagedObjectModel {
-            EntityDescription("Thing") {
-                AttributeDescription("t", .string, default: "start", transient: true)
-                AttributeDescription("tags", .transformable)
-                AttributeDescription("url", .url)
-                AttributeDescription("s", .string)
-                AttributeDescription("late", .int64, default: 99)
-                AttributeDescription("u", .uuid)
-                AttributeDescription("data", .data)
-                AttributeDescription("dt", .date)
-                AttributeDescription("b", .bool)
-                AttributeDescription("f", .float)
-                AttributeDescription("d", .double)
-                AttributeDescription("i64", .int64)
-                AttributeDescription("i32", .int32)
-                AttributeDescription("i16", .int16)
-            }
+            EntityDescription("Thing", attributes: attributesOfEveryTypeReordered(), relationships: [])
         }
     }
 

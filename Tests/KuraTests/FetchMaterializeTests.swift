@@ -53,23 +53,8 @@ final class FetchMaterializeTests: XCTestCase {
                 AttributeDescription("name", .string)
                 RelationshipDescription("things", to: "Thing", inverse: "owner", toMany: true)
             }
-            EntityDescription("Thing") {
-                AttributeDescription("t", .string, default: "start", transient: true)
-                AttributeDescription("tags", .transformable)
-                AttributeDescription("url", .url)
-                AttributeDescription("s", .string)
-                AttributeDescription("late", .int64, default: 99)
-                AttributeDescription("u", .uuid)
-                AttributeDescription("data", .data)
-                AttributeDescription("dt", .date)
-                AttributeDescription("b", .bool)
-                AttributeDescription("f", .float)
-                AttributeDescription("d", .double)
-                AttributeDescription("i64", .int64)
-                AttributeDescription("i32", .int32)
-                AttributeDescription("i16", .int16)
-                RelationshipDescription("owner", to: "Owner", inverse: "things")
-            }
+            EntityDescription("Thing", attributes: attributesOfEveryTypeReordered(),
+                              relationships: [RelationshipDescription("owner", to: "Owner", inverse: "things")])
         }
     }
 

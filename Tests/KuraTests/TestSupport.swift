@@ -61,3 +61,26 @@ func attributesOfEveryType() -> [AttributeDescription] {
         AttributeDescription("tags", .transformable),
     ]
 }
+
+/// `attributesOfEveryType()` as a later model version has them: in another
+/// order, after a transient attribute, with an added attribute that has a
+/// default (`late`): what a migration that reorders columns and adds a
+/// defaulted one leaves.
+func attributesOfEveryTypeReordered() -> [AttributeDescription] {
+    [
+        AttributeDescription("t", .string, default: "start", transient: true),
+        AttributeDescription("tags", .transformable),
+        AttributeDescription("url", .url),
+        AttributeDescription("s", .string),
+        AttributeDescription("late", .int64, default: 99),
+        AttributeDescription("u", .uuid),
+        AttributeDescription("data", .data),
+        AttributeDescription("dt", .date),
+        AttributeDescription("b", .bool),
+        AttributeDescription("f", .float),
+        AttributeDescription("d", .double),
+        AttributeDescription("i64", .int64),
+        AttributeDescription("i32", .int32),
+        AttributeDescription("i16", .int16),
+    ]
+}
