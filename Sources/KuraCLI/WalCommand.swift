@@ -40,6 +40,7 @@ enum WalCommand {
                 m.append(("transactions", .int(Int64(w.transactions))))
                 m.append(("committedPageCount", .int(Int64(w.committedPageCount))))
                 m.append(("trailingBytes", .int(w.trailingBytes)))
+                m.append(("aheadBytes", .int(w.aheadBytes)))
                 if let r = w.stopReason { m.append(("stopReason", .string(r))) }
                 m.append(("frames", .array(w.frames.map { f in
                     .object([("frame", .int(Int64(f.number))), ("offset", .int(f.offset)), ("page", .int(Int64(f.page))),
@@ -55,7 +56,8 @@ enum WalCommand {
                 return ExitCode.ok
             }
             out.line("size: \(w.fileSize) bytes, \(w.frames.count) whole frames of \(24 + store.pageSize) bytes" +
-                     (w.trailingBytes > 0 ? ", \(w.trailingBytes) bytes of a partial frame at the end" : ""))
+                     (w.trailingBytes > 0 ? ", \(w.trailingBytes) bytes of a partial frame at the end" : "") +
+                     (w.aheadBytes > 0 ? ", then \(w.aheadBytes) zero bytes written ahead for later commits" : ""))
             if w.headerComplete {
                 out.line("header: magic \(w.magicValid ? "ok" : "WRONG"), version \(w.version), page size \(w.pageSize), generation \(w.generation), salts \(hex32(w.salt1)) \(hex32(w.salt2))")
                 out.line("        database ID \(hex(w.databaseID)) (\(w.databaseIDMatches ? "matches the store" : "NOT the store's \(hex(store.databaseID))")), checksum \(w.checksumValid ? "ok" : "MISMATCH")")

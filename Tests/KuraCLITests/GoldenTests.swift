@@ -252,7 +252,7 @@ final class GoldenTests: XCTestCase {
         try golden(["import", "s.kura", "people", "more.jsonl", "--batch", "1", "--no-checkpoint"], "committed 1\ncommitted 2\n")
         try golden(["wal", "s.kura"], """
             log: s.kura-wal
-            size: 3792 bytes, 7 whole frames of 536 bytes
+            size: 37024 bytes, 7 whole frames of 536 bytes, then 33232 zero bytes written ahead for later commits
             header: magic ok, version 2, page size 512, generation <G>, salts <S>
                     database ID <ID> (matches the store), checksum ok
             header valid: yes
@@ -270,7 +270,7 @@ final class GoldenTests: XCTestCase {
         let info = try kura(["info", "s.kura"])
         // The second commit changed no header field but the change counter,
         // so it left page 1 out (format 4); `info` derives the counter.
-        XCTAssertTrue(info.stdout.contains("log:             3792 bytes, 7 committed frames in 2 transactions, last commit at frame 7\n"), info.stdout)
+        XCTAssertTrue(info.stdout.contains("log:             37024 bytes, 7 committed frames in 2 transactions, last commit at frame 7\n"), info.stdout)
         XCTAssertTrue(info.stdout.contains("change counter:  4\n"), info.stdout)
         XCTAssertTrue(info.stdout.contains("people: 6 rows, root page 3, columns: name, age, score, member, joined, note, extra"), info.stdout)
         // The raw readers see the committed log: page 3 now comes from frame 6.

@@ -70,7 +70,7 @@ final class LogVersionTests: XCTestCase {
         let dir = try TemporaryDirectory()
         let path = try killedStore(dir, commits: 5)
         let raw = try RawStore(path: path)
-        let frames = raw.wal.frames.count
+        let frames = raw.wal.committedFrames
         let pageSize = Int(raw.header.pageSize)
         raw.close()
         XCTAssertEqual(frames, 5, "one frame per one-row commit")

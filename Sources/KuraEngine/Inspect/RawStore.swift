@@ -114,6 +114,10 @@ package struct WALInfo: Sendable {
     package let frames: [WALFrameInfo]
     /// Bytes after the last whole frame (a torn append).
     package let trailingBytes: Int64
+    /// Zero bytes a synced commit wrote ahead of the log's end, from the
+    /// first frame whose header is all zeros to the end of the file (not
+    /// frames: FORMAT.md, "Validity").
+    package var aheadBytes: Int64 = 0
     /// Frames of the longest valid prefix.
     package let validFrames: Int
     /// Frames of the committed log (0 if none): the last commit frame's number.
@@ -336,11 +340,21 @@ package final class RawStore {
         var buffer = [UInt8](repeating: 0, count: frameSize)
         var scanner = LogScanner(pageSize: pageSize, version: header.version, salt1: header.salt1, salt2: header.salt2, chain: header.storedChecksum)
         var previous = header.storedChecksum
+        var ahead: Int64 = 0
         var frame = 1
         while Int64(frame) <= whole {
             let offset = Int64(WriteAheadLog.headerSize) + Int64(frame - 1) * Int64(frameSize)
             let n = try buffer.withMutableBytes { b throws(KuraError) in try log.readAvailable(into: b, at: offset) }
             if n < frameSize { break }
+            // Zero bytes a synced commit wrote ahead of the log's end
+            // (`WriteAheadLog.prepareAhead`; FORMAT.md, "Validity"): nothing
+            // from here on is a frame, and the log ends here as it would at
+            // the end of the file.
+            let zeroHeader = buffer.withUnsafeBytes { b in b[0..<WriteAheadLog.frameHeaderSize].allSatisfy { $0 == 0 } }
+            if zeroHeader {
+                ahead = size - offset
+                break
+            }
             let info: WALFrameInfo = buffer.withUnsafeBytes { b in
                 // `n == frameSize`, so the buffer is non-empty.
                 let base = b.baseAddress!
@@ -375,7 +389,8 @@ package final class RawStore {
                            salt1: header.salt1, salt2: header.salt2,
                            databaseID: header.databaseID, storedChecksum: header.storedChecksum, checksumValid: header.checksumValid,
                            databaseIDMatches: header.databaseIDMatches, headerValid: headerValid, headerProblem: header.problem,
-                           frames: frames, trailingBytes: trailing, validFrames: headerValid ? validFrames : 0,
+                           frames: frames, trailingBytes: ahead > 0 ? 0 : trailing, aheadBytes: ahead,
+                           validFrames: headerValid ? validFrames : 0,
                            committedFrames: headerValid ? committedFrames : 0,
                            committedPageCount: headerValid ? scanner.committedPageCount : 0,
                            transactions: headerValid ? scanner.transactions : 0, stopReason: stopReason)

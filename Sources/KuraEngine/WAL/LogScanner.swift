@@ -138,7 +138,9 @@ struct LogScanner {
         if version >= WriteAheadLog.shortChainVersion && chainValid {
             check.imageValid = Self.imageMatchesChecksum(frame, pageSize: pageSize)
         }
-        if page == 0 { check.problem = "frame \(number) names page 0" }
+        if page == 0 && commit == 0 && stored == 0 && u32(8) == 0 && u32(12) == 0 {
+            check.problem = "frame \(number) is zero bytes (space written ahead of the log's end)"
+        } else if page == 0 { check.problem = "frame \(number) names page 0" }
         else if !saltsMatch { check.problem = "frame \(number) has other salts (left from an older generation)" }
         else if !chainValid { check.problem = "frame \(number) fails its chain checksum (torn or stale)" }
         else if check.imageValid == false { check.problem = "frame \(number) holds a page image that fails its own checksum (torn)" }

@@ -173,6 +173,17 @@ final class WriteAheadLog {
     /// generation unless this is set. Writer only.
     @exclusivity(unchecked) private(set) var headerDurable = false
 
+    /// How many frames of zero bytes a synced commit that reaches the end of
+    /// the file writes after its frames (`prepareAhead`).
+    static let framesAhead = 64
+
+    /// Bytes of the log file this connection knows to exist (frames or zero
+    /// bytes written ahead), or less: 0 after any cut it makes. A write below
+    /// it overwrites; it only decides when `prepareAhead` looks at the file.
+    /// If another connection cut the file, it is too high until this writer
+    /// passes it, and commits meanwhile simply grow the file. Writer only.
+    @exclusivity(unchecked) private var preparedEnd: Int64 = 0
+
     init(file: StorageFile, pageSize: Int, databaseID: UInt64, reuseFrames: Int) {
         self.file = file
         self.pageSize = pageSize
@@ -333,8 +344,10 @@ final class WriteAheadLog {
         }
         let size = try file.size()
         if truncate {
+            preparedEnd = 0
             if size > Int64(Self.headerSize) { try file.truncate(to: Int64(Self.headerSize)) }
         } else if size > reuseLimit {
+            preparedEnd = 0
             try file.truncate(to: reuseLimit)
         }
         // The frames no longer count: if writing the new header fails, the
@@ -379,6 +392,7 @@ final class WriteAheadLog {
     /// Not synced: those frames never count, whether or not the cut survives.
     func truncateStaleFrames() throws(KuraError) {
         precondition(maxFrame == 0 && uncommittedPages.isEmpty)
+        preparedEnd = 0
         if try file.size() > Int64(Self.headerSize) { try file.truncate(to: Int64(Self.headerSize)) }
     }
 
@@ -398,8 +412,36 @@ final class WriteAheadLog {
     func writeFrames(_ pages: [Page], pageCount: UInt32, sync: Bool, fullSync: Bool) throws(KuraError) -> PendingCommit {
         precondition(pageCount != 0)
         let chain = try append(pages, commit: pageCount)
-        if sync { try file.sync(full: fullSync) }
+        if sync {
+            try prepareAhead(after: frameOffset(maxFrame + 1 + uncommittedPages.count + pages.count))
+            try file.sync(full: fullSync)
+        }
         return PendingCommit(pages: uncommittedPages + pages.map(\.number), chain: chain, pageCount: pageCount)
+    }
+
+    /// Before a synced commit's sync, when the next one-frame commit would
+    /// grow the file (its frames end at `end`): writes zero bytes for
+    /// `framesAhead` frames after `end` (never past `reuseLimit`, the most a
+    /// reset keeps), synced with the commit. The next commits then overwrite
+    /// space the file has. A sync after an append must also commit the file's
+    /// new size to the file system's journal; after an overwrite it flushes
+    /// the data alone, which on ext4 takes about half the time (1000 one-frame
+    /// commits, each synced: 405–463 ms appending, 191–294 ms overwriting).
+    ///
+    /// Zero bytes are never a valid frame (a frame naming page 0 ends the
+    /// valid prefix: `LogScanner`), so the log still ends where its last
+    /// commit frame is, whatever survives a crash; a reset's reuse and cut
+    /// treat them as the stale frames they already handle.
+    private func prepareAhead(after end: Int64) throws(KuraError) {
+        guard end + Int64(frameSize) > preparedEnd else { return }
+        let target = min(end + Int64(Self.framesAhead * frameSize), max(reuseLimit, end))
+        let size = try file.size()
+        preparedEnd = size
+        guard target > size, target > end else { return }
+        let from = max(size, end)
+        let zeros = [UInt8](repeating: 0, count: Int(target - from))
+        try zeros.withBytes { b throws(KuraError) in try file.write(b, at: from) }
+        preparedEnd = target
     }
 
     /// Writes `pages` (checksums sealed) as frames of the transaction in
@@ -459,13 +501,17 @@ final class WriteAheadLog {
     /// loses the truncation loses nothing).
     func forgetUncommittedFrames(truncate: Bool) throws(KuraError) {
         uncommittedPages.removeAll()
-        if truncate { try file.truncate(to: frameOffset(maxFrame + 1)) }
+        if truncate {
+            preparedEnd = 0
+            try file.truncate(to: frameOffset(maxFrame + 1))
+        }
     }
 
     /// Cuts the file back to the end of the last committed frame, so frames of a
     /// failed commit can never be read as committed.
     func discardUncommittedFrames() throws(KuraError) {
         uncommittedPages.removeAll()
+        preparedEnd = 0
         try file.truncate(to: frameOffset(maxFrame + 1))
         try file.sync(full: false)
     }
