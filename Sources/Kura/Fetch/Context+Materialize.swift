@@ -162,14 +162,7 @@ private struct DecodedRow {
         while let v = try r.next() {
             let c = r.column - 1
             guard c < columns.count else { continue }
-            let k = columns[c]
-            if k >= 0 {
-                p[k] = v
-            } else if k == RowLayout.versionColumn {
-                version = v.integerValue ?? 0
-            } else if k <= RowLayout.toOneKeyColumn {
-                key(k, v, layout)
-            }
+            place(v, columns[c], p, layout)
         }
         stored = r.column
     }
@@ -182,20 +175,26 @@ private struct DecodedRow {
         let defaults = layout.defaults
         if stored < columns.count {
             for c in stored..<columns.count {
-                let k = columns[c]
-                let v = c < defaults.count ? defaults[c] : .null
-                if k >= 0 {
-                    p[k] = v
-                } else if k == RowLayout.versionColumn {
-                    version = v.integerValue ?? 0
-                } else if k <= RowLayout.toOneKeyColumn {
-                    key(k, v, layout)
-                }
+                place(c < defaults.count ? defaults[c] : .null, columns[c], p, layout)
             }
         }
         for k in 0..<n {
             guard case .none = p[k] else { continue }
             p[k] = layout.insertValues[k]
+        }
+    }
+
+    /// Puts `v`, the value of a column that holds `k` (a `fetchColumns`
+    /// entry), where it belongs: attribute `k`'s slot at `p`, the version,
+    /// or a to-one key; a column the entity does not read is dropped.
+    @inline(__always)
+    private mutating func place(_ v: Value, _ k: Int, _ p: UnsafeMutablePointer<Value?>, _ layout: RowLayout) {
+        if k >= 0 {
+            p[k] = v
+        } else if k == RowLayout.versionColumn {
+            version = v.integerValue ?? 0
+        } else if k <= RowLayout.toOneKeyColumn {
+            key(k, v, layout)
         }
     }
 
