@@ -25,7 +25,13 @@
 // dropped and re-created under the same name has a new catalog ID).
 
 final class TableHandle {
-    var info: TableInfo
+    // `@exclusivity(unchecked)` on the fields only a write transaction
+    // changes (`info`'s counters, `dirty`, the insert buffers): a handle that
+    // holds them is used by the one thread running that transaction, one
+    // call at a time (Transaction.swift, `hot` and `parked`), so no two
+    // accesses overlap; unchecked, a row's insert makes no runtime access
+    // check for them.
+    @exclusivity(unchecked) var info: TableInfo
     let schema: TableSchema?
     /// Whether the table has `external` columns: kept apart so that a
     /// write's and a fault's per-row check reads a flag rather than copy the
@@ -40,7 +46,7 @@ final class TableHandle {
     let tree: BTree
     /// One past the highest column position any index reads (0 without indexes).
     let indexedWidth: Int
-    var dirty = false
+    @exclusivity(unchecked) var dirty = false
     /// Reused buffers locating the indexed columns of an old and a new record
     /// (made on first use: read handles never need them).
     lazy var oldFields = RecordFields(columns: indexedWidth)
@@ -50,8 +56,17 @@ final class TableHandle {
     /// inserted. Taken out of the handle while in use (`swap`), so each is
     /// uniquely referenced and written without an allocation once grown; only
     /// the writer holding the handle touches them (read handles never do).
-    var recordBuffer: [UInt8] = []
-    var keyBuffer: [UInt8] = []
+    @exclusivity(unchecked) var recordBuffer: [UInt8] = []
+    @exclusivity(unchecked) var keyBuffer: [UInt8] = []
+    /// The index keys of the row an insert is writing (IndexEntries.swift),
+    /// made on a write's first insert into a table with indexes.
+    var indexEntries: IndexEntries {
+        if let e = madeIndexEntries { return e }
+        let e = IndexEntries(indexes, width: indexedWidth)
+        madeIndexEntries = e
+        return e
+    }
+    @exclusivity(unchecked) private var madeIndexEntries: IndexEntries?
     /// Column names to positions, made on first use by a query.
     private var columnMap: ColumnMap?
 
@@ -269,7 +284,7 @@ final class TableHandleCache: @unchecked Sendable {
 
 /// What a write transaction that committed hands the next write transaction
 /// of its connection (`Database.write`): its catalog (with the counters of
-/// every table it looked up, `WriteTransaction.counted`) and its hot table,
+/// every table it looked up, `WriteTransaction.counted`) and its table handles,
 /// as of `serial`, the snapshot its commit made. Valid only for a write
 /// transaction that starts on that very snapshot (`Snapshot.serial`: no commit
 /// by any connection or process, no checkpoint and no log refresh came in
@@ -285,13 +300,16 @@ final class WriterTables {
     let catalog: Catalog
     let counted: Set<Int64>
     let hot: TableHandle?
+    /// The transaction's other handles (`WriteTransaction.parked`).
+    let parked: [TableHandle]
 
-    init(serial: UInt64, key: CatalogCache.Key, catalog: Catalog, counted: Set<Int64>, hot: TableHandle?) {
+    init(serial: UInt64, key: CatalogCache.Key, catalog: Catalog, counted: Set<Int64>, hot: TableHandle?, parked: [TableHandle]) {
         self.serial = serial
         self.key = key
         self.catalog = catalog
         self.counted = counted
         self.hot = hot
+        self.parked = parked
     }
 }
 

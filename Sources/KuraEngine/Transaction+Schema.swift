@@ -123,17 +123,46 @@ extension WriteTransaction {
         }
     }
 
+    /// `checkUnique` for an insert's keys in `entries` (IndexEntries.swift).
+    /// `explicitRowID`: the table's tree when the caller chose the row ID,
+    /// so that a row ID that is taken is reported before an index clash it
+    /// would also cause (looked up only then: the insert itself refuses a
+    /// taken row ID before anything is written).
+    func checkUnique(_ entries: IndexEntries, rowID: Int64, table: String, explicitRowID tree: BTree?) throws(KuraError) {
+        for i in 0..<entries.keys.count where entries.unique[i] && !entries.hasNull[i] {
+            let other = try entries.keys[i].withBytes { k throws(KuraError) in
+                try firstRow(inIndex: entries.roots[i], named: entries.definitions[i].name,
+                             withPrefix: UnsafeRawBufferPointer(rebasing: k[0..<entries.prefixLengths[i]]), excluding: rowID)
+            }
+            guard let other else { continue }
+            if let tree, try tree.contains(RowIDKey.encode(rowID), writer!) {
+                throw KuraError(.alreadyExists, "table \"\(table)\" already has a row with ID \(rowID)", path: database.path)
+            }
+            let index = entries.definitions[i]
+            throw KuraError(.constraintViolation,
+                            "unique index \"\(index.name)\" on table \"\(table)\" already holds \(index.columns.map(\.name).joined(separator: ", ")) = \(try describeValues(index, rowID: other, table: table)) (row \(other))",
+                            path: database.path)
+        }
+    }
+
     /// A row other than `excluding` whose key in `index` starts with `prefix`.
     func firstRow(in index: IndexDefinition, withPrefix prefix: [UInt8], excluding: Int64) throws(KuraError) -> Int64? {
-        var c = TreeCursor(tree: index.tree)
-        try prefix.withBytes { p throws(KuraError) in try c.seek(p, writer!) }
+        try prefix.withBytes { p throws(KuraError) in
+            try firstRow(inIndex: index.info.rootPage, named: index.name, withPrefix: p, excluding: excluding)
+        }
+    }
+
+    /// `firstRow(in:withPrefix:excluding:)` by the index's root page.
+    func firstRow(inIndex root: UInt32, named name: String, withPrefix prefix: UnsafeRawBufferPointer, excluding: Int64) throws(KuraError) -> Int64? {
+        var c = TreeCursor(tree: BTree(root: root, kind: .index))
+        try c.seek(prefix, writer!)
         var steps = 0
         while c.isValid && steps < 2 {
             let key = c.key
             guard key.count > prefix.count, key.starts(with: prefix) else { return nil }
             let rest = UnsafeRawBufferPointer(rebasing: key[prefix.count...])
             guard let (rid, n) = RowIDKey.decode(rest.baseAddress!, 0, rest.count), n == rest.count else {
-                throw KuraError(.corrupt, "index \"\(index.name)\" has a key that does not end in a row ID", page: c.leaf.number)
+                throw KuraError(.corrupt, "index \"\(name)\" has a key that does not end in a row ID", page: c.leaf.number)
             }
             if rid != excluding { return rid }
             steps += 1

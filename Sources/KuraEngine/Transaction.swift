@@ -473,6 +473,22 @@ public final class WriteTransaction: ReadTransaction {
     func loadCatalog() throws(KuraError) -> Catalog {
         flushHotTable()
         if let c = catalog { return c }
+        return try firstCatalog()
+    }
+
+    /// `loadCatalog` for a caller that changes the catalog entry of one table
+    /// only, one without a handle (`hotTable` resolving a new one): the
+    /// handles' counters are written back (`syncHandles`), so the catalog
+    /// holds every table's current counters, but the handles are kept: a
+    /// save that alternates between a few tables resolves each once, not
+    /// at every switch.
+    private func loadCatalogKeepingHandles() throws(KuraError) -> Catalog {
+        syncHandles()
+        if let c = catalog { return c }
+        return try firstCatalog()
+    }
+
+    private func firstCatalog() throws(KuraError) -> Catalog {
         let c = try database.catalog(writer!)
         catalog = c
         if writer!.currentHeader.headerVersion == 1 { try migrateCounters() }
@@ -507,8 +523,10 @@ public final class WriteTransaction: ReadTransaction {
     }
 
     /// The catalog entry named `name` with its real counters, or nil.
-    func countedEntry(_ name: String) throws(KuraError) -> TableInfo? {
-        guard var info = try loadCatalog().entries[name] else { return nil }
+    /// `keepingHandles`: for a table that has no handle, which the caller
+    /// is about to resolve one for (`loadCatalogKeepingHandles`).
+    func countedEntry(_ name: String, keepingHandles: Bool = false) throws(KuraError) -> TableInfo? {
+        guard var info = try (keepingHandles ? loadCatalogKeepingHandles() : loadCatalog()).entries[name] else { return nil }
         guard info.kind == "table", !counted.contains(info.id) else { return info }
         let w = writer!
         if w.currentHeader.headerVersion >= FileHeader.leafCountersVersion && w.touchedTableRoots.contains(info.rootPage) {
@@ -555,27 +573,72 @@ public final class WriteTransaction: ReadTransaction {
     /// handle never outlives the schema it was resolved from.
     typealias HotTable = TableHandle
     @exclusivity(unchecked) private var hot: HotTable?
+    /// The handles of other tables this transaction wrote before `hot`, at
+    /// most `parkedLimit`, under the same rules as `hot` (written back and
+    /// forgotten by `flushHotTable`): writes that alternate between a few
+    /// tables (an object graph's save: a student, its record, its courses,
+    /// the next student) find each table resolved instead of resolving it
+    /// again, with a catalog lookup and a handle allocation, at every switch.
+    @exclusivity(unchecked) private var parked: [HotTable] = []
+    static let parkedLimit = 7
 
-    /// The handle of `table` if it is the one resolved now, else nil (no lookup).
+    /// The handle of `table` if it is resolved now (`hot` or parked), else
+    /// nil (no lookup by name).
     func resolvedHandle(_ table: TableInfo) -> HotTable? {
-        guard let h = hot, h.info.id == table.id, h.info.name == table.name else { return nil }
-        return h
+        if let h = hot, h.info.id == table.id, h.info.name == table.name { return h }
+        for h in parked where h.info.id == table.id && h.info.name == table.name { return h }
+        return nil
     }
 
     func hotTable(_ table: TableInfo) throws(KuraError) -> HotTable {
         try checkActive()
-        if let h = resolvedHandle(table) { return h }
-        let info = try entry(table)
+        if let h = hot, h.info.id == table.id, h.info.name == table.name { return h }
+        for i in parked.indices where parked[i].info.id == table.id && parked[i].info.name == table.name {
+            // Promoted to `hot`; the previous one takes its place.
+            let h = parked[i]
+            if let previous = hot { parked[i] = previous } else { parked.remove(at: i) }
+            hot = h
+            return h
+        }
+        guard let info = try countedEntry(table.name, keepingHandles: true), info.id == table.id else {
+            throw KuraError(.notFound, "no table named \"\(table.name)\" (was it dropped?)", path: database.path)
+        }
         if let r = sharedResolution(info.name), r.entry.id == info.id {
             let h = HotTable(info: info, resolved: r)
-            hot = h
+            install(h)
             return h
         }
         let r = ResolvedTable(entry: info, schema: try schema(of: info), indexes: try indexes(of: info.name))
         if let key = sharedCatalogKey { database.tableHandleCache.store(r, key: key) }
         let h = HotTable(info: info, resolved: r)
-        hot = h
+        install(h)
         return h
+    }
+
+    /// Makes `h` (a table with no handle yet) the hot table, parking the
+    /// previous one; past `parkedLimit`, the oldest parked handle is written
+    /// back and forgotten.
+    private func install(_ h: HotTable) {
+        if let previous = hot {
+            parked.insert(previous, at: 0)
+            if parked.count > Self.parkedLimit { writeBack(parked.removeLast()) }
+        }
+        hot = h
+    }
+
+    /// Writes `h`'s counters to `catalog` if they changed.
+    private func writeBack(_ h: HotTable) {
+        guard h.dirty else { return }
+        catalog!.entries[h.info.name] = h.info
+        changedTables.insert(h.info.name)
+        h.dirty = false
+    }
+
+    /// Writes every handle's changed counters to `catalog`, keeping the
+    /// handles (`loadCatalogKeepingHandles`).
+    private func syncHandles() {
+        if let h = hot { writeBack(h) }
+        for h in parked { writeBack(h) }
     }
 
     /// The catalog key under which this transaction may share the
@@ -603,8 +666,9 @@ public final class WriteTransaction: ReadTransaction {
     public override func table(_ name: String) throws(KuraError) -> TableInfo {
         try checkActive()
         if let h = hot, h.info.name == name { return h.info }
-        if let r = sharedResolution(name), let info = try countedEntry(name), info.id == r.entry.id {
-            hot = HotTable(info: info, resolved: r)
+        for h in parked where h.info.name == name { return h.info }
+        if let r = sharedResolution(name), let info = try countedEntry(name, keepingHandles: true), info.id == r.entry.id {
+            install(HotTable(info: info, resolved: r))
             return info
         }
         return try super.table(name)
@@ -624,16 +688,15 @@ public final class WriteTransaction: ReadTransaction {
     /// its commit writes to their pages (`commit`): a check of the pages
     /// before then would find them stale.
     var hasUncommittedCatalogChanges: Bool {
-        hot?.dirty == true || !changedTables.isEmpty || !schemaChanged.isEmpty || !droppedTables.isEmpty
+        hot?.dirty == true || parked.contains { $0.dirty } || !changedTables.isEmpty || !schemaChanged.isEmpty || !droppedTables.isEmpty
     }
 
+    /// Writes back the counters of the hot and parked handles and forgets
+    /// them (before a catalog read or change they could outlive).
     func flushHotTable() {
-        guard let h = hot else { return }
+        syncHandles()
         hot = nil
-        if h.dirty {
-            catalog!.entries[h.info.name] = h.info
-            changedTables.insert(h.info.name)
-        }
+        parked.removeAll()
     }
 
     /// The catalog as `loadCatalog` gives it, without writing back and
@@ -658,6 +721,7 @@ public final class WriteTransaction: ReadTransaction {
         catalog = carried.catalog
         counted = carried.counted
         hot = carried.hot
+        parked = carried.parked
     }
 
     /// What this transaction hands the next write transaction of its
@@ -672,9 +736,10 @@ public final class WriteTransaction: ReadTransaction {
         guard let c = catalog, localSchemaGeneration == 0, schemaChanged.isEmpty, droppedTables.isEmpty,
               let w = writer, w.currentHeader.headerVersion >= FileHeader.leafCountersVersion,
               let key = w.unchangedCatalogKey else { return nil }
-        // The hot table was written back to the catalog at commit (`dirty`
+        // The handles were written back to the catalog at commit (`dirty`
         // cleared); one that was not is not carried.
-        return WriterTables(serial: serial, key: key, catalog: c, counted: counted, hot: hot?.dirty == false ? hot : nil)
+        return WriterTables(serial: serial, key: key, catalog: c, counted: counted, hot: hot?.dirty == false ? hot : nil,
+                            parked: parked.filter { !$0.dirty })
     }
 
     override func currentCatalog() throws(KuraError) -> Catalog { try loadCatalog() }
@@ -875,14 +940,16 @@ public final class WriteTransaction: ReadTransaction {
         guard rowID < Int64.max else {
             throw KuraError(.tooBig, "table \"\(h.info.name)\" has used every row ID", path: database.path)
         }
-        var keys: [(index: IndexDefinition, key: [UInt8], prefixLength: Int, hasNull: Bool)] = []
-        if !h.indexes.isEmpty {
-            // A taken row ID is reported before any index clash it would also cause.
-            if explicitRowID != nil, try h.tree.contains(RowIDKey.encode(rowID), writer!) {
-                throw KuraError(.alreadyExists, "table \"\(h.info.name)\" already has a row with ID \(rowID)", path: database.path)
+        let indexed = !h.indexes.isEmpty
+        if indexed {
+            // The keys go to the handle's buffers (IndexEntries.swift).
+            let entries = h.indexEntries
+            try record.withBytes { b throws(KuraError) in
+                try entries.build(b, rowID: rowID, schema: h.schema, maxKey: Node.maxKey(database.pageSize))
             }
-            keys = try indexKeys(h.indexes, record: record, rowID: rowID, schema: h.schema)
-            try checkUnique(h.indexes, keys, rowID: rowID, table: h.info.name)
+            if entries.hasUnique {
+                try checkUnique(entries, rowID: rowID, table: h.info.name, explicitRowID: explicitRowID != nil ? h.tree : nil)
+            }
             // Nothing above reads the catalog (which would flush the handle);
             // re-taking it costs one comparison and keeps the counters safe if that changes.
             h = try hotTable(table)
@@ -903,7 +970,14 @@ public final class WriteTransaction: ReadTransaction {
             }
             throw KuraError(.corrupt, "table \"\(h.info.name)\" already holds row \(rowID), at or past its next row ID", page: h.info.rootPage)
         }
-        try addIndexEntries(h.indexes, keys)
+        if indexed {
+            let entries = h.indexEntries
+            for i in 0..<entries.keys.count {
+                guard try BTree(root: entries.roots[i], kind: .index).insert(entries.keys[i], [], mode: .insertNew, writer!) else {
+                    throw KuraError(.corrupt, "index \"\(entries.definitions[i].name)\" already holds an entry for this row", page: entries.roots[i])
+                }
+            }
+        }
         if rowID >= h.info.nextRowID { h.info.nextRowID = rowID + 1 }
         h.info.rowCount += 1
         h.dirty = true
@@ -1266,8 +1340,12 @@ public final class WriteTransaction: ReadTransaction {
         // The hot table's counters go to the catalog; the handle itself is
         // kept for `tableCarry` (nothing below changes a counter or the schema).
         let kept = hot
+        let keptParked = parked
         if catalog != nil { flushHotTable() }
+        // (Written back by the flush; a transaction without a catalog has
+        // no handle.)
         kept?.dirty = false
+        for h in keptParked { h.dirty = false }
         let w = writer!
         if let c = catalog {
             let root = w.currentHeader.headerCatalogRoot
@@ -1298,10 +1376,12 @@ public final class WriteTransaction: ReadTransaction {
         }
         guard w.modified else {
             hot = kept
+            parked = keptParked
             return
         }
         try w.commit()
         hot = kept
+        parked = keptParked
     }
 }
 

@@ -74,6 +74,8 @@ final class InsertRowTests: XCTestCase {
             ("not null", [.null, .integer(2), .null, .null], 2, .constraintViolation),
             ("unique", [.text("Bob"), .integer(1), .null, .null], 2, .constraintViolation),
             ("taken row ID", [.text("Bob"), .integer(2), .null, .null], 1, .alreadyExists),
+            // The taken row's own value is no clash: the row ID is reported.
+            ("taken row ID holding the unique value", [.text("Bob"), .integer(1), .null, .null], 1, .alreadyExists),
             ("reserved row ID", [.text("Bob"), .integer(2), .null, .null], Int64.max, .invalidArgument),
         ]
         for (what, row, rowID, code) in refused {

@@ -43,7 +43,11 @@ extension BTree {
         // encode keys themselves; compaction checks keys it copies from disk.
         assert(kind == .index ? value.isEmpty : RowIDKey.decode(key) != nil, "a table key that is not a row-ID key, or an index entry with a value")
         if mode != .replaceExisting, try appendThroughHint(key, value, w) { return true }
-        if let done = try replaceInLastLeaf(key, value, mode: mode, w) { return done }
+        if mode == .insertNew {
+            if let done = try insertInLastLeaf(key, value, w) { return done }
+        } else if let done = try replaceInLastLeaf(key, value, mode: mode, w) {
+            return done
+        }
         let epoch = w.structureEpoch
         var path: [(page: UInt32, index: Int)] = []
         let (leafNo, i, exists, rightmost) = try key.withBytes { k throws(KuraError) -> (UInt32, Int, Bool, Bool) in
@@ -62,8 +66,11 @@ extension BTree {
                 if try w.page(step.page).cellCount != step.index { onEdge = false; break }
             }
             if onEdge {
-                let cell = try makeLeafCell(key, value, w)
-                try insertCell(cell, at: i, into: leafNo, path: path[...], w)
+                let fitted = try insertFitting(key, value, at: i, into: leafNo, w)
+                if !fitted {
+                    let cell = try makeLeafCell(key, value, w)
+                    try insertCell(cell, at: i, into: leafNo, path: path[...], w)
+                }
                 if w.structureEpoch == epoch {
                     w.setAppendHint(AppendHint(root: root, epoch: epoch, interior: path.map(\.page), leaf: leafNo))
                 }
@@ -103,10 +110,52 @@ extension BTree {
             for p in overflow { try w.free(p) }
             try w.writable(leafNo).removeCell(i)
         }
+        if !exists, try insertFitting(key, value, at: i, into: leafNo, w) {
+            w.rememberLeaf(leafNo, of: root)
+            return true
+        }
         let cell = try makeLeafCell(key, value, w)
         try insertCell(cell, at: i, into: leafNo, path: path[...], w)
         if w.structureEpoch == epoch { w.rememberLeaf(leafNo, of: root) }
         return true
+    }
+
+    /// Writes the cell `key` -> `value` as cell `i` of leaf `leafNo` when it
+    /// needs no overflow chain and fits the leaf's free space with its
+    /// pointer: in place, with no cell array built (`makeLeafCell`). False,
+    /// changing nothing, otherwise (the caller splits).
+    private func insertFitting(_ key: [UInt8], _ value: [UInt8], at i: Int, into leafNo: UInt32, _ w: PageWriter) throws(KuraError) -> Bool {
+        let leaf = try w.page(leafNo)
+        let layout = Node.leafLayout(keyLength: key.count, valueLength: value.count, pageSize: w.pageSize)
+        guard !layout.overflow else { return false }
+        let stored = leaf.storedSize(ofLeafCell: layout.size)
+        guard leaf.freeSpace >= stored + 2 else { return false }
+        try w.writable(leafNo).insertLeafCell(key, value, at: i, size: stored, compact: leaf.isCompactLeaf, table: kind == .table)
+        return true
+    }
+
+    /// For `.insertNew`: when `key` lies strictly between the first and the
+    /// last key of the leaf the writer remembers for this tree
+    /// (`PageWriter.lastLeaf`, a leaf of this tree while the structure epoch
+    /// is unchanged), that leaf is where it belongs: returns false if the
+    /// leaf holds it, else writes it there when it fits (`insertFitting`)
+    /// and returns true. Nil, changing nothing, in every other case (the
+    /// caller descends). Inserts that cluster (an index's entries for a few
+    /// values, rows written back in key order) skip the descent.
+    private func insertInLastLeaf(_ key: [UInt8], _ value: [UInt8], _ w: PageWriter) throws(KuraError) -> Bool? {
+        guard let leafNo = w.lastLeaf(of: root) else { return nil }
+        let leaf = try node(leafNo, w)
+        guard leaf.isLeafNode else { return nil }
+        let n = leaf.cellCount
+        guard n >= 2 else { return nil }
+        let slot = key.withUnsafeBytes { k -> Int? in
+            guard leaf.compareKey(0, k) < 0, leaf.compareKey(n - 1, k) > 0 else { return nil }
+            let i = leaf.lowerBound(k)
+            return leaf.compareKey(i, k) == 0 ? -1 : i
+        }
+        guard let i = slot else { return nil }
+        if i < 0 { return false }
+        return try insertFitting(key, value, at: i, into: leafNo, w) ? true : nil
     }
 
     /// The leaf the writer remembers for this tree (`PageWriter.lastLeaf`), and
@@ -487,6 +536,12 @@ extension Page {
     /// the last cell (its key must be the greatest; in a compact table leaf a
     /// row-ID key, as every table key the tree code is given is).
     fileprivate func appendLeafCell(_ key: [UInt8], _ value: [UInt8], size: Int, compact: Bool, table: Bool) {
+        insertLeafCell(key, value, at: cellCount, size: size, compact: compact, table: table)
+    }
+
+    /// `appendLeafCell` for a cell that becomes cell `i` (its key between
+    /// those of cells `i - 1` and `i`).
+    fileprivate func insertLeafCell(_ key: [UInt8], _ value: [UInt8], at i: Int, size: Int, compact: Bool, table: Bool) {
         let base = cellPointerStart
         if contentStart - (base + 2 * cellCount) < size + 2 { defragment() }
         let start = contentStart - size
@@ -498,7 +553,9 @@ extension Page {
         value.withUnsafeBytes { if $0.count > 0 { (bytes + pos).copyMemory(from: $0.baseAddress!, byteCount: $0.count) } }
         precondition(pos + value.count == start + size, "leaf cell size does not match its layout")
         let n = cellCount
-        setU16(base + 2 * n, UInt16(start))
+        let ptrs = bytes + base
+        if i < n { memmoveBytes(ptrs + 2 * (i + 1), ptrs + 2 * i, 2 * (n - i)) }
+        setU16(base + 2 * i, UInt16(start))
         contentStart = start
         cellCount = n + 1
     }

@@ -381,7 +381,11 @@ final class PageWriter: PageSource {
     /// The right-most paths of the trees appended to last (BTree+Insert.swift),
     /// at most `maxAppendHints`, newest last.
     @exclusivity(unchecked) private var appendHints: [AppendHint] = []
-    private static let maxAppendHints = 4
+    /// Enough for the trees one save writes in turn: a few tables and each
+    /// one's indexes (an object graph of three entities writes seven trees
+    /// row after row; with four hints each insert found its tree's hint
+    /// pushed out by the others and descended from the root).
+    static let maxAppendHints = 16
 
     /// The leaf each tree last changed through a descent (`BTree.rememberedLeaf`),
     /// at most `maxAppendHints`, newest last: the next change of a key in the
