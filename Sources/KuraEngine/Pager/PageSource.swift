@@ -445,13 +445,22 @@ final class PageWriter: PageSource {
     private let memoUsed: UnsafeMutablePointer<UInt64>
     /// Set when a page was spilled or every page replaced: nothing is carried.
     @exclusivity(unchecked) private var carriesNothing = false
-    /// The page `writable` returned last, or nil: always `dirty`'s page of
-    /// its number (the only changes of `dirty` that could replace it, `free`
-    /// and `replaceAllPages`, clear it; a spill skips it, as it skips every
-    /// page someone else holds). A run of changes to one leaf (an update by
-    /// predicate, rows in row-ID order) finds it without a lookup. Through a
-    /// pointer, so reading it has no exclusivity check.
+    /// Changed pages used last, direct-mapped by page number (`recentMask + 1`
+    /// slots, each nil or `dirty`'s page of its number: the only changes of
+    /// `dirty` that could replace one, `free`, `replaceAllPages` and `spill`,
+    /// clear them all). A run of changes to one leaf (an update by
+    /// predicate, rows in row-ID order), or writes that go round a few trees
+    /// (a save's tables and their indexes), find their pages without a hash
+    /// lookup. Through a pointer, so reading a slot has no exclusivity check.
     private let recent: UnsafeMutablePointer<Page?>
+    private static let recentMask = 15
+
+    @inline(__always)
+    private func recentSlot(_ number: UInt32) -> Int { Int(number) & Self.recentMask }
+
+    private func forgetRecent() {
+        for i in 0...Self.recentMask { recent[i] = nil }
+    }
 
     /// `carried`: what the previous write transaction of this connection
     /// handed over, used only if it was made for `snapshot`.
@@ -470,8 +479,8 @@ final class PageWriter: PageSource {
         memoPages = .allocate(capacity: slots)
         memoUsed = .allocate(capacity: (slots + 63) / 64)
         memoUsed.initialize(repeating: 0, count: (slots + 63) / 64)
-        recent = .allocate(capacity: 1)
-        recent.initialize(to: nil)
+        recent = .allocate(capacity: Self.recentMask + 1)
+        recent.initialize(repeating: nil, count: Self.recentMask + 1)
         originalHeader = first
         currentHeader = first
         snapshotCatalogKey = CatalogCache.Key(first)
@@ -505,12 +514,14 @@ final class PageWriter: PageSource {
 
     @inline(__always)
     func page(_ number: UInt32) throws(KuraError) -> Page {
-        if let r = recent.pointee, r.number == number {
+        let slot = recentSlot(number)
+        if let r = recent[slot], r.number == number {
             r.referenced = true
             return r
         }
         if let d = dirty[number] {
             d.referenced = true
+            recent[slot] = d
             return d
         }
         guard number <= currentHeader.headerPageCount else {
@@ -538,7 +549,7 @@ final class PageWriter: PageSource {
         memoPages.deallocate()
         memoNumbers.deallocate()
         memoUsed.deallocate()
-        recent.deinitialize(count: 1)
+        recent.deinitialize(count: Self.recentMask + 1)
         recent.deallocate()
     }
 
@@ -591,8 +602,12 @@ final class PageWriter: PageSource {
 
     /// The page, copied for change if this transaction has not changed it yet.
     func writable(_ number: UInt32) throws(KuraError) -> Page {
-        // `modified` is set already: `recent` came from here.
-        if let r = recent.pointee, r.number == number {
+        // A page in `recent` is `dirty`'s. One read back from the log
+        // unchanged (`inLog`, put in `recent` by `page`) goes the way below,
+        // which forgets its frame: it is about to change.
+        let slot = recentSlot(number)
+        if let r = recent[slot], r.number == number, inLog.isEmpty || inLog[number] == nil {
+            modified = true
             r.referenced = true
             return r
         }
@@ -600,19 +615,19 @@ final class PageWriter: PageSource {
         if let d = dirty[number] {
             d.referenced = true
             if !inLog.isEmpty { inLog[number] = nil }
-            recent.pointee = d
+            recent[slot] = d
             return d
         }
         if number == 1 {
             // Page 1 is `header`, never a second copy (nor spilled).
             let h = header
-            recent.pointee = h
+            recent[slot] = h
             return h
         }
         do {
             if !spilled.isEmpty, let frame = spilled[number] {
                 let p = try readBack(number, frame: frame, clean: false)
-                recent.pointee = p
+                recent[slot] = p
                 return p
             }
             let p = Page(copying: try page(number))
@@ -621,7 +636,7 @@ final class PageWriter: PageSource {
                 touchedTableRoots.insert(p.treeRoot)
             }
             try keep(p)
-            recent.pointee = p
+            recent[slot] = p
             return p
         } catch {
             throw failed(error)
@@ -664,6 +679,10 @@ final class PageWriter: PageSource {
     /// someone else holds a reference to.
     private func spill(keeping keepingNumber: UInt32) throws(KuraError) {
         carriesNothing = true
+        // The `recent` slots let go of their pages, which a spill would
+        // otherwise skip as held (a small cache budget would then spill
+        // little); they fill again from `dirty`.
+        forgetRecent()
         let target = max(1, spillThreshold / 4)
         var victims: [UInt32] = []
         var chosen = Set<UInt32>()
@@ -762,7 +781,7 @@ final class PageWriter: PageSource {
     /// Returns `number` to the freelist. The caller no longer references it.
     func free(_ number: UInt32) throws(KuraError) {
         precondition(number > 1)
-        recent.pointee = nil
+        forgetRecent()
         modified = true
         structureEpoch &+= 1
         do { try putOnFreelist(number) } catch { throw failed(error) }
@@ -877,7 +896,7 @@ final class PageWriter: PageSource {
         hand = 0
         modified = true
         carriesNothing = true
-        recent.pointee = nil
+        forgetRecent()
         structureEpoch &+= 1
     }
 
