@@ -17,6 +17,9 @@
 // engine.
 //
 // Contenders:
+// - kura: Kura's engine alone, R insert only (RelationsEngine.swift): the
+//   tables and indexes below as KuraEngine tables with schemas, rows inserted
+//   in the same order in one write transaction.
 // - kura-objects: Kura's object layer, each query a `FetchRequest` in a fresh
 //   context (objects read from the store, not from an earlier query).
 // - sqlite: SQLite's C API by hand: tables `student(id, number, name)`,
@@ -90,7 +93,7 @@ struct RelationsData {
 // MARK: The run
 
 enum RelationsBench {
-    static let engines = ["kura-objects", "sqlite", "grdb", "grdb-idiomatic"]
+    static let engines = ["kura-objects", "kura", "sqlite", "grdb", "grdb-idiomatic"]
     static let workloads: [(id: String, title: String)] = [
         ("R insert", "insert N students, N records, ~2N courses (one transaction)"),
         ("R0", "Record where grade == k (single table, indexed; the reference)"),
@@ -114,6 +117,7 @@ enum RelationsBench {
                 defer { removeStore(path) }
                 switch name {
                 case "kura-objects": try kura(runner, data, path: path)
+                case "kura": try RelationsEngine.run(runner, data, path: path)
                 case "sqlite": try sqlite(runner, data, path: path)
                 default: try grdb(runner, data, path: path, idiomatic: name == "grdb-idiomatic")
                 }
@@ -309,11 +313,11 @@ enum RelationsBench {
             return String(format: "%.2f", a.median / b.median)
         }
         var out = "## Relationship queries, \(rows) students (time per query; R insert: the whole fill)\n\n"
-        out += "| workload | SQLite by hand | GRDB (fast path) | GRDB idiomatic | Kura objects | objects/SQLite | objects/GRDB | objects/GRDB idiomatic | objects: this / R0 |\n"
-        out += "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
+        out += "| workload | SQLite by hand | GRDB (fast path) | GRDB idiomatic | Kura engine | Kura objects | engine/SQLite | objects/SQLite | objects/GRDB | objects/GRDB idiomatic | objects: this / R0 |\n"
+        out += "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
         for (w, title) in workloads {
             let vsR0 = (w == "R insert" || w == "R0") ? "–" : ratio(w, "kura-objects", "kura-objects", "R0")
-            out += "| \(w): \(title) | \(cell(w, "sqlite")) | \(cell(w, "grdb")) | \(cell(w, "grdb-idiomatic")) | \(cell(w, "kura-objects")) | \(ratio(w, "kura-objects", "sqlite")) | \(ratio(w, "kura-objects", "grdb")) | \(ratio(w, "kura-objects", "grdb-idiomatic")) | \(vsR0) |\n"
+            out += "| \(w): \(title) | \(cell(w, "sqlite")) | \(cell(w, "grdb")) | \(cell(w, "grdb-idiomatic")) | \(cell(w, "kura")) | \(cell(w, "kura-objects")) | \(ratio(w, "kura", "sqlite")) | \(ratio(w, "kura-objects", "sqlite")) | \(ratio(w, "kura-objects", "grdb")) | \(ratio(w, "kura-objects", "grdb-idiomatic")) | \(vsR0) |\n"
         }
         out += "\nGoal (issue 15): R1 within 2x of R0 (\"objects: this / R0\" ≤ 2), objects at least 3x faster than GRDB (objects/GRDB ≤ 0.33).\n"
         return out
