@@ -41,6 +41,20 @@ struct ToOneKeys: Equatable, Sequence {
         }
     }
 
+    /// Whether some target is named by a temporary ID (an object not saved yet).
+    var holdsTemporaryID: Bool {
+        for e in entries where e.value.isTemporary { return true }
+        return false
+    }
+
+    /// Replaces each target ID `map` gives a new one for (a save's inserted
+    /// objects taking their permanent IDs); the others stay.
+    mutating func rename(_ map: (ManagedObjectID) -> ManagedObjectID?) {
+        for i in entries.indices {
+            if let n = map(entries[i].value) { entries[i].value = n }
+        }
+    }
+
     var isEmpty: Bool { entries.isEmpty }
     var count: Int { entries.count }
 
