@@ -340,10 +340,24 @@ public final class ManagedObjectContext {
     private let modelHasTransientRelationships: Bool
     /// The last entity `layout(of:)` resolved, and its layout.
     private var lastLayout: (entity: EntityDescription, layout: RowLayout)?
+    /// The entities `layout(of:)` resolved before (a few, compared by
+    /// identity), with their layouts: objects of several entities made or
+    /// saved in turn (a student, its record, its courses) hash no name.
+    /// `@exclusivity(unchecked)`: read and appended to by plain loads and
+    /// stores on the context's thread, calling nothing while they last.
+    @exclusivity(unchecked) private var recentLayouts: [(entity: EntityDescription, layout: RowLayout)] = []
     /// The last entity `entity(named:)` resolved.
     private var lastEntity: EntityDescription?
     /// The last class `insertableEntity(ofClass:)` resolved, with its entity.
     private var lastInsertedClass: (type: ObjectIdentifier, entity: EntityDescription)?
+    /// The reciprocal inverses `inverse(of:)` found, by the relationship's
+    /// name, destination and inverse name (Context+Relationships.swift).
+    /// `@exclusivity(unchecked)` as `recentLayouts`.
+    @exclusivity(unchecked) var recentInverses: [RecentInverse] = []
+    /// The classes `insertableEntity(ofClass:)` resolved before (a few),
+    /// with their entities: objects of several classes made in turn look
+    /// up no table. `@exclusivity(unchecked)` as `recentLayouts`.
+    @exclusivity(unchecked) private var recentInsertedClasses: [(type: ObjectIdentifier, entity: EntityDescription)] = []
     /// The last class `hooks(of:)` read, with the hooks it overrides.
     /// `@exclusivity(unchecked)`: read and replaced by plain loads and
     /// stores on the context's thread, calling nothing while they last.
@@ -442,10 +456,17 @@ public final class ManagedObjectContext {
     ///
     /// - Throws: as `ManagedObjectModel.entity(forClass:)` and `checkInsertable`.
     func insertableEntity(ofClass c: ManagedObject.Type) throws(KuraError) -> EntityDescription {
-        if let last = lastInsertedClass, last.type == ObjectIdentifier(c) { return last.entity }
+        let type = ObjectIdentifier(c)
+        if let last = lastInsertedClass, last.type == type { return last.entity }
+        for i in recentInsertedClasses.indices where recentInsertedClasses[i].type == type {
+            let e = recentInsertedClasses[i].entity
+            lastInsertedClass = (type, e)
+            return e
+        }
         let e = try model.entity(forClass: c)
         try model.checkInsertable(e)
-        lastInsertedClass = (ObjectIdentifier(c), e)
+        lastInsertedClass = (type, e)
+        if recentInsertedClasses.count < 8 { recentInsertedClasses.append((type, e)) }
         return e
     }
 
@@ -759,9 +780,22 @@ public final class ManagedObjectContext {
     @inline(__always)
     func loadedLayout(of e: EntityDescription) -> RowLayout? {
         if let last = lastLayout, last.entity === e { return last.layout }
+        return recentLayout(of: e)
+    }
+
+    /// `loadedLayout(of:)` when `e` is not the last entity asked for.
+    private func recentLayout(of e: EntityDescription) -> RowLayout? {
+        for i in recentLayouts.indices where recentLayouts[i].entity === e {
+            let l = recentLayouts[i].layout
+            lastLayout = (e, l)
+            return l
+        }
         guard let l = store.layouts[e.name] else { return nil }
         // The layouts of a loaded store never change (`store` keeps it).
-        if cachedStore != nil { lastLayout = (e, l) }
+        if cachedStore != nil {
+            lastLayout = (e, l)
+            if recentLayouts.count < 8 { recentLayouts.append((e, l)) }
+        }
         return l
     }
 
