@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 import Kura
+import KuraEngine
 
 /// A save of objects of several entities inserted in turn (a student, its
 /// record, its courses) writes their rows grouped by table and resolves the
@@ -112,6 +113,16 @@ final class RelationshipInsertSaveTests: XCTestCase {
             let inserts = history.last?.changes.filter { $0.kind == .insert }.map(\.objectID)
             XCTAssertEqual(inserts, live.map(\.objectID), context1)
 
+            // The stored keys: each record's and course's names its
+            // student's row, or is null (not a dangling row ID, which would
+            // read as nil too) when the student was deleted.
+            let recordKeys = try storedKeys(container, "Record", "student")
+            let courseKeys = try storedKeys(container, "Course", "student")
+            for (s, r, courses) in students {
+                let want: Value = gone.contains(ObjectIdentifier(s)) ? .null : .integer(s.objectID.rowID)
+                XCTAssertEqual(recordKeys[r.objectID.rowID], want, context1)
+                for c in courses { XCTAssertEqual(courseKeys[c.objectID.rowID], want, context1) }
+            }
             // In the store, read by a fresh context.
             let fresh = container.newContext()
             for (s, r, courses) in students {
@@ -132,6 +143,17 @@ final class RelationshipInsertSaveTests: XCTestCase {
                 XCTAssertEqual(Set(storedStudent.courses.map(\.title)), Set(courses.map(\.title)), context1)
                 XCTAssertEqual(Set(storedStudent.courses.map(\.objectID)), Set(courses.map(\.objectID)), context1)
             }
+        }
+    }
+
+    /// The stored value of column `column` of every row of `table`, by row ID.
+    private func storedKeys(_ container: PersistentContainer, _ table: String, _ column: String) throws -> [Int64: Value] {
+        try container.database.read { tx in
+            let t = try tx.table(table)
+            let position = try XCTUnwrap(try tx.schema(of: t)?.position(of: column))
+            var out: [Int64: Value] = [:]
+            for (rowID, row) in try tx.fetch(TableQuery(table)) { out[rowID] = position < row.count ? row[position] : .null }
+            return out
         }
     }
 
@@ -157,6 +179,8 @@ final class RelationshipInsertSaveTests: XCTestCase {
         let back2 = try XCTUnwrap(try fresh.existingObject(with: r2.objectID) as? Record)
         XCTAssertEqual(back1.student?.objectID, kept.objectID)
         XCTAssertNil(back2.student)
+        // The stored key itself is null (a key naming the reserved row would read nil too).
+        XCTAssertEqual(try storedKeys(container, "Record", "student"), [r1.objectID.rowID: .integer(kept.objectID.rowID), r2.objectID.rowID: .null])
         XCTAssertEqual(try fresh.count(for: FetchRequest<Student>(entityName: "Student")), 1)
     }
 
