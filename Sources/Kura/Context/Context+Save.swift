@@ -136,7 +136,10 @@ extension ManagedObjectContext {
                 // (one pass over the inserted objects, not two).
                 let assignWhileWriting = upd.isEmpty && del.isEmpty && !self.model.hasToOneRelationships
                 if !assignWhileWriting {
-                    for k in ins.indices { try assign(k) }
+                    // In write order (`order`): one table's objects in a
+                    // row, in insertion order, so each table's row IDs
+                    // follow insertion order as they did.
+                    for j in order.indices { try assign(order[j]) }
                     if let current = run { next[current.table] = current.next }
                 }
                 func rowID(_ id: ManagedObjectID) -> Int64? {
