@@ -179,13 +179,19 @@ extension ManagedObjectContext {
     /// up in the model): setting relationships of several entities in turn
     /// hashes no name.
     func inverse(of r: RelationshipDescription) -> RelationshipDescription? {
+        inverseInfo(of: r)?.description
+    }
+
+    /// `inverse(of:)` in a box (no description copied out per call: a
+    /// reference is), with the fields `setRelated` reads.
+    func inverseInfo(of r: RelationshipDescription) -> InverseInfo? {
         for i in recentInverses.indices {
             let k = recentInverses[i]
             if Self.sameBits(k.name, r.name) && Self.sameBits(k.destination, r.destination) && Self.sameBits(k.inverse, r.inverse) {
                 return k.answer
             }
         }
-        let answer = model.reciprocalInverse(of: r)
+        let answer = model.reciprocalInverse(of: r).map(InverseInfo.init)
         if recentInverses.count < 16 {
             recentInverses.append(RecentInverse(name: r.name, destination: r.destination, inverse: r.inverse, answer: answer))
         }
@@ -225,7 +231,7 @@ extension ManagedObjectContext {
         }
         willChange(o, key: r.name, toMany: false)
         o.toOne[r.name] = t?.objectID
-        guard let inv = inverse(of: r) else { return }
+        guard let inv = inverseInfo(of: r) else { return }
         if inv.isToMany {
             // The to-many side of each owner changed too (for observers).
             if let old, let owner = registered(old) { noteUpdated(owner, inv.name, toMany: true) }
@@ -254,7 +260,7 @@ extension ManagedObjectContext {
         } else if inv.isOrdered {
             // Appended at the end of the target's ordered to-many.
             if let t {
-                let members = try relatedObjects(t, inv).filter { $0 !== o }
+                let members = try relatedObjects(t, inv.description).filter { $0 !== o }
                 o.order[r.name + "_order"] = (members.compactMap { $0.order[r.name + "_order"] }.max() ?? -1) + 1
             } else {
                 o.order[r.name + "_order"] = nil
@@ -426,5 +432,22 @@ struct RecentInverse {
     let name: String
     let destination: String
     let inverse: String?
-    let answer: RelationshipDescription?
+    let answer: InverseInfo?
+}
+
+/// A reciprocal inverse (`ManagedObjectContext.inverseInfo(of:)`), with the
+/// fields `setRelated` reads kept apart: passing the box copies a
+/// reference, not the description's fields one by one.
+final class InverseInfo {
+    let description: RelationshipDescription
+    let name: String
+    let isToMany: Bool
+    let isOrdered: Bool
+
+    init(_ description: RelationshipDescription) {
+        self.description = description
+        name = description.name
+        isToMany = description.isToMany
+        isOrdered = description.isOrdered
+    }
 }

@@ -362,6 +362,9 @@ public final class ManagedObjectContext {
     /// `@exclusivity(unchecked)`: read and replaced by plain loads and
     /// stores on the context's thread, calling nothing while they last.
     @exclusivity(unchecked) private var lastHooks: (type: ObjectIdentifier, hooks: HookOverrides)?
+    /// The classes `hooks(of:)` read before (a few), with their hooks.
+    /// `@exclusivity(unchecked)` as `lastHooks`.
+    @exclusivity(unchecked) private var recentHooks: [(type: ObjectIdentifier, hooks: HookOverrides)] = []
 
     /// The lifecycle hooks `o`'s class overrides (HookOverrides.swift): a
     /// save calls the others not at all, as calling them would run
@@ -369,9 +372,17 @@ public final class ManagedObjectContext {
     @inline(__always)
     func hooks(of o: ManagedObject) -> HookOverrides {
         let c = type(of: o)
-        if let last = lastHooks, last.type == ObjectIdentifier(c) { return last.hooks }
+        let type = ObjectIdentifier(c)
+        if let last = lastHooks, last.type == type { return last.hooks }
+        // A few classes seen before (objects of several classes in turn).
+        for i in recentHooks.indices where recentHooks[i].type == type {
+            let h = recentHooks[i].hooks
+            lastHooks = (type, h)
+            return h
+        }
         let h = HookOverrides.of(c)
-        lastHooks = (ObjectIdentifier(c), h)
+        lastHooks = (type, h)
+        if recentHooks.count < 8 { recentHooks.append((type, h)) }
         return h
     }
     var store: LoadedStore {

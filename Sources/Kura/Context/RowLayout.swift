@@ -254,11 +254,13 @@ final class RowLayout: Sendable {
                 o.values.write(into: &out, columns: keyed)
             }
             let toOne = saved ? o.savedToOne : o.toOne
-            for slot in relationships {
-                if let id = toOne[slot.name], let rid = targetRowID(id) {
-                    out[slot.column] = .integer(rid)
+            // By index (a slot copied out of the array retains its names).
+            for j in relationships.indices {
+                let column = relationships[j].column
+                if let id = toOne[relationships[j].name], let rid = targetRowID(id) {
+                    out[column] = .integer(rid)
                 } else {
-                    out[slot.column] = .null
+                    out[column] = .null
                 }
             }
             out[version] = .integer(o.version)
