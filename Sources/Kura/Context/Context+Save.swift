@@ -5,7 +5,13 @@
 // at once); every updated and deleted object is checked against its stored
 // row's version and resolved by the merge policy (Context+Conflicts.swift)
 // before anything is written; then inserts, updates, deletes (with their join
-// rows) and join edits. If validation, the conflict check or any write fails,
+// rows) and join edits. Inserted rows are written grouped by table (tables in
+// the order each first comes, insertion order within a table: `tableOrder`),
+// so that objects of several entities inserted in turn do not switch the
+// engine's table per row; row IDs still follow insertion order within each
+// table, and the history and the did-save list inserts in insertion order.
+// Temporary IDs resolve to their objects' positions by the numbers the
+// context gave them (`InsertedPositions`), not through a hash table. If validation, the conflict check or any write fails,
 // the transaction rolls back and the context keeps all its changes (and
 // temporary IDs) as they were; the context's objects change only after the
 // commit.
