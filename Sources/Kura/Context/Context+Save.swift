@@ -60,7 +60,11 @@ extension ManagedObjectContext {
         /// rows go to one table (the engine's table handle and the row
         /// array are reused, not switched per object when the inserted
         /// objects alternate entities).
-        let order = Self.tableOrder(ins)
+        // The inserted objects' IDs are taken in the same pass (each
+        // object read once: in a large save each visit is a cache miss)
+        // when rows or join rows may name inserted objects.
+        let needsPositions = model.hasToOneRelationships || !joinEdits.isEmpty || !joinPositions.isEmpty
+        let (order, insertedIDs) = Self.tableOrder(ins, takingIDs: needsPositions)
         /// The permanent ID of each inserted object, parallel to `ins`
         /// (made as its row is written, where its entity is at hand: the
         /// history record and the objects after the commit take them).
@@ -72,7 +76,7 @@ extension ManagedObjectContext {
         /// The position in `ins` of each inserted object's temporary ID
         /// (InsertedPositions: by number for the IDs this context made,
         /// not hashed), made when a row first names one.
-        let positions = InsertedPositions(ins, numbering: registry.numbering)
+        let positions = InsertedPositions(ins, ids: insertedIDs, numbering: registry.numbering)
         var resolutions: [ObjectIdentifier: Resolution] = [:]
         /// The stored record of each updated or deleted object whose version
         /// check passed, as read then (no row is written twice in a save, so
@@ -703,18 +707,23 @@ extension ManagedObjectContext {
     /// positions in `ins` grouped by table, the tables in the order each
     /// first comes, each table's objects in insertion order (so the row IDs
     /// assigned in insertion order still grow within each table). The
-    /// identity when one table holds them all.
-    static func tableOrder(_ ins: [ManagedObject]) -> [Int] {
+    /// identity when one table holds them all. With `takingIDs`, also the
+    /// objects' IDs, parallel to `ins` (read in the same visit).
+    static func tableOrder(_ ins: [ManagedObject], takingIDs: Bool) -> (order: [Int], ids: [ManagedObjectID]?) {
         // Each entity seen, with its table's group (a few compared by
         // identity; the table names compared when a new entity comes).
         var seen: [(entity: EntityDescription, group: Int)] = []
         var tables: [String] = []
         var counts: [Int] = []
         var groups = [Int32](repeating: 0, count: ins.count)
+        var ids: [ManagedObjectID] = []
+        if takingIDs { ids.reserveCapacity(ins.count) }
         var last: EntityDescription?
         var group = 0
         for k in ins.indices {
-            let e = ins[k].entity
+            let o = ins[k]
+            if takingIDs { ids.append(o.objectID) }
+            let e = o.entity
             if e !== last {
                 if let hit = seen.first(where: { $0.entity === e }) {
                     group = hit.group
@@ -732,7 +741,7 @@ extension ManagedObjectContext {
             groups[k] = Int32(group)
             counts[group] += 1
         }
-        guard tables.count > 1 else { return Array(ins.indices) }
+        guard tables.count > 1 else { return (Array(ins.indices), takingIDs ? ids : nil) }
         // A counting sort (stable: insertion order within each table).
         var next = [Int](repeating: 0, count: counts.count)
         var sum = 0
@@ -746,7 +755,7 @@ extension ManagedObjectContext {
             order[next[g]] = k
             next[g] += 1
         }
-        return order
+        return (order, takingIDs ? ids : nil)
     }
 }
 
@@ -779,16 +788,24 @@ final class InsertedPositions {
     @exclusivity(unchecked) private var slots: [Int] = []
     @exclusivity(unchecked) private var others: [ManagedObjectID: Int] = [:]
 
-    init(_ ins: [ManagedObject], numbering: OwnIDNumbering) {
-        self.ins = ins
+    /// `ids`: the inserted objects' IDs if taken already (parallel to
+    /// `ins`), else nil (then `prepare` takes them).
+    init(_ ins: [ManagedObject], ids: [ManagedObjectID]?, numbering: OwnIDNumbering) {
+        if let ids {
+            self.ids = ids
+            self.ins = []
+        } else {
+            self.ins = ins
+        }
         self.numbering = numbering
     }
 
-    /// Takes the inserted objects' IDs (once; before they change).
+    /// Takes the inserted objects' IDs if not given (once; before they
+    /// change), and places them by number.
     func prepare() {
         guard !ready else { return }
         ready = true
-        ids = ins.map(\.objectID)
+        if !ins.isEmpty || ids.isEmpty { ids = ins.map(\.objectID) }
         ins = []
         var low = Int64.max, high = Int64.min
         for id in ids {
