@@ -172,8 +172,49 @@ extension ManagedObjectContext {
 
     /// The inverse kept in step with `r` (nil without a reciprocal one; see
     /// ManagedObjectModel.reciprocalInverse).
+    ///
+    /// The answers are kept (`recentInverses`) by what decides them: the
+    /// relationship's name, destination and inverse name, compared by their
+    /// bits (equal bits are equal names; names whose bits differ are looked
+    /// up in the model): setting relationships of several entities in turn
+    /// hashes no name.
     func inverse(of r: RelationshipDescription) -> RelationshipDescription? {
-        model.reciprocalInverse(of: r)
+        inverseInfo(of: r)?.description
+    }
+
+    /// `inverse(of:)` in a box (no description copied out per call: a
+    /// reference is), with the fields `setRelated` reads.
+    func inverseInfo(of r: RelationshipDescription) -> InverseInfo? {
+        for i in recentInverses.indices {
+            let k = recentInverses[i]
+            if Self.sameBits(k.name, r.name) && Self.sameBits(k.destination, r.destination) && Self.sameBits(k.inverse, r.inverse) {
+                return k.answer
+            }
+        }
+        let answer = model.reciprocalInverse(of: r).map(InverseInfo.init)
+        if recentInverses.count < 16 {
+            recentInverses.append(RecentInverse(name: r.name, destination: r.destination, inverse: r.inverse, answer: answer))
+        }
+        return answer
+    }
+
+    /// Whether two strings have the same bits (then they are equal; equal
+    /// strings may still differ in bits: two storages of one text).
+    @inline(__always)
+    static func sameBits(_ a: String, _ b: String) -> Bool {
+        guard MemoryLayout<String>.size == MemoryLayout<(UInt64, UInt64)>.size else { return false }
+        // Same size, checked above: a copy of the two words, which are only compared.
+        let x = unsafeBitCast(a, to: (UInt64, UInt64).self), y = unsafeBitCast(b, to: (UInt64, UInt64).self)
+        return x.0 == y.0 && x.1 == y.1
+    }
+
+    @inline(__always)
+    static func sameBits(_ a: String?, _ b: String?) -> Bool {
+        switch (a, b) {
+        case (nil, nil): return true
+        case (let x?, let y?): return sameBits(x, y)
+        default: return false
+        }
     }
 
     /// Sets a to-one relationship, keeping the inverse in step.
@@ -182,10 +223,15 @@ extension ManagedObjectContext {
         try o.loadIfFault()
         if r.isTransient { return try setTransientTargets(o, r, t.map { [$0] } ?? []) }
         let old = o.toOne[r.name]
-        if old == t?.objectID { return }
+        // Compared field by field (an optional pair's `==` goes through generic code).
+        if let old {
+            if let t, t.objectID == old { return }
+        } else if t == nil {
+            return
+        }
         willChange(o, key: r.name, toMany: false)
         o.toOne[r.name] = t?.objectID
-        guard let inv = inverse(of: r) else { return }
+        guard let inv = inverseInfo(of: r) else { return }
         if inv.isToMany {
             // The to-many side of each owner changed too (for observers).
             if let old, let owner = registered(old) { noteUpdated(owner, inv.name, toMany: true) }
@@ -196,7 +242,7 @@ extension ManagedObjectContext {
             // A partner deleted from the store (`.notFound`) has no key to clear.
             if let old, let oldObject = try loadedPartner(old) {
                 if oldObject.toOne[inv.name] == o.objectID {
-                    willChange(oldObject, key: inv.name)
+                    willChange(oldObject, key: inv.name, toMany: false)
                     oldObject.toOne[inv.name] = nil
                 }
             }
@@ -204,17 +250,17 @@ extension ManagedObjectContext {
                 try t.loadIfFault()
                 if let previous = t.toOne[inv.name], previous != o.objectID, let p = try loadedPartner(previous) {
                     if p.toOne[r.name] == t.objectID {
-                        willChange(p, key: r.name)
+                        willChange(p, key: r.name, toMany: false)
                         p.toOne[r.name] = nil
                     }
                 }
-                willChange(t, key: inv.name)
+                willChange(t, key: inv.name, toMany: false)
                 t.toOne[inv.name] = o.objectID
             }
         } else if inv.isOrdered {
             // Appended at the end of the target's ordered to-many.
             if let t {
-                let members = try relatedObjects(t, inv).filter { $0 !== o }
+                let members = try relatedObjects(t, inv.description).filter { $0 !== o }
                 o.order[r.name + "_order"] = (members.compactMap { $0.order[r.name + "_order"] }.max() ?? -1) + 1
             } else {
                 o.order[r.name + "_order"] = nil
@@ -376,5 +422,32 @@ extension ManagedObjectContext {
                 }
             }
         }
+    }
+}
+
+/// One answer of `ManagedObjectContext.inverse(of:)`: the reciprocal inverse
+/// (or nil) of a relationship with this name, destination and inverse name,
+/// which is all `ManagedObjectModel.reciprocalInverse` reads of it.
+struct RecentInverse {
+    let name: String
+    let destination: String
+    let inverse: String?
+    let answer: InverseInfo?
+}
+
+/// A reciprocal inverse (`ManagedObjectContext.inverseInfo(of:)`), with the
+/// fields `setRelated` reads kept apart: passing the box copies a
+/// reference, not the description's fields one by one.
+final class InverseInfo {
+    let description: RelationshipDescription
+    let name: String
+    let isToMany: Bool
+    let isOrdered: Bool
+
+    init(_ description: RelationshipDescription) {
+        self.description = description
+        name = description.name
+        isToMany = description.isToMany
+        isOrdered = description.isOrdered
     }
 }

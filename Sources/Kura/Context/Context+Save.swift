@@ -5,7 +5,13 @@
 // at once); every updated and deleted object is checked against its stored
 // row's version and resolved by the merge policy (Context+Conflicts.swift)
 // before anything is written; then inserts, updates, deletes (with their join
-// rows) and join edits. If validation, the conflict check or any write fails,
+// rows) and join edits. Inserted rows are written grouped by table (tables in
+// the order each first comes, insertion order within a table: `tableOrder`),
+// so that objects of several entities inserted in turn do not switch the
+// engine's table per row; row IDs still follow insertion order within each
+// table, and the history and the did-save list inserts in insertion order.
+// Temporary IDs resolve to their objects' positions by the numbers the
+// context gave them (`InsertedPositions`), not through a hash table. If validation, the conflict check or any write fails,
 // the transaction rolls back and the context keeps all its changes (and
 // temporary IDs) as they were; the context's objects change only after the
 // commit.
@@ -46,18 +52,31 @@ extension ManagedObjectContext {
 
         /// The row ID of each inserted object, parallel to `ins` (filled
         /// first thing in the transaction, or as the rows are written).
-        let assigned = AssignedRowIDs(capacity: ins.count)
+        let assigned = AssignedRowIDs(count: ins.count)
+        /// The order in which the inserted rows are written: positions in
+        /// `ins`, grouped by table (in the order each table first comes),
+        /// in insertion order within a table (`tableOrder`). Row IDs are
+        /// assigned in insertion order all the same; grouped, consecutive
+        /// rows go to one table (the engine's table handle and the row
+        /// array are reused, not switched per object when the inserted
+        /// objects alternate entities).
+        // The inserted objects' IDs are taken in the same pass (each
+        // object read once: in a large save each visit is a cache miss)
+        // when rows or join rows may name inserted objects.
+        let needsPositions = model.hasToOneRelationships || !joinEdits.isEmpty || !joinPositions.isEmpty
+        let (order, insertedIDs) = Self.tableOrder(ins, takingIDs: needsPositions)
         /// The permanent ID of each inserted object, parallel to `ins`
         /// (made as its row is written, where its entity is at hand: the
         /// history record and the objects after the commit take them).
-        var newIDs: [ManagedObjectID] = []
-        newIDs.reserveCapacity(ins.count)
-        /// Each inserted object's values as its row was written, parallel
-        /// to `ins`, which become its saved values after the commit
+        var newIDs = [ManagedObjectID](repeating: ManagedObjectID(entity: "", rowID: 0), count: ins.count)
+        /// Each inserted object's values as its row was written, in write
+        /// order (`order`), which become its saved values after the commit
         /// (SavedValuesStash: taken while the object's values are in cache).
         let stash = SavedValuesStash(capacity: ins.count)
-        /// The same by temporary ID, made when a row first names one.
-        var tempRowIDs: [ManagedObjectID: Int64]?
+        /// The position in `ins` of each inserted object's temporary ID
+        /// (InsertedPositions: by number for the IDs this context made,
+        /// not hashed), made when a row first names one.
+        let positions = InsertedPositions(ins, ids: insertedIDs, numbering: registry.numbering)
         var resolutions: [ObjectIdentifier: Resolution] = [:]
         /// The stored record of each updated or deleted object whose version
         /// check passed, as read then (no row is written twice in a save, so
@@ -83,28 +102,30 @@ extension ManagedObjectContext {
                 defer { self.enclosingTransaction = outer }
                 try self.validate(Self.joined(ins, upd), deleted: del)
                 self.enclosingTransaction = outer
-                // Table handles, resolved once per save (the last one kept
-                // by entity: runs of one entity's objects hash no name).
+                // Table handles, resolved once per save, kept by entity (a
+                // few compared by identity: objects of several entities
+                // hash no name) and by table name.
                 var tables: [String: TableInfo] = [:]
-                var lastTable: (entity: EntityDescription, info: TableInfo)?
+                var byEntity: [(entity: EntityDescription, info: TableInfo)] = []
                 func table(_ e: EntityDescription) throws(KuraError) -> TableInfo {
-                    if let l = lastTable, l.entity === e { return l.info }
+                    for l in byEntity where l.entity === e { return l.info }
                     let t: TableInfo
                     if let known = tables[e.hierarchy.table] { t = known } else {
                         t = try tx.table(e.hierarchy.table)
                         tables[e.hierarchy.table] = t
                     }
-                    lastTable = (e, t)
+                    if byEntity.count < 16 { byEntity.append((e, t)) }
                     return t
                 }
                 // The next row ID by table (a hierarchy's entities share row
                 // IDs); the current run's table is kept aside.
                 var next: [String: Int64] = [:]
                 var run: (table: String, next: Int64)?
-                func assign(_ o: ManagedObject) throws(KuraError) {
+                func assign(_ k: Int) throws(KuraError) {
+                    let o = ins[k]
                     // An ID made permanent early (obtainPermanentIDs) names its reserved row.
                     if !o.objectID.isTemporary {
-                        assigned.append(o.objectID.rowID)
+                        assigned[k] = o.objectID.rowID
                         return
                     }
                     let t = o.entity.hierarchy.table
@@ -113,7 +134,7 @@ extension ManagedObjectContext {
                         if let current = run { next[current.table] = current.next }
                         if let n = next[t] { r = (t, n) } else { r = (t, try table(o.entity).nextRowID) }
                     }
-                    assigned.append(r.next)
+                    assigned[k] = r.next
                     r.next += 1
                     run = r
                 }
@@ -125,17 +146,23 @@ extension ManagedObjectContext {
                 // (one pass over the inserted objects, not two).
                 let assignWhileWriting = upd.isEmpty && del.isEmpty && !self.model.hasToOneRelationships
                 if !assignWhileWriting {
-                    for o in ins { try assign(o) }
+                    // In write order (`order`): one table's objects in a
+                    // row, in insertion order, so each table's row IDs
+                    // follow insertion order as they did.
+                    for j in order.indices { try assign(order[j]) }
                     if let current = run { next[current.table] = current.next }
                 }
                 func rowID(_ id: ManagedObjectID) -> Int64? {
                     guard id.isTemporary else { return id.rowID }
-                    if let m = tempRowIDs { return m[id] }
-                    var m: [ManagedObjectID: Int64] = [:]
-                    m.reserveCapacity(ins.count)
-                    for (o, rid) in zip(ins, assigned.ids) { m[o.objectID] = rid }
-                    tempRowIDs = m
-                    return m[id]
+                    return positions.position(of: id).map { assigned[$0] }
+                }
+                /// The row ID a to-one key naming `id` stores: nil for a
+                /// deleted target. An inserted object of this save is not
+                /// deleted (`ins` holds live ones), so its row ID is taken
+                /// without looking it up in the registry.
+                func targetRowID(_ id: ManagedObjectID) -> Int64? {
+                    if id.isTemporary, let k = positions.position(of: id) { return assigned[k] }
+                    return self.registered(id)?.isDeleted == true ? nil : rowID(id)
                 }
                 // Check every saved object against its stored row first, so a
                 // refusal writes nothing.
@@ -173,10 +200,10 @@ extension ManagedObjectContext {
                 var start = 0
                 // One row array for all inserts (RowLayout.fill).
                 var row: [Value] = []
-                while start < ins.count {
-                    let e = ins[start].entity
+                while start < order.count {
+                    let e = ins[order[start]].entity
                     var end = start + 1
-                    while end < ins.count && ins[end].entity === e { end += 1 }
+                    while end < order.count && ins[order[end]].entity === e { end += 1 }
                     let layout = self.layout(of: e)
                     let t = try table(e)
                     let entityName = e.name
@@ -209,28 +236,30 @@ extension ManagedObjectContext {
                         // holds 1 in every new row (written once).
                         if row.count != layout.columns.count { row = [Value](repeating: .null, count: layout.columns.count) }
                         row[layout.version] = .integer(1)
-                        for k in start..<end {
+                        for j in start..<end {
+                            let k = order[j]
                             let o = ins[k]
                             let rid = o.objectID.isTemporary ? nextRunRowID() : o.objectID.rowID
-                            assigned.append(rid)
+                            assigned[k] = rid
                             o.writeValues(into: &row, columns: direct)
                             try tx.insertRow(row, into: t, rowID: rid)
-                            newIDs.append(ManagedObjectID(entity: entityName, rowID: rid))
+                            newIDs[k] = ManagedObjectID(entity: entityName, rowID: rid)
                             stash.append(o.values)
                         }
                         if let runTable { run = (runTable, runNext) }
                         start = end
                         continue
                     }
-                    for k in start..<end {
+                    for j in start..<end {
+                        let k = order[j]
                         let o = ins[k]
                         if assignWhileWriting {
-                            assigned.append(o.objectID.isTemporary ? nextRunRowID() : o.objectID.rowID)
+                            assigned[k] = o.objectID.isTemporary ? nextRunRowID() : o.objectID.rowID
                         }
-                        layout.fill(&row, o, saved: false) { id in self.registered(id)?.isDeleted == true ? nil : rowID(id) }
+                        layout.fill(&row, o, saved: false, targetRowID: targetRowID)
                         row[layout.version] = .integer(1)
                         try tx.insertRow(row, into: t, rowID: assigned[k])
-                        newIDs.append(ManagedObjectID(entity: entityName, rowID: assigned[k]))
+                        newIDs[k] = ManagedObjectID(entity: entityName, rowID: assigned[k])
                         stash.append(o.values)
                     }
                     if let runTable { run = (runTable, runNext) }
@@ -262,7 +291,7 @@ extension ManagedObjectContext {
                 }, deleted: del.filter { o in
                     if case .delete? = resolutions[ObjectIdentifier(o)] { return true } else { return false }
                 })
-                let wroteRows = !newIDs.isEmpty || !record.isEmpty
+                let wroteRows = !ins.isEmpty || !record.isEmpty
                 if self.container.persistentHistoryTracking && wroteRows {
                     // Inserts first, as savedChanges orders them.
                     let changes = newIDs.map { PersistentHistoryChange(kind: .insert, objectID: $0) } + record
@@ -294,41 +323,41 @@ extension ManagedObjectContext {
         // keys: then each inserted object is settled in one visit (one pass
         // over what may be many objects, not two).
         let renames = !ins.isEmpty && model.hasToOneRelationships
-        var before: [ManagedObjectID] = []
-        if renames { before.reserveCapacity(ins.count) }
         // The new IDs in runs of one entity and consecutive row IDs, each
-        // registered in an array by row ID (ObjectRegistry.openRun).
+        // registered in an array by row ID (ObjectRegistry.openRun). In
+        // write order, where an entity's rows are together (one run for
+        // each, in the common case).
         var runStart = 0
-        while runStart < newIDs.count {
+        while runStart < order.count {
+            let first = newIDs[order[runStart]]
             var runEnd = runStart + 1
-            while runEnd < newIDs.count && newIDs[runEnd].rowID == newIDs[runEnd - 1].rowID + 1
-                    && newIDs[runEnd].entityName == newIDs[runStart].entityName { runEnd += 1 }
-            registry.openRun(entity: newIDs[runStart].entityName, first: newIDs[runStart].rowID, count: runEnd - runStart)
+            while runEnd < order.count && newIDs[order[runEnd]].rowID == newIDs[order[runEnd - 1]].rowID + 1
+                    && newIDs[order[runEnd]].entityName == first.entityName { runEnd += 1 }
+            registry.openRun(entity: first.entityName, first: first.rowID, count: runEnd - runStart)
             runStart = runEnd
         }
-        precondition(newIDs.count == ins.count && stash.count == ins.count, "a committed save wrote every inserted row (a Kura bug)")
-        for k in ins.indices {
-            let o = ins[k]
+        precondition(order.count == ins.count && stash.count == ins.count, "a committed save wrote every inserted row (a Kura bug)")
+        // The temporary IDs' positions, taken before the objects change
+        // their IDs (made here if no row named one).
+        if renames { positions.prepare() }
+        // In write order, the order of the stashed values.
+        for j in order.indices {
+            let o = ins[order[j]]
             o.isNew = false
-            let id = newIDs[k]
-            if renames { before.append(o.objectID) }
+            let id = newIDs[order[j]]
             registry.moveInserted(o, to: id)
             o.objectID = id
             o.version = 1
-            if !renames { o.takeSavedState(values: stash.take(k)) }
+            if !renames { o.takeSavedState(values: stash.take(j)) }
         }
         if renames {
-            // To-one keys naming an inserted object take its new ID (the map of
-            // old to new IDs is made only if some object has a to-one key).
-            var renamed: [ManagedObjectID: ManagedObjectID]?
+            // To-one keys naming an inserted object (by its temporary ID) take its new ID.
             for u in registry.values {
                 let o = u.takeUnretainedValue()
-                guard !o.toOne.isEmpty else { continue }
-                let map = renamed ?? Dictionary(zip(before, ins.lazy.map(\.objectID)), uniquingKeysWith: { a, _ in a })
-                renamed = map
-                for (k, v) in o.toOne { if let n = map[v] { o.toOne[k] = n } }
+                guard o.toOne.holdsTemporaryID else { continue }
+                o.toOne.rename { id in positions.position(of: id).map { newIDs[$0] } }
             }
-            for k in ins.indices { ins[k].takeSavedState(values: stash.take(k)) }
+            for j in order.indices { ins[order[j]].takeSavedState(values: stash.take(j)) }
         }
         var gone: [ManagedObject] = []
         var tookStore: [(ManagedObject, Set<String>)] = []
@@ -371,6 +400,7 @@ extension ManagedObjectContext {
         // own swaps retain and release both objects, touching each one).
         // Moved out of `ins` first: the transaction's closure captures `ins`,
         // so each change of it would pay a dynamic exclusivity check.
+        positions.release()
         var done = ins
         ins = []
         done.withUnsafeMutableBufferPointer { $0.reverse() }
@@ -672,21 +702,167 @@ final class SavedValuesStash {
     }
 }
 
+extension ManagedObjectContext {
+    /// The order in which a save writes its inserted objects' rows:
+    /// positions in `ins` grouped by table, the tables in the order each
+    /// first comes, each table's objects in insertion order (so the row IDs
+    /// assigned in insertion order still grow within each table). The
+    /// identity when one table holds them all. With `takingIDs`, also the
+    /// objects' IDs, parallel to `ins` (read in the same visit).
+    static func tableOrder(_ ins: [ManagedObject], takingIDs: Bool) -> (order: [Int], ids: [ManagedObjectID]?) {
+        // Each entity seen, with its table's group (a few compared by
+        // identity; the table names compared when a new entity comes).
+        var seen: [(entity: EntityDescription, group: Int)] = []
+        var tables: [String] = []
+        var counts: [Int] = []
+        var groups = [Int32](repeating: 0, count: ins.count)
+        var ids: [ManagedObjectID] = []
+        if takingIDs { ids.reserveCapacity(ins.count) }
+        var last: EntityDescription?
+        var group = 0
+        for k in ins.indices {
+            let o = ins[k]
+            if takingIDs { ids.append(o.objectID) }
+            let e = o.entity
+            if e !== last {
+                if let hit = seen.first(where: { $0.entity === e }) {
+                    group = hit.group
+                } else {
+                    let t = e.hierarchy.table
+                    if let g = tables.firstIndex(of: t) { group = g } else {
+                        tables.append(t)
+                        counts.append(0)
+                        group = tables.count - 1
+                    }
+                    seen.append((e, group))
+                }
+                last = e
+            }
+            groups[k] = Int32(group)
+            counts[group] += 1
+        }
+        guard tables.count > 1 else { return (Array(ins.indices), takingIDs ? ids : nil) }
+        // A counting sort (stable: insertion order within each table).
+        var next = [Int](repeating: 0, count: counts.count)
+        var sum = 0
+        for g in counts.indices {
+            next[g] = sum
+            sum += counts[g]
+        }
+        var order = [Int](repeating: 0, count: ins.count)
+        for k in ins.indices {
+            let g = Int(groups[k])
+            order[next[g]] = k
+            next[g] += 1
+        }
+        return (order, takingIDs ? ids : nil)
+    }
+}
+
+/// The position in a save's inserted objects (`ins`) of each one's
+/// temporary ID, as it was before the save: what row IDs, to-one keys and
+/// join rows naming an inserted object resolve through.
+///
+/// Why not a dictionary by ID: a save of many objects that name each
+/// other hashed every inserted object's ID into one, and each key again.
+/// The temporary IDs a context makes are numbered (ObjectRegistry,
+/// `OwnIDNumbering`), in insertion order, so the inserted objects' IDs
+/// fill a short range of numbers: an array by number holds their
+/// positions. Other temporary IDs (made process-wide) go to a dictionary,
+/// and so do all of them when the numbers are spread too thin.
+///
+/// Built on first use (`prepare`), before any inserted object takes its
+/// permanent ID. Used on the saving context's thread only; its fields are
+/// `@exclusivity(unchecked)` as `AssignedRowIDs`' (plain reads and writes
+/// that call no other code while they last).
+final class InsertedPositions {
+    /// The inserted objects until `prepare` or `release` (not kept longer:
+    /// the save's list is reversed in place later, which would copy it).
+    @exclusivity(unchecked) private var ins: [ManagedObject]
+    private let numbering: OwnIDNumbering
+    @exclusivity(unchecked) private var ready = false
+    /// The IDs before the save, parallel to `ins`.
+    @exclusivity(unchecked) private var ids: [ManagedObjectID] = []
+    @exclusivity(unchecked) private var base: Int64 = 0
+    /// Position by `number - base`, or -1.
+    @exclusivity(unchecked) private var slots: [Int] = []
+    @exclusivity(unchecked) private var others: [ManagedObjectID: Int] = [:]
+
+    /// `ids`: the inserted objects' IDs if taken already (parallel to
+    /// `ins`), else nil (then `prepare` takes them).
+    init(_ ins: [ManagedObject], ids: [ManagedObjectID]?, numbering: OwnIDNumbering) {
+        if let ids {
+            self.ids = ids
+            self.ins = []
+        } else {
+            self.ins = ins
+        }
+        self.numbering = numbering
+    }
+
+    /// Takes the inserted objects' IDs if not given (once; before they
+    /// change), and places them by number.
+    func prepare() {
+        guard !ready else { return }
+        ready = true
+        if !ins.isEmpty || ids.isEmpty { ids = ins.map(\.objectID) }
+        ins = []
+        var low = Int64.max, high = Int64.min
+        for id in ids {
+            guard let n = numbering.number(id) else { continue }
+            low = min(low, n)
+            high = max(high, n)
+        }
+        let dense = low <= high && high - low < 2 * Int64(ids.count) + 64
+        if dense {
+            base = low
+            slots = [Int](repeating: -1, count: Int(high - low) + 1)
+        }
+        for (k, id) in ids.enumerated() where id.isTemporary {
+            if dense, let n = numbering.number(id) { slots[Int(n - base)] = k } else { others[id] = k }
+        }
+    }
+
+    /// Lets go of the inserted objects' list (prepared or not: no row
+    /// named an inserted object, and none will).
+    func release() {
+        if !ready { ins = [] }
+    }
+
+    /// The position in `ins` of the object whose ID was `id` (a temporary
+    /// ID), nil if none.
+    func position(of id: ManagedObjectID) -> Int? {
+        guard id.isTemporary else { return nil }
+        prepare()
+        if !slots.isEmpty, let n = numbering.number(id) {
+            let i = n - base
+            guard i >= 0, i < Int64(slots.count) else { return nil }
+            let k = slots[Int(i)]
+            // The number names one ID of this context; the entity is compared too (an ID built by hand may name another).
+            return k >= 0 && ids[k] == id ? k : nil
+        }
+        return others.isEmpty ? nil : others[id]
+    }
+}
+
 /// The row IDs a save assigns to its inserted objects, in order.
 ///
 /// A class, not an array variable: the save's transaction closure and the
 /// local functions in it (which map temporary IDs to these row IDs) capture
 /// the array, and an array variable captured that way is checked for
-/// exclusive access at run time on every append (a call per inserted
-/// object). `ids` is `@exclusivity(unchecked)`: it is read and appended to
-/// on the saving thread only, by plain reads and appends that call no other
-/// code while they last.
+/// exclusive access at run time on every write (a call per inserted
+/// object). `ids` is `@exclusivity(unchecked)`: it is read and written on
+/// the saving thread only, by plain reads and writes that call no other
+/// code while they last. Rows are written grouped by table, not in
+/// insertion order, so each ID is set at its object's position.
 final class AssignedRowIDs {
-    @exclusivity(unchecked) private(set) var ids: [Int64] = []
+    @exclusivity(unchecked) private(set) var ids: [Int64]
 
-    init(capacity: Int) { ids.reserveCapacity(capacity) }
+    /// `count` row IDs, each set before it is read.
+    init(count: Int) { ids = [Int64](repeating: 0, count: count) }
 
-    func append(_ id: Int64) { ids.append(id) }
-
-    subscript(k: Int) -> Int64 { ids[k] }
+    subscript(k: Int) -> Int64 {
+        get { ids[k] }
+        set { ids[k] = newValue }
+    }
 }

@@ -340,14 +340,31 @@ public final class ManagedObjectContext {
     private let modelHasTransientRelationships: Bool
     /// The last entity `layout(of:)` resolved, and its layout.
     private var lastLayout: (entity: EntityDescription, layout: RowLayout)?
+    /// The entities `layout(of:)` resolved before (a few, compared by
+    /// identity), with their layouts: objects of several entities made or
+    /// saved in turn (a student, its record, its courses) hash no name.
+    /// `@exclusivity(unchecked)`: read and appended to by plain loads and
+    /// stores on the context's thread, calling nothing while they last.
+    @exclusivity(unchecked) private var recentLayouts: [(entity: EntityDescription, layout: RowLayout)] = []
     /// The last entity `entity(named:)` resolved.
     private var lastEntity: EntityDescription?
     /// The last class `insertableEntity(ofClass:)` resolved, with its entity.
     private var lastInsertedClass: (type: ObjectIdentifier, entity: EntityDescription)?
+    /// The reciprocal inverses `inverse(of:)` found, by the relationship's
+    /// name, destination and inverse name (Context+Relationships.swift).
+    /// `@exclusivity(unchecked)` as `recentLayouts`.
+    @exclusivity(unchecked) var recentInverses: [RecentInverse] = []
+    /// The classes `insertableEntity(ofClass:)` resolved before (a few),
+    /// with their entities: objects of several classes made in turn look
+    /// up no table. `@exclusivity(unchecked)` as `recentLayouts`.
+    @exclusivity(unchecked) private var recentInsertedClasses: [(type: ObjectIdentifier, entity: EntityDescription)] = []
     /// The last class `hooks(of:)` read, with the hooks it overrides.
     /// `@exclusivity(unchecked)`: read and replaced by plain loads and
     /// stores on the context's thread, calling nothing while they last.
     @exclusivity(unchecked) private var lastHooks: (type: ObjectIdentifier, hooks: HookOverrides)?
+    /// The classes `hooks(of:)` read before (a few), with their hooks.
+    /// `@exclusivity(unchecked)` as `lastHooks`.
+    @exclusivity(unchecked) private var recentHooks: [(type: ObjectIdentifier, hooks: HookOverrides)] = []
 
     /// The lifecycle hooks `o`'s class overrides (HookOverrides.swift): a
     /// save calls the others not at all, as calling them would run
@@ -355,9 +372,17 @@ public final class ManagedObjectContext {
     @inline(__always)
     func hooks(of o: ManagedObject) -> HookOverrides {
         let c = type(of: o)
-        if let last = lastHooks, last.type == ObjectIdentifier(c) { return last.hooks }
+        let type = ObjectIdentifier(c)
+        if let last = lastHooks, last.type == type { return last.hooks }
+        // A few classes seen before (objects of several classes in turn).
+        for i in recentHooks.indices where recentHooks[i].type == type {
+            let h = recentHooks[i].hooks
+            lastHooks = (type, h)
+            return h
+        }
         let h = HookOverrides.of(c)
-        lastHooks = (ObjectIdentifier(c), h)
+        lastHooks = (type, h)
+        if recentHooks.count < 8 { recentHooks.append((type, h)) }
         return h
     }
     var store: LoadedStore {
@@ -442,10 +467,17 @@ public final class ManagedObjectContext {
     ///
     /// - Throws: as `ManagedObjectModel.entity(forClass:)` and `checkInsertable`.
     func insertableEntity(ofClass c: ManagedObject.Type) throws(KuraError) -> EntityDescription {
-        if let last = lastInsertedClass, last.type == ObjectIdentifier(c) { return last.entity }
+        let type = ObjectIdentifier(c)
+        if let last = lastInsertedClass, last.type == type { return last.entity }
+        for i in recentInsertedClasses.indices where recentInsertedClasses[i].type == type {
+            let e = recentInsertedClasses[i].entity
+            lastInsertedClass = (type, e)
+            return e
+        }
         let e = try model.entity(forClass: c)
         try model.checkInsertable(e)
-        lastInsertedClass = (ObjectIdentifier(c), e)
+        lastInsertedClass = (type, e)
+        if recentInsertedClasses.count < 8 { recentInsertedClasses.append((type, e)) }
         return e
     }
 
@@ -759,9 +791,22 @@ public final class ManagedObjectContext {
     @inline(__always)
     func loadedLayout(of e: EntityDescription) -> RowLayout? {
         if let last = lastLayout, last.entity === e { return last.layout }
+        return recentLayout(of: e)
+    }
+
+    /// `loadedLayout(of:)` when `e` is not the last entity asked for.
+    private func recentLayout(of e: EntityDescription) -> RowLayout? {
+        for i in recentLayouts.indices where recentLayouts[i].entity === e {
+            let l = recentLayouts[i].layout
+            lastLayout = (e, l)
+            return l
+        }
         guard let l = store.layouts[e.name] else { return nil }
         // The layouts of a loaded store never change (`store` keeps it).
-        if cachedStore != nil { lastLayout = (e, l) }
+        if cachedStore != nil {
+            lastLayout = (e, l)
+            if recentLayouts.count < 8 { recentLayouts.append((e, l)) }
+        }
         return l
     }
 

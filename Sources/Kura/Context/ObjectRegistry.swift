@@ -35,6 +35,23 @@
 // makes process-wide ones instead (negative row IDs, never its tag's), which
 // live in `byID`.
 
+/// The numbers of the temporary IDs one context makes (ObjectRegistry,
+/// `newTemporaryID`): unique per ID among that context's IDs, and
+/// independent of what is registered, so a save can find its inserted
+/// objects' positions by them (InsertedPositions) without hashing.
+struct OwnIDNumbering {
+    let tag: Int64
+    let bits: Int64
+    let mask: Int64
+
+    /// The number of `id` if this context made it, else nil.
+    @inline(__always)
+    func number(_ id: ManagedObjectID) -> Int64? {
+        guard id.isTemporary, tag > 0, id.rowID > 0, id.rowID >> bits == tag else { return nil }
+        return id.rowID & mask
+    }
+}
+
 struct ObjectRegistry {
     private var byID = IDTable()
     private var own: [Unmanaged<ManagedObject>?] = []
@@ -80,6 +97,9 @@ struct ObjectRegistry {
         nextNumber += 1
         return ManagedObjectID(entity: entity, rowID: rowID, temporary: true)
     }
+
+    /// How this context numbers the temporary IDs it makes (`newTemporaryID`).
+    var numbering: OwnIDNumbering { OwnIDNumbering(tag: tag, bits: Self.numberBits, mask: Self.numberMask) }
 
     /// The position in `own` of an ID this context made, if it has one.
     @inline(__always)

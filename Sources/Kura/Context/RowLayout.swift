@@ -56,6 +56,14 @@ final class RowLayout: Sendable {
     /// `_entity` column, and every column of the table is an attribute's
     /// or the version's (so a filled row holds nothing of an earlier one).
     let directColumns: [Int]?
+    /// For a layout that is plain but for its to-one keys (each a column of
+    /// its own, without order or entity column), the column of each
+    /// attribute by ordinal (-1 for a transient one), which `fill` copies
+    /// the object's slots into as they are before it writes the keys; nil
+    /// for any other layout (a plain one included: `directColumns`). Every
+    /// column of the table is an attribute's, a key's or the version's, so
+    /// a filled row holds nothing of an earlier one.
+    let keyedColumns: [Int]?
     /// For a plain layout (`directColumns`), the attribute ordinal of each
     /// column (-1 for the version's), which a fault's borrowed load
     /// (`ManagedObjectContext.loadBorrowed`) decodes each stored column
@@ -98,6 +106,15 @@ final class RowLayout: Sendable {
             && distinct.count == written.count && distinct.count == columns.count
             && distinct.allSatisfy { $0 >= 0 && $0 < columns.count }
         directColumns = plain ? attributeColumns.map { $0 ?? -1 } : nil
+        // The same with the key columns written too.
+        let keyed = written + relationships.map(\.column)
+        let distinctKeyed = Set(keyed)
+        let plainButKeys = !plain && !hasDecimal && !relationships.isEmpty && entityColumn == nil
+            && relationships.allSatisfy { $0.orderColumn == nil && $0.entityColumn == nil }
+            && compositeColumns.allSatisfy { $0 == nil } && exactColumns.allSatisfy { $0 == nil }
+            && distinctKeyed.count == keyed.count && distinctKeyed.count == columns.count
+            && distinctKeyed.allSatisfy { $0 >= 0 && $0 < columns.count }
+        keyedColumns = plainButKeys ? attributeColumns.map { $0 ?? -1 } : nil
         if plain {
             var ordinals = [Int](repeating: -1, count: columns.count)
             for (k, c) in attributeColumns.enumerated() { if let c { ordinals[c] = k } }
@@ -222,6 +239,29 @@ final class RowLayout: Sendable {
                 (o.savedValues ?? AttributeValues(o.entity)).write(into: &out, columns: direct)
             } else {
                 o.values.write(into: &out, columns: direct)
+            }
+            out[version] = .integer(o.version)
+            return
+        }
+        if let keyed = keyedColumns {
+            // Plain but for its keys: the slots go to their columns as
+            // they are, then each key (or null); every column is written
+            // (see `keyedColumns`).
+            if out.count != columns.count { out = [Value](repeating: .null, count: columns.count) }
+            if saved {
+                (o.savedValues ?? AttributeValues(o.entity)).write(into: &out, columns: keyed)
+            } else {
+                o.values.write(into: &out, columns: keyed)
+            }
+            let toOne = saved ? o.savedToOne : o.toOne
+            // By index (a slot copied out of the array retains its names).
+            for j in relationships.indices {
+                let column = relationships[j].column
+                if let id = toOne[relationships[j].name], let rid = targetRowID(id) {
+                    out[column] = .integer(rid)
+                } else {
+                    out[column] = .null
+                }
             }
             out[version] = .integer(o.version)
             return

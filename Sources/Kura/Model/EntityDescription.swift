@@ -255,6 +255,8 @@ public final class EntityDescription: Sendable {
     let requiredOrdinals: [Int]
     let ruleOrdinals: [Int]
     public let relationshipsByName: [String: RelationshipDescription]
+    /// The relationship names in order, for `relationshipIndex(_:)`.
+    let relationshipNames: [String]
     /// Application data attached to the entity (Core Data's `userInfo`).
     public let userInfo: [String: String]
     /// The entity's name in an earlier model version (Xcode's `elementID`).
@@ -371,6 +373,7 @@ public final class EntityDescription: Sendable {
         requiredOrdinals = resolved.0.indices.filter { !resolved.0[$0].isOptional }
         ruleOrdinals = resolved.0.indices.filter { resolved.0[$0].validation != nil }
         relationshipsByName = Dictionary(resolved.1.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+        relationshipNames = resolved.1.map(\.name)
     }
 }
 
@@ -402,5 +405,28 @@ extension EntityDescription {
             return nil
         }
         return attributeOrdinals[key]
+    }
+
+    /// The index in ``relationships`` of the relationship named `key` (nil
+    /// if none; the first, as `relationshipsByName` keeps it): what typed
+    /// to-one setters ask. Compared as `ordinal(ofAttribute:)` compares
+    /// (bits first, then `==`) for a few names; more are looked up by name.
+    @inline(__always)
+    func relationshipIndex(_ key: String) -> Int? {
+        let names = relationshipNames
+        if names.count <= 8 {
+            if MemoryLayout<String>.size == MemoryLayout<(UInt64, UInt64)>.size {
+                // Same size, checked above: a copy of the two words, which are only compared.
+                let k = unsafeBitCast(key, to: (UInt64, UInt64).self)
+                for i in names.indices {
+                    let n = unsafeBitCast(names[i], to: (UInt64, UInt64).self)
+                    if n.0 == k.0 && n.1 == k.1 { return i }
+                }
+            }
+            for i in names.indices where names[i] == key { return i }
+            return nil
+        }
+        guard relationshipsByName[key] != nil else { return nil }
+        return names.firstIndex(of: key)
     }
 }

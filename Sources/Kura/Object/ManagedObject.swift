@@ -484,11 +484,12 @@ open class ManagedObject: CustomStringConvertible {
     /// relationship.
     @usableFromInline
     func setToOneTarget(_ key: String, _ target: ManagedObject?) {
-        guard entity.ordinal(ofAttribute: key) == nil, let r = entity.relationshipsByName[key], !r.isToMany else {
+        // By index, not through `relationshipsByName` (a hash of the key).
+        guard entity.ordinal(ofAttribute: key) == nil, let i = entity.relationshipIndex(key), !entity.relationships[i].isToMany else {
             self[key] = target
             return
         }
-        do { try context().setRelated(self, r, target) } catch { deferredErrors.append(error) }
+        do { try context().setRelated(self, entity.relationships[i], target) } catch { deferredErrors.append(error) }
     }
 
     /// Adds `object` to a to-many relationship (at the end, if ordered).

@@ -14,17 +14,28 @@
 // iteration yields `(key, value)` pairs in no promised order.
 //
 // Invariant: no two entries have the same key.
+//
+// The entries are a struct (`Entry`), not the `(key, value)` tuple the
+// iteration yields: an array of tuples is copied and destroyed through the
+// runtime's generic tuple witnesses (walking the tuple's metadata per
+// element), which cost a few hundred instructions per object made or freed;
+// a struct's are compiled code.
 
 struct ToOneKeys: Equatable, Sequence {
     typealias Element = (key: String, value: ManagedObjectID)
 
-    private var entries: [Element]
+    fileprivate struct Entry {
+        let key: String
+        var value: ManagedObjectID
+    }
+
+    private var entries: [Entry]
 
     /// No targets.
     init() { entries = [] }
 
     /// One target (a row's to-one key, as a context loads it).
-    init(_ key: String, _ value: ManagedObjectID) { entries = [(key, value)] }
+    init(_ key: String, _ value: ManagedObjectID) { entries = [Entry(key: key, value: value)] }
 
     /// The target of relationship `key` (nil: none); setting nil removes it.
     subscript(key: String) -> ManagedObjectID? {
@@ -36,15 +47,34 @@ struct ToOneKeys: Equatable, Sequence {
             if let i = entries.firstIndex(where: { $0.key == key }) {
                 if let newValue { entries[i].value = newValue } else { entries.remove(at: i) }
             } else if let newValue {
-                entries.append((key, newValue))
+                entries.append(Entry(key: key, value: newValue))
             }
+        }
+    }
+
+    /// Whether some target is named by a temporary ID (an object not saved yet).
+    var holdsTemporaryID: Bool {
+        for e in entries where e.value.isTemporary { return true }
+        return false
+    }
+
+    /// Replaces each target ID `map` gives a new one for (a save's inserted
+    /// objects taking their permanent IDs); the others stay.
+    mutating func rename(_ map: (ManagedObjectID) -> ManagedObjectID?) {
+        for i in entries.indices {
+            if let n = map(entries[i].value) { entries[i].value = n }
         }
     }
 
     var isEmpty: Bool { entries.isEmpty }
     var count: Int { entries.count }
 
-    func makeIterator() -> IndexingIterator<[Element]> { entries.makeIterator() }
+    struct Iterator: IteratorProtocol {
+        fileprivate var base: IndexingIterator<[Entry]>
+        mutating func next() -> Element? { base.next().map { ($0.key, $0.value) } }
+    }
+
+    func makeIterator() -> Iterator { Iterator(base: entries.makeIterator()) }
 
     /// Equal when both hold the same names with the same IDs, in any order.
     static func == (a: ToOneKeys, b: ToOneKeys) -> Bool {

@@ -313,7 +313,10 @@ extension ManagedObjectContext {
         let k = ObjectIdentifier(o)
         // `toMany`: whether `key` names a to-many relationship, when the
         // caller knows (no description copied out of the entity's table).
-        if !attribute, toMany ?? (o.entity.relationshipsByName[key]?.isToMany == true) { notices.toManyTouched[k] = o }
+        // An inserted object is saved anyway (and leaves `isNew` only when
+        // a save or push forgets the pending changes, this list included):
+        // only objects that are not new are kept for the will-save pass.
+        if !attribute, !o.isNew, toMany ?? (o.entity.relationshipsByName[key]?.isToMany == true) { notices.toManyTouched[k] = o }
         switch noted(o) {
         case nil:
             notices.batch.updated.append(o)
