@@ -201,12 +201,7 @@ extension ManagedObjectContext {
     /// Whether two strings have the same bits (then they are equal; equal
     /// strings may still differ in bits: two storages of one text).
     @inline(__always)
-    static func sameBits(_ a: String, _ b: String) -> Bool {
-        guard MemoryLayout<String>.size == MemoryLayout<(UInt64, UInt64)>.size else { return false }
-        // Same size, checked above: a copy of the two words, which are only compared.
-        let x = unsafeBitCast(a, to: (UInt64, UInt64).self), y = unsafeBitCast(b, to: (UInt64, UInt64).self)
-        return x.0 == y.0 && x.1 == y.1
-    }
+    static func sameBits(_ a: String, _ b: String) -> Bool { a.hasSameBits(as: b) }
 
     @inline(__always)
     static func sameBits(_ a: String?, _ b: String?) -> Bool {

@@ -392,18 +392,7 @@ extension EntityDescription {
     @inline(__always)
     func ordinal(ofAttribute key: String) -> Int? {
         let names = attributeNames
-        if names.count <= 8 {
-            if MemoryLayout<String>.size == MemoryLayout<(UInt64, UInt64)>.size {
-                // Same size, checked above: a copy of the two words, which are only compared.
-                let k = unsafeBitCast(key, to: (UInt64, UInt64).self)
-                for i in names.indices {
-                    let n = unsafeBitCast(names[i], to: (UInt64, UInt64).self)
-                    if n.0 == k.0 && n.1 == k.1 { return i }
-                }
-            }
-            for i in names.indices where names[i] == key { return i }
-            return nil
-        }
+        if names.count <= 8 { return names.indexBitsFirst(of: key) }
         return attributeOrdinals[key]
     }
 
@@ -414,19 +403,34 @@ extension EntityDescription {
     @inline(__always)
     func relationshipIndex(_ key: String) -> Int? {
         let names = relationshipNames
-        if names.count <= 8 {
-            if MemoryLayout<String>.size == MemoryLayout<(UInt64, UInt64)>.size {
-                // Same size, checked above: a copy of the two words, which are only compared.
-                let k = unsafeBitCast(key, to: (UInt64, UInt64).self)
-                for i in names.indices {
-                    let n = unsafeBitCast(names[i], to: (UInt64, UInt64).self)
-                    if n.0 == k.0 && n.1 == k.1 { return i }
-                }
-            }
-            for i in names.indices where names[i] == key { return i }
-            return nil
-        }
+        if names.count <= 8 { return names.indexBitsFirst(of: key) }
         guard relationshipsByName[key] != nil else { return nil }
         return names.firstIndex(of: key)
+    }
+}
+
+extension String {
+    /// Whether the two strings have the same bits: then they are equal
+    /// (equal strings may still differ in bits: two storages of one text).
+    /// A typed property's key (a literal) and the model's name are most
+    /// often the same small string, and comparing two different small
+    /// strings with `==` is a call into the runtime.
+    @inline(__always)
+    func hasSameBits(as other: String) -> Bool {
+        guard MemoryLayout<String>.size == MemoryLayout<(UInt64, UInt64)>.size else { return false }
+        // Same size, checked above: a copy of the two words, which are only compared.
+        let x = unsafeBitCast(self, to: (UInt64, UInt64).self), y = unsafeBitCast(other, to: (UInt64, UInt64).self)
+        return x.0 == y.0 && x.1 == y.1
+    }
+}
+
+extension Array where Element == String {
+    /// The index of `key` (the first), compared by bits first
+    /// (`hasSameBits`), then with `==` when no bits match: for a few names.
+    @inline(__always)
+    func indexBitsFirst(of key: String) -> Int? {
+        for i in indices where self[i].hasSameBits(as: key) { return i }
+        for i in indices where self[i] == key { return i }
+        return nil
     }
 }
