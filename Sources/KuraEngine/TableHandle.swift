@@ -46,11 +46,24 @@ final class TableHandle {
     let tree: BTree
     /// One past the highest column position any index reads (0 without indexes).
     let indexedWidth: Int
+    /// The positions of the columns some index reads, each once, ascending.
+    let indexedPositions: [Int]
     @exclusivity(unchecked) var dirty = false
     /// Reused buffers locating the indexed columns of an old and a new record
     /// (made on first use: read handles never need them).
-    lazy var oldFields = RecordFields(columns: indexedWidth)
-    lazy var newFields = RecordFields(columns: indexedWidth)
+    /// Stored, not `lazy`: a lazy property is changed through a get and a
+    /// set, so each `load` copied both buffers (two allocations per record
+    /// and update); `prepareFields` sizes them on first use.
+    @exclusivity(unchecked) private(set) var oldFields = RecordFields(columns: 0)
+    @exclusivity(unchecked) private(set) var newFields = RecordFields(columns: 0)
+
+    @inline(__always)
+    private func prepareFields() {
+        if oldFields.wanted != indexedWidth {
+            oldFields = RecordFields(columns: indexedWidth)
+            newFields = RecordFields(columns: indexedWidth)
+        }
+    }
     /// Reused by a write transaction's inserts into this table (`insertRow`,
     /// `insertEncoded`): the record and the row-ID key of the row being
     /// inserted. Taken out of the handle while in use (`swap`), so each is
@@ -78,6 +91,7 @@ final class TableHandle {
         self.indexes = indexes
         tree = BTree(root: info.rootPage, kind: .table)
         indexedWidth = TableHandle.indexedWidth(indexes)
+        indexedPositions = TableHandle.indexedPositions(indexes)
     }
 
     /// A read handle from a connection's resolved table and the counters of
@@ -90,6 +104,11 @@ final class TableHandle {
         indexes = resolved.indexes
         tree = BTree(root: info.rootPage, kind: .table)
         indexedWidth = resolved.indexedWidth
+        indexedPositions = TableHandle.indexedPositions(indexes)
+    }
+
+    static func indexedPositions(_ indexes: [IndexDefinition]) -> [Int] {
+        Set(indexes.flatMap { $0.columns.map(\.position) }).sorted()
     }
 
     static func indexedWidth(_ indexes: [IndexDefinition]) -> Int {
@@ -108,6 +127,25 @@ final class TableHandle {
         return c
     }
 
+    /// Whether some column an index reads may differ between the records
+    /// `old` and `new` (`indexesChanged` for all indexes at once, without an
+    /// array or a copy of each index's definition): an update that changes
+    /// no indexed column (most saves of edited objects) then writes the
+    /// record alone. A column missing from one record counts as changed.
+    ///
+    /// - Throws: `.corrupt` if either record's header is malformed.
+    func anyIndexedColumnChanged(old: [UInt8], new: [UInt8]) throws(KuraError) -> Bool {
+        try old.withBytes { o throws(KuraError) -> Bool in
+            try new.withBytes { n throws(KuraError) -> Bool in
+                prepareFields()
+                try oldFields.load(o)
+                try newFields.load(n)
+                for p in indexedPositions where !oldFields.sameField(p, as: newFields) { return true }
+                return false
+            }
+        }
+    }
+
     /// For each index, whether its key may differ between the records `old`
     /// and `new`: false only when every column it reads has the same serial
     /// type and body bytes in both (equal bytes give equal keys). A column
@@ -118,6 +156,7 @@ final class TableHandle {
     func indexesChanged(old: [UInt8], new: [UInt8]) throws(KuraError) -> [Bool] {
         try old.withBytes { o throws(KuraError) -> [Bool] in
             try new.withBytes { n throws(KuraError) -> [Bool] in
+                prepareFields()
                 try oldFields.load(o)
                 try newFields.load(n)
                 return indexes.map { index in

@@ -1107,6 +1107,12 @@ public final class WriteTransaction: ReadTransaction {
         let stored: [UInt8]?
         if let current { stored = current } else { stored = try tree.get(RowIDKey.encode(rowID), writer!) }
         guard let old = stored else { return false }
+        if try !h.anyIndexedColumnChanged(old: old, new: record) {
+            // No column an index reads changed: the record alone.
+            try tree.insert(RowIDKey.encode(rowID), record, mode: .replaceExisting, writer!)
+            changeCount += 1
+            return true
+        }
         let touched = try h.indexesChanged(old: old, new: record)
         let indexes = zip(h.indexes, touched).filter(\.1).map(\.0)
         let oldKeys = try indexKeys(indexes, record: old, rowID: rowID, schema: h.schema)
