@@ -116,11 +116,17 @@ extension WriteTransaction {
         for (i, k) in keys.enumerated() where k.index.isUnique && !k.hasNull && (only?[i] ?? true) {
             let prefix = Array(k.key[0..<k.prefixLength])
             if let other = try firstRow(in: k.index, withPrefix: prefix, excluding: rowID) {
-                throw KuraError(.constraintViolation,
-                                "unique index \"\(k.index.name)\" on table \"\(table)\" already holds \(k.index.columns.map(\.name).joined(separator: ", ")) = \(try describeValues(k.index, rowID: other, table: table)) (row \(other))",
-                                path: database.path)
+                throw try uniqueClash(k.index, other: other, table: table)
             }
         }
+    }
+
+    /// The error of a new row whose values `index` (unique) already holds
+    /// for row `other`: names the index, the table, the columns and values.
+    private func uniqueClash(_ index: IndexDefinition, other: Int64, table: String) throws(KuraError) -> KuraError {
+        KuraError(.constraintViolation,
+                  "unique index \"\(index.name)\" on table \"\(table)\" already holds \(index.columns.map(\.name).joined(separator: ", ")) = \(try describeValues(index, rowID: other, table: table)) (row \(other))",
+                  path: database.path)
     }
 
     /// `checkUnique` for an insert's keys in `entries` (IndexEntries.swift).
@@ -138,10 +144,7 @@ extension WriteTransaction {
             if let tree, try tree.contains(RowIDKey.encode(rowID), writer!) {
                 throw KuraError(.alreadyExists, "table \"\(table)\" already has a row with ID \(rowID)", path: database.path)
             }
-            let index = entries.definitions[i]
-            throw KuraError(.constraintViolation,
-                            "unique index \"\(index.name)\" on table \"\(table)\" already holds \(index.columns.map(\.name).joined(separator: ", ")) = \(try describeValues(index, rowID: other, table: table)) (row \(other))",
-                            path: database.path)
+            throw try uniqueClash(entries.definitions[i], other: other, table: table)
         }
     }
 
@@ -175,14 +178,6 @@ extension WriteTransaction {
         guard let values = try values(in: self.table(table), rowID: rowID) else { return "?" }
         let shown = index.columns.map { $0.position < values.count ? values[$0.position].description : "null" }
         return shown.count == 1 ? shown[0] : "(" + shown.joined(separator: ", ") + ")"
-    }
-
-    func addIndexEntries(_ indexes: [IndexDefinition], _ keys: [(index: IndexDefinition, key: [UInt8], prefixLength: Int, hasNull: Bool)]) throws(KuraError) {
-        for k in keys {
-            guard try k.index.tree.insert(k.key, [], mode: .insertNew, writer!) else {
-                throw KuraError(.corrupt, "index \"\(k.index.name)\" already holds an entry for this row", page: k.index.info.rootPage)
-            }
-        }
     }
 
     // MARK: Typed tables

@@ -585,15 +585,15 @@ public final class WriteTransaction: ReadTransaction {
     /// The handle of `table` if it is resolved now (`hot` or parked), else
     /// nil (no lookup by name).
     func resolvedHandle(_ table: TableInfo) -> HotTable? {
-        if let h = hot, h.info.id == table.id, h.info.name == table.name { return h }
-        for h in parked where h.info.id == table.id && h.info.name == table.name { return h }
+        if let h = hot, h.isHandle(of: table) { return h }
+        for h in parked where h.isHandle(of: table) { return h }
         return nil
     }
 
     func hotTable(_ table: TableInfo) throws(KuraError) -> HotTable {
         try checkActive()
-        if let h = hot, h.info.id == table.id, h.info.name == table.name { return h }
-        for i in parked.indices where parked[i].info.id == table.id && parked[i].info.name == table.name {
+        if let h = hot, h.isHandle(of: table) { return h }
+        for i in parked.indices where parked[i].isHandle(of: table) {
             // Promoted to `hot`; the previous one takes its place.
             let h = parked[i]
             if let previous = hot { parked[i] = previous } else { parked.remove(at: i) }
@@ -1345,13 +1345,11 @@ public final class WriteTransaction: ReadTransaction {
         try collectExternalGarbage()
         // The hot table's counters go to the catalog; the handle itself is
         // kept for `tableCarry` (nothing below changes a counter or the schema).
+        // The flush writes their counters back (`dirty` cleared); a
+        // transaction without a catalog has no handle.
         let kept = hot
         let keptParked = parked
         if catalog != nil { flushHotTable() }
-        // (Written back by the flush; a transaction without a catalog has
-        // no handle.)
-        kept?.dirty = false
-        for h in keptParked { h.dirty = false }
         let w = writer!
         if let c = catalog {
             let root = w.currentHeader.headerCatalogRoot

@@ -66,11 +66,7 @@ extension BTree {
                 if try w.page(step.page).cellCount != step.index { onEdge = false; break }
             }
             if onEdge {
-                let fitted = try insertFitting(key, value, at: i, into: leafNo, w)
-                if !fitted {
-                    let cell = try makeLeafCell(key, value, w)
-                    try insertCell(cell, at: i, into: leafNo, path: path[...], w)
-                }
+                try putLeafCell(key, value, at: i, into: leafNo, path: path[...], w)
                 if w.structureEpoch == epoch {
                     w.setAppendHint(AppendHint(root: root, epoch: epoch, interior: path.map(\.page), leaf: leafNo))
                 }
@@ -110,14 +106,20 @@ extension BTree {
             for p in overflow { try w.free(p) }
             try w.writable(leafNo).removeCell(i)
         }
-        if !exists, try insertFitting(key, value, at: i, into: leafNo, w) {
-            w.rememberLeaf(leafNo, of: root)
-            return true
-        }
-        let cell = try makeLeafCell(key, value, w)
-        try insertCell(cell, at: i, into: leafNo, path: path[...], w)
+        try putLeafCell(key, value, at: i, into: leafNo, path: path[...], w)
         if w.structureEpoch == epoch { w.rememberLeaf(leafNo, of: root) }
         return true
+    }
+
+    /// Puts the cell `key` -> `value` at position `i` of leaf `leafNo`
+    /// (reached by `path`): written in place when it fits (`insertFitting`),
+    /// else built (`makeLeafCell`, with its overflow chain) and inserted
+    /// with the splits it needs (`insertCell`).
+    private func putLeafCell(_ key: [UInt8], _ value: [UInt8], at i: Int, into leafNo: UInt32,
+                             path: ArraySlice<(page: UInt32, index: Int)>, _ w: PageWriter) throws(KuraError) {
+        if try insertFitting(key, value, at: i, into: leafNo, w) { return }
+        let cell = try makeLeafCell(key, value, w)
+        try insertCell(cell, at: i, into: leafNo, path: path, w)
     }
 
     /// Writes the cell `key` -> `value` as cell `i` of leaf `leafNo` when it
@@ -241,13 +243,8 @@ extension BTree {
             let past = key.withUnsafeBytes { leaf.compareKey(n - 1, $0) < 0 }
             guard past else { return false }
         }
-        let layout = Node.leafLayout(keyLength: key.count, valueLength: value.count, pageSize: w.pageSize)
-        let stored = leaf.storedSize(ofLeafCell: layout.size)
-        if !layout.overflow && leaf.freeSpace >= stored + 2 {
-            // The usual case: the cell is written straight into the leaf.
-            try w.writable(hint.leaf).appendLeafCell(key, value, size: stored, compact: leaf.isCompactLeaf, table: kind == .table)
-            return true
-        }
+        // The usual case: the cell is written straight into the leaf.
+        if try insertFitting(key, value, at: n, into: hint.leaf, w) { return true }
         let cell = try makeLeafCell(key, value, w)
         if try w.writable(hint.leaf).insertCell(cell, at: n) { return true }
         var path: [(page: UInt32, index: Int)] = []
@@ -529,18 +526,12 @@ extension BTree {
 }
 
 extension Page {
-    /// Appends a leaf cell without an overflow chain, `key` -> `value`, in the
+    /// Writes a leaf cell without an overflow chain, `key` -> `value`, in the
     /// page's form (`compact`: `isCompactLeaf`; `table`: a table leaf), whose
     /// stored `size` (`Node.leafLayout`, less `compactSaving` in a compact
     /// leaf) the caller checked fits `freeSpace` with its pointer; it becomes
-    /// the last cell (its key must be the greatest; in a compact table leaf a
-    /// row-ID key, as every table key the tree code is given is).
-    fileprivate func appendLeafCell(_ key: [UInt8], _ value: [UInt8], size: Int, compact: Bool, table: Bool) {
-        insertLeafCell(key, value, at: cellCount, size: size, compact: compact, table: table)
-    }
-
-    /// `appendLeafCell` for a cell that becomes cell `i` (its key between
-    /// those of cells `i - 1` and `i`).
+    /// cell `i` (its key between those of cells `i - 1` and `i`; in a compact
+    /// table leaf a row-ID key, as every table key the tree code is given is).
     fileprivate func insertLeafCell(_ key: [UInt8], _ value: [UInt8], at i: Int, size: Int, compact: Bool, table: Bool) {
         let base = cellPointerStart
         if contentStart - (base + 2 * cellCount) < size + 2 { defragment() }
