@@ -1,8 +1,9 @@
 // An index search over many key ranges in a read transaction (a
 // relationship probe with many row IDs: `ReadTransaction.probeIndex`; a
-// query cursor's index plan) finds a later range's first key inside the leaf
-// the cursor is on when that leaf holds it, instead of descending from the
-// root (CandidateSource.seekWithinLeaf). The test checks the rows such
+// query cursor's index plan) finds a later range's first key from the lowest
+// page of the cursor's path that brackets it (the leaf the cursor is on, or
+// an interior page above it) instead of descending from the root
+// (TreeCursor.seekNear). The test checks the rows such
 // searches return against a model (IN lists as a cross-check of the same
 // ranges through a query): small pages (an index of many
 // leaves), ascending and descending indexes, duplicate keys spanning leaf
@@ -73,6 +74,68 @@ final class IndexRangeSeekTests: XCTestCase {
                 }
                 XCTAssertEqual(Set(probed), want, "probe, descending \(descending) round \(round)")
                 XCTAssertEqual(probed.count, want.count, "probe: a row twice")
+            }
+        }
+    }
+
+    /// `TreeCursor.seekNear` from any position lands where `seek` from the
+    /// root does, for keys before, after and between the cursor's: the same
+    /// leaf, an interior page's subtree (a tree of at least three levels),
+    /// or neither; keys below and above every entry, absent values, whole
+    /// entries' keys. The seed is printed; KURA_SEED replays it.
+    func testSeekNearLandsWhereSeekDoes() throws {
+        var rng = SplitMix64(seed: testSeed("IndexRangeSeekTests.seekNear"))
+        for descending in [false, true] {
+            let db = try memoryStore("seeknear", pageSize: 512)
+            var entries: [[UInt8]] = []
+            try db.write { tx in
+                let t = try tx.createTable("t", schema: TableSchema([ColumnDefinition("score", .integer)]))
+                try tx.createIndex("by_score", on: t, columns: [IndexColumn("score", descending: descending)])
+                for _ in 0..<12_000 { _ = try tx.insert([.integer(Int64(rng.next() % 5000))], into: t) }
+            }
+            try db.read { tx in
+                guard let index = try tx.indexes(of: "t").first, let pages = tx.snapshotPages else { return XCTFail("no index") }
+                var all = TreeCursor(tree: index.tree)
+                try all.first(pages)
+                while all.isValid {
+                    entries.append(Array(all.key))
+                    try all.next(pages)
+                }
+                try entries[0].withUnsafeBytes { try all.seek($0, pages) }
+                XCTAssertGreaterThanOrEqual(all.stack.count, 3, "the index should have an interior level below its root")
+                func randomKey() -> [UInt8] {
+                    switch rng.next() % 4 {
+                    case 0: return entries[Int(rng.next() % UInt64(entries.count))]
+                    case 1: return QueryPlanner.segment(.integer(Int64(rng.next() % 5200) - 100), index.columns[0])
+                    default: return QueryPlanner.segment(.integer(Int64(rng.next() % 5000)), index.columns[0])
+                    }
+                }
+                var near = TreeCursor(tree: index.tree)
+                for step in 0..<3000 {
+                    // Start somewhere (often where the last step left it), then go to
+                    // a key near it, on either side, or anywhere.
+                    if step % 5 == 0 || !near.isValid { try randomKey().withUnsafeBytes { try near.seek($0, pages) } }
+                    var key = randomKey()
+                    if near.isValid, rng.next() % 2 == 0 {
+                        let here = Array(near.key)
+                        let i = entries.firstIndex(of: here) ?? 0
+                        let j = max(0, min(entries.count - 1, i + Int(rng.next() % 400) - 200))
+                        key = entries[j]
+                        if rng.next() % 2 == 0 { key = Array(key.dropLast()) }
+                    }
+                    var root = TreeCursor(tree: index.tree)
+                    try key.withUnsafeBytes { try root.seek($0, pages) }
+                    try key.withUnsafeBytes { try near.seekNear($0, pages) }
+                    XCTAssertEqual(near.isValid, root.isValid, "descending \(descending) step \(step)")
+                    if near.isValid && root.isValid {
+                        XCTAssertEqual(Array(near.key), Array(root.key), "descending \(descending) step \(step): key \(key)")
+                        if Array(near.key) != Array(root.key) { return }
+                        // The path is whole: stepping on from both agrees.
+                        try near.next(pages)
+                        try root.next(pages)
+                        XCTAssertEqual(near.isValid ? Array(near.key) : [], root.isValid ? Array(root.key) : [], "next, step \(step)")
+                    }
+                }
             }
         }
     }

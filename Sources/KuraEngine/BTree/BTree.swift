@@ -271,6 +271,62 @@ struct TreeCursor {
         if index >= leaf.cellCount { try advanceLeaf(s) }
     }
 
+    /// Positions at the first key >= `key`, as `seek` does, but starts from
+    /// the lowest page of the cursor's path whose keys are known to bracket
+    /// `key` instead of from the root: a series of seeks to nearby keys (the
+    /// probes of a join, in key order) then reads and searches only the
+    /// pages that differ.
+    ///
+    /// The leaf is kept when its first key <= `key` <= its last key (every
+    /// earlier leaf's keys are below its first, every later leaf's above its
+    /// last). An interior page is kept when its first separator < `key` <=
+    /// its last separator: its subtree holds every key from just above its
+    /// first child's up to its last separator, so the tree's first key >=
+    /// `key` is found below it (or, when its leaf holds none, by the next
+    /// leaf, which `advanceLeaf` reaches through the path above it, kept as
+    /// it was). Otherwise the root, as `seek`.
+    ///
+    /// Only while no page of the cursor's path can have changed since the
+    /// cursor read it: a read snapshot's pages, or a walk during which the
+    /// transaction writes nothing. On a damaged tree whose separators are out
+    /// of order it may land elsewhere than `seek` would, as any search there
+    /// may; every page is still checked as the tree's (`BTree.node`) and the
+    /// descent's depth is bounded.
+    mutating func seekNear<S: PageSource>(_ key: UnsafeRawBufferPointer, _ s: S) throws(KuraError) {
+        guard isValid, stack.count > 0 else { return try seek(key, s) }
+        var d = stack.count - 1
+        let within: Bool = Unmanaged.passUnretained(stack[d].page)._withUnsafeGuaranteedRef { leaf in
+            let n = leaf.cellCount
+            return n > 0 && leaf.compareKey(0, key) <= 0 && leaf.compareKey(n - 1, key) >= 0
+        }
+        if within {
+            let i = Unmanaged.passUnretained(stack[d].page)._withUnsafeGuaranteedRef { $0.lowerBound(key) }
+            stack[d].index = i
+            return
+        }
+        d -= 1
+        while d > 0 {
+            let brackets: Bool = Unmanaged.passUnretained(stack[d].page)._withUnsafeGuaranteedRef { p in
+                let m = p.cellCount
+                return m > 0 && p.compareKey(0, key) < 0 && p.compareKey(m - 1, key) >= 0
+            }
+            if brackets { break }
+            d -= 1
+        }
+        guard d >= 0 else { return try seek(key, s) }
+        var p = stack[d].page
+        stack.removeSubrange(d..<stack.count)
+        while !p.isLeafNode {
+            guard stack.count < BTree.maxDepth else { throw tree.depthError(p.number) }
+            let i = p.lowerBound(key)
+            stack.append((p, i))
+            p = try tree.node(p.child(i), s)
+        }
+        stack.append((p, p.lowerBound(key)))
+        isValid = true
+        if index >= leaf.cellCount { try advanceLeaf(s) }
+    }
+
     mutating func first<S: PageSource>(_ s: S) throws(KuraError) {
         stack.removeAll(keepingCapacity: true)
         try descendEdge(tree.node(tree.root, s), leftmost: true, s)

@@ -575,12 +575,14 @@ struct CandidateSource {
                         if cursor!.isValid { try cursor!.previous(s) } else { try cursor!.last(s) }
                     }
                 } else {
-                    // A later range whose lower bound lies in the leaf the
-                    // cursor is on (a probe with many row IDs: R1's foreign-key
-                    // index) is found in that leaf, without a descent.
+                    // A later range's lower bound (a probe with many row IDs:
+                    // R1's foreign-key index) is searched from the lowest page
+                    // of the cursor's path that brackets it (`seekNear`): in
+                    // the same leaf, or below the same interior page, without
+                    // a descent from the root. Snapshot pages only: a writer's
+                    // may have changed since the cursor read them.
                     try searchRanges[ri].lower.withBytes { b throws(KuraError) in
-                        if borrowsPages, cursor!.isValid, Self.seekWithinLeaf(&cursor!, b) { return }
-                        try cursor!.seek(b, s)
+                        if borrowsPages { try cursor!.seekNear(b, s) } else { try cursor!.seek(b, s) }
                     }
                 }
             } else {
@@ -597,23 +599,6 @@ struct CandidateSource {
             started = false
         }
         return nil
-    }
-
-    /// Moves `cursor` (valid, on a leaf) to the first key >= `key` when its
-    /// leaf holds that position: the leaf's first key <= `key` <= its last
-    /// key. Every key of an earlier leaf is below the leaf's first key and
-    /// every key of a later one above its last, so the leaf's lower bound is
-    /// the tree's, as `seek` would find it; the cursor's path to the leaf
-    /// stays as it was. False (the cursor unchanged) otherwise. Only for
-    /// snapshot reads, whose pages never change under the cursor.
-    @inline(__always)
-    static func seekWithinLeaf(_ cursor: inout TreeCursor, _ key: UnsafeRawBufferPointer) -> Bool {
-        let leaf = cursor.leaf
-        let n = leaf.cellCount
-        guard n > 0, leaf.compareKey(0, key) <= 0, leaf.compareKey(n - 1, key) >= 0 else { return false }
-        // Below n: the leaf's last key is >= `key`.
-        cursor.moveInLeaf(to: leaf.lowerBound(key))
-        return true
     }
 
     /// A corruption error from reading a row, with the row ID and page added.
