@@ -449,6 +449,9 @@ extension Page {
         }
         // Interior cells start with their child.
         let pos = o + layout.keyLengthAt
+        // Most keys are shorter than 128 bytes: a one-byte length.
+        let first = u8(pos)
+        if first < 0x80 { return (pos + 1, Int(first)) }
         let (kl, a) = Varint.read(bytes, pos, size)!
         return (pos + a, Int(kl))
     }

@@ -123,7 +123,11 @@ public struct ColumnLookup: Sendable, Hashable {
 }
 
 /// A materialized join: rows pass when their key is (or is not) in `values`.
-struct JoinFilter {
+///
+/// A class: a query cursor tests each candidate row against its filters, and
+/// iterating an array of structs copied each filter (its key's table
+/// description, its set) per row.
+final class JoinFilter {
     enum Key {
         case rowID
         case column(position: Int, defaultValue: Value)
@@ -135,6 +139,12 @@ struct JoinFilter {
     let values: Set<Int64>
     /// Rows pass when `values` contains their key == member.
     let member: Bool
+
+    init(key: Key, values: Set<Int64>, member: Bool) {
+        self.key = key
+        self.values = values
+        self.member = member
+    }
 
     func passes<S: PageSource>(_ record: UnsafeRawBufferPointer, rowID: Int64, _ s: S) throws(KuraError) -> Bool {
         switch key {
