@@ -68,7 +68,11 @@ extension ManagedObjectContext {
             }
             let id = ManagedObjectID(entity: name, rowID: row.rowID)
             if registry.count > 0, let o = registered(id) {
-                takeFetchedRow(try layout.values(of: row, tx, table), into: o)
+                // A loaded object that holds this row already needs nothing
+                // from it (see `holdsRow`): no decode of the row.
+                if try !holdsRow(o, row, layout) {
+                    takeFetchedRow(try layout.values(of: row, tx, table), into: o)
+                }
                 made.objects.append(o)
                 continue
             }
@@ -79,6 +83,27 @@ extension ManagedObjectContext {
         }
         if let memo, keeping { memo.keep(q, kept, database: db, counter: counter) }
         return finish(&made)
+    }
+
+    /// Whether `o`, registered and loaded, would take nothing from `row`, its
+    /// row as the store holds it now (`takeFetchedRow` would leave it as it
+    /// is): a changed or deleted object keeps its state whatever the row
+    /// says; a clean one whose version is the row's holds that row's values
+    /// already (every write of a row through the object layer, a context's
+    /// save or a batch request, moves its version, and a clean object's
+    /// values are those of the version it last read, saved or reloaded). Its
+    /// read error, if any, is cleared, as taking the row would. False for a
+    /// fault (it takes the row).
+    ///
+    /// - Throws: `.corrupt` if the record's version column does not decode.
+    @inline(__always)
+    private func holdsRow(_ o: ManagedObject, _ row: Row, _ layout: RowLayout) throws(KuraError) -> Bool {
+        if o.isFault { return false }
+        if o.hasChangedValues || o.isDeleted { return true }
+        // `apply` reads a version past the record's end as 0 (its default).
+        guard (try row.value(at: layout.version)).integerValue ?? 0 == o.version else { return false }
+        o.clearReadError()
+        return true
     }
 
     /// The object for row `rowID` with `values`, a row of `e`'s table: the
