@@ -1220,6 +1220,49 @@ public final class WriteTransaction: ReadTransaction {
         return rows.count
     }
 
+    /// Deletes rows `rowIDs` of `table`, `records[i]` being row `rowIDs[i]`'s
+    /// record as this transaction has it now (the caller read it in this
+    /// transaction and has not changed the row since; no row twice): the
+    /// object layer's save of deleted objects, which reads each row to check
+    /// its version first. Returns how many rows were deleted (a row ID the
+    /// table does not have is skipped).
+    ///
+    /// As `deleteRows`: each index's entries go in key order, then the rows
+    /// in row-ID order, so consecutive deletes mostly land in the leaf the
+    /// previous one changed instead of descending from the root per row. The
+    /// keys are built in the table handle's buffers (`IndexEntries`, as an
+    /// insert builds them), without decoding the indexed values into
+    /// `Value`s. A table with external columns releases their files row by
+    /// row. A record that is not its row's leaves wrong index entries, hence
+    /// package access only.
+    ///
+    /// - Throws: `.corrupt` for a malformed record; engine write errors.
+    @discardableResult
+    package func deleteRows(_ rowIDs: [Int64], records: [[UInt8]], from table: TableInfo) throws(KuraError) -> Int {
+        precondition(rowIDs.count == records.count, "deleteRows: one record per row ID")
+        let h = try hotTable(table)
+        if h.hasExternal {
+            var n = 0
+            for i in rowIDs.indices where try delete(from: table, rowID: rowIDs[i], current: records[i]) { n += 1 }
+            return n
+        }
+        if !h.indexes.isEmpty {
+            let entries = h.indexEntries
+            let schema = h.schema
+            let maxKey = Node.maxKey(database.pageSize)
+            var keys: [[[UInt8]]] = Array(repeating: [], count: h.indexes.count)
+            for k in keys.indices { keys[k].reserveCapacity(rowIDs.count) }
+            for i in rowIDs.indices {
+                try records[i].withBytes { b throws(KuraError) in try entries.build(b, rowID: rowIDs[i], schema: schema, maxKey: maxKey) }
+                for k in keys.indices { keys[k].append(entries.keys[k]) }
+            }
+            for k in keys.indices {
+                _ = try BTree(root: entries.roots[k], kind: .index).delete(Self.inKeyOrder(keys[k]), writer!)
+            }
+        }
+        return try deleteRowKeys(rowIDs, of: h)
+    }
+
     /// `keys` in `bytesPrecede` order, compared first by their heads
     /// (`SortEntry.head(of:)`, the index sorter's order), so that most
     /// comparisons are one integer comparison.
