@@ -1070,13 +1070,27 @@ public final class WriteTransaction: ReadTransaction {
     /// values (the object layer's save reads each row to check its version
     /// first). A `current` that is not the row's record leaves wrong index
     /// entries, hence package access only.
+    ///
+    /// The record is encoded into the table handle's reused buffer (as
+    /// `insertRow` does), and the row-ID key too: no array made per row.
     @discardableResult
     package func update(_ values: [Value], in table: TableInfo, rowID: Int64, current: [UInt8]) throws(KuraError) -> Bool {
         let h = try hotTable(table)
-        if let schema = h.schema, schema.hasExternal {
+        if h.hasExternal, let schema = h.schema {
             return try withExternal(values, h.info, schema, old: current) { r throws(KuraError) in try updateEncoded(r, in: table, rowID: rowID, current: current) }
         }
-        return try updateEncoded(encode(values, for: h), in: table, rowID: rowID, current: current)
+        // Taken out of the handle while in use (uniquely referenced, so
+        // written in place) and put back however the update ends, unless
+        // grown past `keptRecordBuffer` (see `insertRow`).
+        var record: [UInt8] = []
+        swap(&record, &h.recordBuffer)
+        defer { if record.capacity <= Self.keptRecordBuffer { swap(&record, &h.recordBuffer) } }
+        if let v = h.validator {
+            RecordCodec.encode(try v.validate(values, table: h.info.name), compactDoubles: compactDoubles, reusing: &record)
+        } else {
+            RecordCodec.encode(values, compactDoubles: compactDoubles, reusing: &record)
+        }
+        return try updateEncoded(record, handle: h, rowID: rowID, current: current)
     }
 
     /// Replaces the encoded record of row `rowID`. Returns false if there is none.
@@ -1097,19 +1111,28 @@ public final class WriteTransaction: ReadTransaction {
     /// (`HotTable.indexesChanged`); of those, only the ones whose key changed
     /// are checked for uniqueness and rewritten.
     func updateEncoded(_ record: [UInt8], in table: TableInfo, rowID: Int64, current: [UInt8]? = nil) throws(KuraError) -> Bool {
-        let h = try hotTable(table)
+        try updateEncoded(record, handle: try hotTable(table), rowID: rowID, current: current)
+    }
+
+    /// `updateEncoded(_:in:rowID:current:)` with the table's handle at hand.
+    /// The row-ID key is written into the handle's reused key buffer.
+    private func updateEncoded(_ record: [UInt8], handle h: HotTable, rowID: Int64, current: [UInt8]?) throws(KuraError) -> Bool {
         let tree = h.tree
+        var key: [UInt8] = []
+        swap(&key, &h.keyBuffer)
+        defer { swap(&key, &h.keyBuffer) }
+        RowIDKey.write(rowID, over: &key)
         if h.indexes.isEmpty {
-            let done = try tree.insert(RowIDKey.encode(rowID), record, mode: .replaceExisting, writer!)
+            let done = try tree.insert(key, record, mode: .replaceExisting, writer!)
             if done { changeCount += 1 }
             return done
         }
         let stored: [UInt8]?
-        if let current { stored = current } else { stored = try tree.get(RowIDKey.encode(rowID), writer!) }
+        if let current { stored = current } else { stored = try tree.get(key, writer!) }
         guard let old = stored else { return false }
         if try !h.anyIndexedColumnChanged(old: old, new: record) {
             // No column an index reads changed: the record alone.
-            try tree.insert(RowIDKey.encode(rowID), record, mode: .replaceExisting, writer!)
+            try tree.insert(key, record, mode: .replaceExisting, writer!)
             changeCount += 1
             return true
         }
@@ -1119,7 +1142,7 @@ public final class WriteTransaction: ReadTransaction {
         let newKeys = try indexKeys(indexes, record: record, rowID: rowID, schema: h.schema)
         let changed = zip(oldKeys, newKeys).map { $0.key != $1.key }
         try checkUnique(indexes, newKeys, rowID: rowID, table: h.info.name, only: changed)
-        try tree.insert(RowIDKey.encode(rowID), record, mode: .replaceExisting, writer!)
+        try tree.insert(key, record, mode: .replaceExisting, writer!)
         for (i, index) in indexes.enumerated() where changed[i] {
             try index.tree.delete(oldKeys[i].key, writer!)
             try index.tree.insert(newKeys[i].key, [], mode: .insertNew, writer!)
@@ -1218,6 +1241,19 @@ public final class WriteTransaction: ReadTransaction {
             }
         }
         return rows.count
+    }
+
+    /// `record(in:rowID:)` for the object layer's save, which reads each
+    /// row it updates or deletes (to check its version) just before writing
+    /// it: the row-ID key is written into the table handle's reused buffer
+    /// (no array per row), and the handle is the one the write then uses.
+    package func currentRecord(in table: TableInfo, rowID: Int64) throws(KuraError) -> [UInt8]? {
+        let h = try hotTable(table)
+        var key: [UInt8] = []
+        swap(&key, &h.keyBuffer)
+        defer { swap(&key, &h.keyBuffer) }
+        RowIDKey.write(rowID, over: &key)
+        return try h.tree.getThroughLastLeaf(key, writer!)
     }
 
     /// Deletes rows `rowIDs` of `table`, `records[i]` being row `rowIDs[i]`'s

@@ -574,15 +574,23 @@ extension ManagedObjectContext {
     /// store: by table, then row ID (the order in which the engine reads and
     /// writes them with the fewest descents). Already in order: unchanged.
     static func storageOrder(_ objects: [ManagedObject]) -> [(Int, ManagedObject)] {
-        var out = Array(objects.enumerated())
         func precedes(_ a: ManagedObject, _ b: ManagedObject) -> Bool {
-            let ta = a.entity.hierarchy.table, tb = b.entity.hierarchy.table
-            return ta != tb ? ta < tb : a.objectID.rowID < b.objectID.rowID
+            // Objects of one entity share its table (no names compared).
+            if a.entity !== b.entity {
+                let ta = a.entity.hierarchy.table, tb = b.entity.hierarchy.table
+                if ta != tb { return ta < tb }
+            }
+            return a.objectID.rowID < b.objectID.rowID
         }
+        var out: [(Int, ManagedObject)] = []
+        out.reserveCapacity(objects.count)
         var sorted = true
-        for k in out.indices.dropFirst() where precedes(out[k].element, out[k - 1].element) { sorted = false; break }
-        if !sorted { out.sort { precedes($0.element, $1.element) } }
-        return out.map { ($0.offset, $0.element) }
+        for k in objects.indices {
+            if sorted, k > 0, precedes(objects[k], objects[k - 1]) { sorted = false }
+            out.append((k, objects[k]))
+        }
+        if !sorted { out.sort { precedes($0.1, $1.1) } }
+        return out
     }
 
     /// The stored row of an object: attributes, then each to-one key (and
@@ -596,8 +604,8 @@ extension ManagedObjectContext {
     /// null): then `resolve` judges the whole row, padded with the column defaults.
     ///
     /// - Throws: `.corrupt` for a malformed record; engine read errors.
-    func storedVersion(_ tx: ReadTransaction, _ t: TableInfo, _ rowID: Int64, column v: Int) throws(KuraError) -> (version: Int64?, record: [UInt8])? {
-        guard let bytes = try tx.record(in: t, rowID: rowID) else { return nil }
+    func storedVersion(_ tx: WriteTransaction, _ t: TableInfo, _ rowID: Int64, column v: Int) throws(KuraError) -> (version: Int64?, record: [UInt8])? {
+        guard let bytes = try tx.currentRecord(in: t, rowID: rowID) else { return nil }
         let decoded = bytes.withUnsafeBytes { buf -> Result<Value, KuraError> in
             do throws(KuraError) { return .success(try RecordCodec.value(at: v, in: buf)) } catch { return .failure(error) }
         }

@@ -37,6 +37,10 @@ final class SavedChangeNames {
         let fitsMask: Bool
         /// The sorted names of each mask met so far.
         var named: [(mask: UInt64, names: [String])] = []
+        /// The mask asked for last and its names (kept apart: a save's
+        /// objects mostly share one, found without searching `named`).
+        var lastMask: UInt64 = 0
+        var lastNames: [String]?
 
         init(_ e: EntityDescription) {
             entity = e
@@ -49,15 +53,19 @@ final class SavedChangeNames {
 
         /// The sorted names of the properties `mask` has bits for.
         func names(_ mask: UInt64) -> [String] {
-            // The last mask first: a save's objects mostly share one.
-            if let last = named.last, last.mask == mask { return last.names }
-            for n in named where n.mask == mask { return n.names }
+            if mask == lastMask, let lastNames { return lastNames }
+            lastMask = mask
+            for n in named where n.mask == mask {
+                lastNames = n.names
+                return n.names
+            }
             var keys = Set<String>()
             for i in attributeNames.indices where mask & (1 << UInt64(i)) != 0 { keys.insert(attributeNames[i]) }
             for j in toOneNames.indices where mask & (1 << UInt64(attributeNames.count + j)) != 0 { keys.insert(toOneNames[j]) }
             let sorted = keys.sorted()
             // A handful at most in practice; bounded all the same.
             if named.count < 64 { named.append((mask, sorted)) }
+            lastNames = sorted
             return sorted
         }
     }
@@ -83,10 +91,7 @@ final class SavedChangeNames {
         let k = keys(of: o.entity)
         guard k.fitsMask else { return Self.changedKeysByName(o) }
         var mask: UInt64 = 0
-        // Values equal as a whole (one buffer, or every slot) differ in no attribute.
-        if o.savedValues.map({ $0 != o.values }) ?? true {
-            for i in k.persistentOrdinals where o.savedValues?[ordinal: i] != o.values[ordinal: i] { mask |= 1 << UInt64(i) }
-        }
+        for i in k.persistentOrdinals where o.savedValues?[ordinal: i] != o.values[ordinal: i] { mask |= 1 << UInt64(i) }
         if !o.toOne.isEmpty || !o.savedToOne.isEmpty {
             let base = k.attributeNames.count
             for j in k.toOneNames.indices where o.savedToOne[k.toOneNames[j]] != o.toOne[k.toOneNames[j]] { mask |= 1 << UInt64(base + j) }
