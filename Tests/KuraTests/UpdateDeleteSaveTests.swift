@@ -98,6 +98,42 @@ final class UpdateDeleteSaveTests: XCTestCase {
         Self.assertSame(recorded, expected, "history, seed \(seed)")
     }
 
+    /// The objects-did-change batch names each object's changed keys
+    /// (kept as one name until a second comes: `NotedKeys`): a key set
+    /// twice is named once, two or three keys all, in the batch and in its
+    /// ID form.
+    func testObjectsDidChangeNamesEachObjectsKeys() throws {
+        let container = try PersistentContainer.inMemory(model: Self.model())
+        let setup = container.newContext()
+        for i in 0..<4 {
+            let o = try setup.insert("Plain")
+            try o.setValue("p \(i)", forKey: "name")
+            try o.setValue(Int64(i), forKey: "score")
+        }
+        try setup.save()
+        let context = container.newContext()
+        let objects = try context.fetch(FetchRequest<ManagedObject>(entityName: "Plain", sortDescriptors: [SortKey("score")]))
+        XCTAssertEqual(objects.count, 4)
+        var batches: [ContextObjectsDidChange] = []
+        let token = context.observeObjectsDidChange { batches.append($0) }
+        defer { token.cancel() }
+        try objects[0].setValue("again", forKey: "name")
+        try objects[0].setValue("and again", forKey: "name")
+        try objects[1].setValue("b", forKey: "name")
+        try objects[1].setValue(Int64(10), forKey: "score")
+        try objects[2].setValue(Int64(20), forKey: "score")
+        try objects[2].setValue(2.5, forKey: "ts")
+        try objects[2].setValue(Int64(21), forKey: "score")
+        try objects[2].setValue("c", forKey: "name")
+        try objects[3].setValue(3.5, forKey: "ts")
+        context.processPendingChanges()
+        XCTAssertEqual(batches.count, 1)
+        let batch = try XCTUnwrap(batches.first)
+        let expected: [Set<String>] = [["name"], ["name", "score"], ["name", "score", "ts"], ["ts"]]
+        for (o, keys) in zip(objects, expected) { XCTAssertEqual(batch.changedKeys(of: o), keys, "\(o.objectID)") }
+        XCTAssertEqual(batch.ids.updated, Dictionary(uniqueKeysWithValues: zip(objects.map(\.objectID), expected)))
+    }
+
     static func assertSame(_ actual: [ManagedObjectID: Set<String>], _ expected: [ManagedObjectID: Set<String>], _ what: String, line: UInt = #line) {
         XCTAssertEqual(actual.count, expected.count, what, line: line)
         for id in Set(actual.keys).union(expected.keys) where actual[id] != expected[id] {
