@@ -1282,21 +1282,35 @@ public final class WriteTransaction: ReadTransaction {
             for i in rowIDs.indices where try delete(from: table, rowID: rowIDs[i], current: records[i]) { n += 1 }
             return n
         }
-        if !h.indexes.isEmpty {
-            let entries = h.indexEntries
-            let schema = h.schema
-            let maxKey = Node.maxKey(database.pageSize)
-            var keys: [[[UInt8]]] = Array(repeating: [], count: h.indexes.count)
-            for k in keys.indices { keys[k].reserveCapacity(rowIDs.count) }
-            for i in rowIDs.indices {
-                try records[i].withBytes { b throws(KuraError) in try entries.build(b, rowID: rowIDs[i], schema: schema, maxKey: maxKey) }
-                for k in keys.indices { keys[k].append(entries.keys[k]) }
-            }
-            for k in keys.indices {
-                _ = try BTree(root: entries.roots[k], kind: .index).delete(Self.inKeyOrder(keys[k]), writer!)
-            }
+        try deleteIndexEntries(of: h, rows: rowIDs.count) { i, build throws(KuraError) in
+            try records[i].withBytes { b throws(KuraError) in try build(b, rowIDs[i]) }
         }
         return try deleteRowKeys(rowIDs, of: h)
+    }
+
+    /// Deletes the index entries of `n` rows of `h` (none without indexes):
+    /// `each(i, build)` calls `build` once with row `i`'s record (as this
+    /// transaction has it now) and row ID. The keys are built in the
+    /// handle's buffers (`IndexEntries`, as an insert builds them: no
+    /// `Value` decoded per text column, no array per record), then each
+    /// index's entries are deleted in key order.
+    ///
+    /// - Throws: `.corrupt` for a malformed record; engine write errors.
+    private func deleteIndexEntries(of h: HotTable, rows n: Int,
+                                    _ each: (Int, (UnsafeRawBufferPointer, Int64) throws(KuraError) -> Void) throws(KuraError) -> Void) throws(KuraError) {
+        guard !h.indexes.isEmpty else { return }
+        let entries = h.indexEntries
+        let schema = h.schema
+        let maxKey = Node.maxKey(database.pageSize)
+        var keys: [[[UInt8]]] = Array(repeating: [], count: h.indexes.count)
+        for k in keys.indices { keys[k].reserveCapacity(n) }
+        for i in 0..<n {
+            try each(i) { b, rowID throws(KuraError) in try entries.build(b, rowID: rowID, schema: schema, maxKey: maxKey) }
+            for k in keys.indices { keys[k].append(entries.keys[k]) }
+        }
+        for k in keys.indices {
+            _ = try BTree(root: entries.roots[k], kind: .index).delete(Self.inKeyOrder(keys[k]), writer!)
+        }
     }
 
     /// `keys` in `bytesPrecede` order, compared first by their heads
@@ -1324,17 +1338,9 @@ public final class WriteTransaction: ReadTransaction {
             }
             return n
         }
-        if !h.indexes.isEmpty {
-            var keys: [[[UInt8]]] = Array(repeating: [], count: h.indexes.count)
-            for k in keys.indices { keys[k].reserveCapacity(rows.count) }
-            for row in rows {
-                for (k, key) in try indexKeys(h.indexes, record: row.record, rowID: row.rowID, schema: h.schema).enumerated() {
-                    keys[k].append(key.key)
-                }
-            }
-            for (k, index) in h.indexes.enumerated() {
-                _ = try index.tree.delete(Self.inKeyOrder(keys[k]), writer!)
-            }
+        // Each record read where it lies (a scan's row borrows its page).
+        try deleteIndexEntries(of: h, rows: rows.count) { i, build throws(KuraError) in
+            try rows[i].withRecord { b throws(KuraError) in try build(b, rows[i].rowID) }
         }
         return try deleteRowKeys(rows.map(\.rowID), of: h)
     }
@@ -1344,7 +1350,13 @@ public final class WriteTransaction: ReadTransaction {
     /// counts them in the table's row count; returns how many there were
     /// (a row ID the table does not have is skipped).
     func deleteRowKeys(_ rowIDs: [Int64], of h: HotTable) throws(KuraError) -> Int {
-        let deleted = try h.tree.delete(rowIDs.sorted().map { RowIDKey.encode($0) }, writer!)
+        // Most callers give them in order already (a scan, a save's storage order).
+        var ascending = true
+        for i in rowIDs.indices.dropFirst() where rowIDs[i] < rowIDs[i - 1] {
+            ascending = false
+            break
+        }
+        let deleted = try h.tree.delete((ascending ? rowIDs : rowIDs.sorted()).map { RowIDKey.encode($0) }, writer!)
         if deleted > 0 {
             h.info.rowCount -= Int64(deleted)
             h.dirty = true
