@@ -1296,6 +1296,9 @@ public final class WriteTransaction: ReadTransaction {
     /// index's entries are deleted in key order.
     ///
     /// - Throws: `.corrupt` for a malformed record; engine write errors.
+    /// Inlined into its two callers, so that the closures are too (a call
+    /// through them per row cost about a hundred instructions).
+    @inline(__always)
     private func deleteIndexEntries(of h: HotTable, rows n: Int,
                                     _ each: (Int, (UnsafeRawBufferPointer, Int64) throws(KuraError) -> Void) throws(KuraError) -> Void) throws(KuraError) {
         guard !h.indexes.isEmpty else { return }
