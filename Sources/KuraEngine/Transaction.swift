@@ -1070,13 +1070,27 @@ public final class WriteTransaction: ReadTransaction {
     /// values (the object layer's save reads each row to check its version
     /// first). A `current` that is not the row's record leaves wrong index
     /// entries, hence package access only.
+    ///
+    /// The record is encoded into the table handle's reused buffer (as
+    /// `insertRow` does), and the row-ID key too: no array made per row.
     @discardableResult
     package func update(_ values: [Value], in table: TableInfo, rowID: Int64, current: [UInt8]) throws(KuraError) -> Bool {
         let h = try hotTable(table)
-        if let schema = h.schema, schema.hasExternal {
+        if h.hasExternal, let schema = h.schema {
             return try withExternal(values, h.info, schema, old: current) { r throws(KuraError) in try updateEncoded(r, in: table, rowID: rowID, current: current) }
         }
-        return try updateEncoded(encode(values, for: h), in: table, rowID: rowID, current: current)
+        // Taken out of the handle while in use (uniquely referenced, so
+        // written in place) and put back however the update ends, unless
+        // grown past `keptRecordBuffer` (see `insertRow`).
+        var record: [UInt8] = []
+        swap(&record, &h.recordBuffer)
+        defer { if record.capacity <= Self.keptRecordBuffer { swap(&record, &h.recordBuffer) } }
+        if let v = h.validator {
+            RecordCodec.encode(try v.validate(values, table: h.info.name), compactDoubles: compactDoubles, reusing: &record)
+        } else {
+            RecordCodec.encode(values, compactDoubles: compactDoubles, reusing: &record)
+        }
+        return try updateEncoded(record, handle: h, rowID: rowID, current: current)
     }
 
     /// Replaces the encoded record of row `rowID`. Returns false if there is none.
@@ -1097,19 +1111,28 @@ public final class WriteTransaction: ReadTransaction {
     /// (`HotTable.indexesChanged`); of those, only the ones whose key changed
     /// are checked for uniqueness and rewritten.
     func updateEncoded(_ record: [UInt8], in table: TableInfo, rowID: Int64, current: [UInt8]? = nil) throws(KuraError) -> Bool {
-        let h = try hotTable(table)
+        try updateEncoded(record, handle: try hotTable(table), rowID: rowID, current: current)
+    }
+
+    /// `updateEncoded(_:in:rowID:current:)` with the table's handle at hand.
+    /// The row-ID key is written into the handle's reused key buffer.
+    private func updateEncoded(_ record: [UInt8], handle h: HotTable, rowID: Int64, current: [UInt8]?) throws(KuraError) -> Bool {
         let tree = h.tree
+        var key: [UInt8] = []
+        swap(&key, &h.keyBuffer)
+        defer { swap(&key, &h.keyBuffer) }
+        RowIDKey.write(rowID, over: &key)
         if h.indexes.isEmpty {
-            let done = try tree.insert(RowIDKey.encode(rowID), record, mode: .replaceExisting, writer!)
+            let done = try tree.insert(key, record, mode: .replaceExisting, writer!)
             if done { changeCount += 1 }
             return done
         }
         let stored: [UInt8]?
-        if let current { stored = current } else { stored = try tree.get(RowIDKey.encode(rowID), writer!) }
+        if let current { stored = current } else { stored = try tree.get(key, writer!) }
         guard let old = stored else { return false }
         if try !h.anyIndexedColumnChanged(old: old, new: record) {
             // No column an index reads changed: the record alone.
-            try tree.insert(RowIDKey.encode(rowID), record, mode: .replaceExisting, writer!)
+            try tree.insert(key, record, mode: .replaceExisting, writer!)
             changeCount += 1
             return true
         }
@@ -1119,7 +1142,7 @@ public final class WriteTransaction: ReadTransaction {
         let newKeys = try indexKeys(indexes, record: record, rowID: rowID, schema: h.schema)
         let changed = zip(oldKeys, newKeys).map { $0.key != $1.key }
         try checkUnique(indexes, newKeys, rowID: rowID, table: h.info.name, only: changed)
-        try tree.insert(RowIDKey.encode(rowID), record, mode: .replaceExisting, writer!)
+        try tree.insert(key, record, mode: .replaceExisting, writer!)
         for (i, index) in indexes.enumerated() where changed[i] {
             try index.tree.delete(oldKeys[i].key, writer!)
             try index.tree.insert(newKeys[i].key, [], mode: .insertNew, writer!)
@@ -1220,6 +1243,79 @@ public final class WriteTransaction: ReadTransaction {
         return rows.count
     }
 
+    /// `record(in:rowID:)` for the object layer's save, which reads each
+    /// row it updates or deletes (to check its version) just before writing
+    /// it: the row-ID key is written into the table handle's reused buffer
+    /// (no array per row), and the handle is the one the write then uses.
+    package func currentRecord(in table: TableInfo, rowID: Int64) throws(KuraError) -> [UInt8]? {
+        let h = try hotTable(table)
+        var key: [UInt8] = []
+        swap(&key, &h.keyBuffer)
+        defer { swap(&key, &h.keyBuffer) }
+        RowIDKey.write(rowID, over: &key)
+        return try h.tree.getThroughLastLeaf(key, writer!)
+    }
+
+    /// Deletes rows `rowIDs` of `table`, `records[i]` being row `rowIDs[i]`'s
+    /// record as this transaction has it now (the caller read it in this
+    /// transaction and has not changed the row since; no row twice): the
+    /// object layer's save of deleted objects, which reads each row to check
+    /// its version first. Returns how many rows were deleted (a row ID the
+    /// table does not have is skipped).
+    ///
+    /// As `deleteRows`: each index's entries go in key order, then the rows
+    /// in row-ID order, so consecutive deletes mostly land in the leaf the
+    /// previous one changed instead of descending from the root per row. The
+    /// keys are built in the table handle's buffers (`IndexEntries`, as an
+    /// insert builds them), without decoding the indexed values into
+    /// `Value`s. A table with external columns releases their files row by
+    /// row. A record that is not its row's leaves wrong index entries, hence
+    /// package access only.
+    ///
+    /// - Throws: `.corrupt` for a malformed record; engine write errors.
+    @discardableResult
+    package func deleteRows(_ rowIDs: [Int64], records: [[UInt8]], from table: TableInfo) throws(KuraError) -> Int {
+        precondition(rowIDs.count == records.count, "deleteRows: one record per row ID")
+        let h = try hotTable(table)
+        if h.hasExternal {
+            var n = 0
+            for i in rowIDs.indices where try delete(from: table, rowID: rowIDs[i], current: records[i]) { n += 1 }
+            return n
+        }
+        try deleteIndexEntries(of: h, rows: rowIDs.count) { i, build throws(KuraError) in
+            try records[i].withBytes { b throws(KuraError) in try build(b, rowIDs[i]) }
+        }
+        return try deleteRowKeys(rowIDs, of: h)
+    }
+
+    /// Deletes the index entries of `n` rows of `h` (none without indexes):
+    /// `each(i, build)` calls `build` once with row `i`'s record (as this
+    /// transaction has it now) and row ID. The keys are built in the
+    /// handle's buffers (`IndexEntries`, as an insert builds them: no
+    /// `Value` decoded per text column, no array per record), then each
+    /// index's entries are deleted in key order.
+    ///
+    /// - Throws: `.corrupt` for a malformed record; engine write errors.
+    /// Inlined into its two callers, so that the closures are too (a call
+    /// through them per row cost about a hundred instructions).
+    @inline(__always)
+    private func deleteIndexEntries(of h: HotTable, rows n: Int,
+                                    _ each: (Int, (UnsafeRawBufferPointer, Int64) throws(KuraError) -> Void) throws(KuraError) -> Void) throws(KuraError) {
+        guard !h.indexes.isEmpty else { return }
+        let entries = h.indexEntries
+        let schema = h.schema
+        let maxKey = Node.maxKey(database.pageSize)
+        var keys: [[[UInt8]]] = Array(repeating: [], count: h.indexes.count)
+        for k in keys.indices { keys[k].reserveCapacity(n) }
+        for i in 0..<n {
+            try each(i) { b, rowID throws(KuraError) in try entries.build(b, rowID: rowID, schema: schema, maxKey: maxKey) }
+            for k in keys.indices { keys[k].append(entries.keys[k]) }
+        }
+        for k in keys.indices {
+            _ = try BTree(root: entries.roots[k], kind: .index).delete(Self.inKeyOrder(keys[k]), writer!)
+        }
+    }
+
     /// `keys` in `bytesPrecede` order, compared first by their heads
     /// (`SortEntry.head(of:)`, the index sorter's order), so that most
     /// comparisons are one integer comparison.
@@ -1245,17 +1341,9 @@ public final class WriteTransaction: ReadTransaction {
             }
             return n
         }
-        if !h.indexes.isEmpty {
-            var keys: [[[UInt8]]] = Array(repeating: [], count: h.indexes.count)
-            for k in keys.indices { keys[k].reserveCapacity(rows.count) }
-            for row in rows {
-                for (k, key) in try indexKeys(h.indexes, record: row.record, rowID: row.rowID, schema: h.schema).enumerated() {
-                    keys[k].append(key.key)
-                }
-            }
-            for (k, index) in h.indexes.enumerated() {
-                _ = try index.tree.delete(Self.inKeyOrder(keys[k]), writer!)
-            }
+        // Each record read where it lies (a scan's row borrows its page).
+        try deleteIndexEntries(of: h, rows: rows.count) { i, build throws(KuraError) in
+            try rows[i].withRecord { b throws(KuraError) in try build(b, rows[i].rowID) }
         }
         return try deleteRowKeys(rows.map(\.rowID), of: h)
     }
@@ -1265,7 +1353,13 @@ public final class WriteTransaction: ReadTransaction {
     /// counts them in the table's row count; returns how many there were
     /// (a row ID the table does not have is skipped).
     func deleteRowKeys(_ rowIDs: [Int64], of h: HotTable) throws(KuraError) -> Int {
-        let deleted = try h.tree.delete(rowIDs.sorted().map { RowIDKey.encode($0) }, writer!)
+        // Most callers give them in order already (a scan, a save's storage order).
+        var ascending = true
+        for i in rowIDs.indices.dropFirst() where rowIDs[i] < rowIDs[i - 1] {
+            ascending = false
+            break
+        }
+        let deleted = try h.tree.delete((ascending ? rowIDs : rowIDs.sorted()).map { RowIDKey.encode($0) }, writer!)
         if deleted > 0 {
             h.info.rowCount -= Int64(deleted)
             h.dirty = true

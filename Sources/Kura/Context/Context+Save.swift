@@ -77,11 +77,12 @@ extension ManagedObjectContext {
         /// (InsertedPositions: by number for the IDs this context made,
         /// not hashed), made when a row first names one.
         let positions = InsertedPositions(ins, ids: insertedIDs, numbering: registry.numbering)
-        var resolutions: [ObjectIdentifier: Resolution] = [:]
-        /// The stored record of each updated or deleted object whose version
-        /// check passed, as read then (no row is written twice in a save, so
-        /// it is still the row's record when the object's write comes).
-        var currentRecords: [ObjectIdentifier: [UInt8]] = [:]
+        /// The updated, then the deleted objects (the context's order): what
+        /// the save checks against the store, and `outcomes` is parallel to.
+        let changed = Self.joined(upd, del)
+        /// What the check found and the write did for each of `changed`, by
+        /// position (an array, not a dictionary by object: see `CheckOutcome`).
+        var outcomes = [CheckOutcome](repeating: .unchecked, count: changed.count)
         var conflicts: [MergeConflict] = []
         let policy = mergePolicy
         var refused = false
@@ -169,30 +170,37 @@ extension ManagedObjectContext {
                 // In table and row-ID order (consecutive rows mostly share a
                 // leaf, which the engine then reads without descending);
                 // conflicts are reported in the context's order all the same.
-                let checked = Self.storageOrder(upd + del)
+                let checked = Self.storageOrder(changed)
                 var numbered: [(Int, MergeConflict)] = []
-                for (position, o) in checked {
-                    let t = try table(o.entity)
-                    let row = o.isDeleted ? nil : try self.row(o, rowID)
-                    // The common case: the stored row is at the version this
-                    // context read. Only its version column is decoded; the
-                    // whole stored row and the row as read are built for a
-                    // conflict (or an old record without the column) alone.
-                    let check = try self.storedVersion(tx, t, o)
-                    if let check, let version = check.version, version == o.version {
-                        currentRecords[ObjectIdentifier(o)] = check.record
-                        if var row {
-                            row[self.layout(of: o.entity).version] = .integer(version + 1)
-                            resolutions[ObjectIdentifier(o)] = .write(row)
-                        } else {
-                            resolutions[ObjectIdentifier(o)] = .delete
+                // By runs of one entity: its table and version column are
+                // taken once a run, not per object.
+                var runStart = 0
+                while runStart < checked.count {
+                    let e = checked[runStart].1.entity
+                    let t = try table(e)
+                    let versionColumn = self.layout(of: e).version
+                    var k = runStart
+                    while k < checked.count, checked[k].1.entity === e {
+                        let (position, o) = checked[k]
+                        k += 1
+                        // The common case: the stored row is at the version
+                        // this context read. Only its version column is
+                        // decoded; the whole stored row and the row as read
+                        // are built for a conflict (or an old record without
+                        // the column) alone, and the row to write when it is
+                        // written.
+                        let check = try self.storedVersion(tx, t, o.objectID.rowID, column: versionColumn)
+                        if let check, let version = check.version, version == o.version {
+                            outcomes[position] = .current(check.record)
+                            continue
                         }
-                        continue
+                        let row = o.isDeleted ? nil : try self.row(o, rowID)
+                        let stored = try tx.values(in: t, rowID: o.objectID.rowID)
+                        let (conflict, resolution) = self.resolve(o, stored: stored, row: row, original: self.originalRow(o))
+                        if let conflict { numbered.append((position, conflict)) }
+                        if let resolution { outcomes[position] = .resolved(resolution) } else { refused = true }
                     }
-                    let stored = try tx.values(in: t, rowID: o.objectID.rowID)
-                    let (conflict, resolution) = self.resolve(o, stored: stored, row: row, original: self.originalRow(o))
-                    if let conflict { numbered.append((position, conflict)) }
-                    if let resolution { resolutions[ObjectIdentifier(o)] = resolution } else { refused = true }
+                    runStart = k
                 }
                 conflicts.append(contentsOf: numbered.sorted { $0.0 < $1.0 }.map(\.1))
                 if refused { throw Self.conflictError(conflicts, policy: policy) }
@@ -265,32 +273,107 @@ extension ManagedObjectContext {
                     if let runTable { run = (runTable, runNext) }
                     start = end
                 }
-                // The updated objects in the check's order (`checked` is upd + del;
-                // a deleted object is never one of `upd`).
-                for (_, o) in checked where !o.isDeleted {
-                    if case .write(let row)? = resolutions[ObjectIdentifier(o)] {
-                        if let current = currentRecords[ObjectIdentifier(o)] {
-                            try tx.update(row, in: try table(o.entity), rowID: o.objectID.rowID, current: current)
-                        } else {
-                            try tx.update(row, in: try table(o.entity), rowID: o.objectID.rowID)
+                /// The row ID a written row's to-one key holds for `id`
+                /// (nil: no key, the target being deleted), as `row` gives it.
+                func keyRowID(_ id: ManagedObjectID) -> Int64? {
+                    self.registered(id)?.isDeleted == true ? nil : rowID(id)
+                }
+                // The updated objects in the check's order (`checked` is
+                // `changed` in storage order; a deleted object is never one
+                // of `upd`), by runs of one entity (its table and layout
+                // taken once a run). Each row is built now, not kept from the
+                // check; one whose values become the object's saved state as
+                // they are (`takesValuesAsSaved`) is built in one reused
+                // array.
+                var written: [Value] = []
+                var wrun = 0
+                while wrun < checked.count {
+                    let e = checked[wrun].1.entity
+                    var end = wrun
+                    while end < checked.count, checked[end].1.entity === e { end += 1 }
+                    defer { wrun = end }
+                    guard checked[wrun..<end].contains(where: { !$0.1.isDeleted }) else { continue }
+                    let t = try table(e)
+                    let layout = self.layout(of: e)
+                    for k in wrun..<end {
+                        let (position, o) = checked[k]
+                        if o.isDeleted { continue }
+                        switch outcomes[position] {
+                        case .current(let current):
+                            let version = Value.integer(o.version + 1)
+                            if Self.takesValuesAsSaved(o, layout) {
+                                layout.fill(&written, o, saved: false, targetRowID: keyRowID)
+                                written[layout.version] = version
+                                try tx.update(written, in: t, rowID: o.objectID.rowID, current: current)
+                                outcomes[position] = .wroteValues
+                            } else {
+                                var row = layout.row(o, saved: false, targetRowID: keyRowID)
+                                row[layout.version] = version
+                                try tx.update(row, in: t, rowID: o.objectID.rowID, current: current)
+                                outcomes[position] = .resolved(.write(row))
+                            }
+                        case .resolved(.write(let row)):
+                            try tx.update(row, in: t, rowID: o.objectID.rowID)
+                        default:
+                            break
                         }
                     }
                 }
-                for o in del {
-                    guard case .delete? = resolutions[ObjectIdentifier(o)] else { continue }
-                    try tx.delete(from: try table(o.entity), rowID: o.objectID.rowID, current: currentRecords[ObjectIdentifier(o)])
-                    for r in o.entity.relationships {
-                        if case .joinTable(let table, let forward) = self.model.storage(of: r, in: o.entity) {
-                            try tx.delete(from: table, where: .comparison(KuraComparison(.keyPath([forward ? "source" : "target"]), .equalTo, .constant(.integer(o.objectID.rowID)))))
+                // The deleted objects, by runs of one entity in the check's
+                // order: the rows whose check passed go to the engine
+                // together with the records the check read (`deleteRows`:
+                // each index's entries in key order, then the rows in row-ID
+                // order, mostly in the leaf the previous one left), the
+                // others one by one; then each one's join rows.
+                wrun = 0
+                while wrun < checked.count {
+                    let e = checked[wrun].1.entity
+                    var end = wrun
+                    while end < checked.count, checked[end].1.entity === e { end += 1 }
+                    defer { wrun = end }
+                    guard checked[wrun..<end].contains(where: { $0.1.isDeleted }) else { continue }
+                    let t = try table(e)
+                    var rowIDs: [Int64] = []
+                    var records: [[UInt8]] = []
+                    var deleted: [ManagedObject] = []
+                    for k in wrun..<end {
+                        let (position, o) = checked[k]
+                        guard o.isDeleted else { continue }
+                        switch outcomes[position] {
+                        case .current(let current):
+                            rowIDs.append(o.objectID.rowID)
+                            records.append(current)
+                            deleted.append(o)
+                        case .resolved(.delete):
+                            try tx.delete(from: t, rowID: o.objectID.rowID, current: nil)
+                            deleted.append(o)
+                        default:
+                            break
+                        }
+                    }
+                    if !rowIDs.isEmpty { _ = try tx.deleteRows(rowIDs, records: records, from: t) }
+                    var joins: [(table: String, forward: Bool)] = []
+                    for r in e.relationships {
+                        if case .joinTable(let table, let forward) = self.model.storage(of: r, in: e) { joins.append((table, forward)) }
+                    }
+                    for o in deleted {
+                        for j in joins {
+                            try tx.delete(from: j.table, where: .comparison(KuraComparison(.keyPath([j.forward ? "source" : "target"]), .equalTo, .constant(.integer(o.objectID.rowID)))))
                         }
                     }
                 }
                 try self.writeJoinEdits(tx, rowID)
-                record = self.savedChanges(inserted: [], updated: upd.filter { o in
-                    if case .write? = resolutions[ObjectIdentifier(o)] { return true } else { return false }
-                }, deleted: del.filter { o in
-                    if case .delete? = resolutions[ObjectIdentifier(o)] { return true } else { return false }
-                })
+                // The objects written, for the history and the did-save.
+                var savedUpdates: [ManagedObject] = []
+                var savedDeletes: [ManagedObject] = []
+                for p in changed.indices {
+                    switch outcomes[p] {
+                    case .wroteValues, .resolved(.write): savedUpdates.append(changed[p])
+                    case .current, .resolved(.delete): savedDeletes.append(changed[p])
+                    default: break
+                    }
+                }
+                record = self.savedChanges(inserted: [], updated: savedUpdates, deleted: savedDeletes)
                 let wroteRows = !ins.isEmpty || !record.isEmpty
                 if self.container.persistentHistoryTracking && wroteRows {
                     // Inserts first, as savedChanges orders them.
@@ -361,18 +444,21 @@ extension ManagedObjectContext {
         }
         var gone: [ManagedObject] = []
         var tookStore: [(ManagedObject, Set<String>)] = []
-        for o in upd + del {
-            switch resolutions[ObjectIdentifier(o)] {
-            case .write(let row)?:
+        for p in changed.indices {
+            let o = changed[p]
+            switch outcomes[p] {
+            case .wroteValues:
+                o.takeWrittenValues()
+            case .resolved(.write(let row)):
                 o.keepingTransients { apply(row, to: o) }
-            case .takeStore(let row)?:
+            case .resolved(.takeStore(let row)):
                 let before = (o.values, o.toOne)
                 o.keepingTransients { apply(row, to: o) }
                 o.isDeleted = false
                 tookStore.append((o, o.differingKeys(values: before.0, toOne: before.1)))
-            case .gone?:
+            case .resolved(.gone):
                 gone.append(o)
-            case .delete?, nil:
+            case .current, .resolved(.delete), .unchecked:
                 o.savedValues = o.values
                 o.savedToOne = o.toOne
                 o.savedOrder = o.order
@@ -405,28 +491,24 @@ extension ManagedObjectContext {
         ins = []
         done.withUnsafeMutableBufferPointer { $0.reverse() }
         while let o = done.popLast() { o.didSave() }
-        for o in upd + del {
-            switch resolutions[ObjectIdentifier(o)] {
-            case .write?, .delete?: o.didSave()
+        for p in changed.indices {
+            switch outcomes[p] {
+            case .wroteValues, .current, .resolved(.write), .resolved(.delete): changed[p].didSave()
             default: break
             }
         }
         // Objects whose values the merge policy settled against the store
         // (a delete the policy undid included).
-        let settled = Set(conflicts.map(\.objectID))
-        for o in upd + del where settled.contains(o.objectID) && o.managedObjectContext === self && !o.isDeleted {
-            o.awakeFromSnapshotEvents(.mergePolicy)
+        if !conflicts.isEmpty {
+            let settled = Set(conflicts.map(\.objectID))
+            for o in changed where settled.contains(o.objectID) && o.managedObjectContext === self && !o.isDeleted {
+                o.awakeFromSnapshotEvents(.mergePolicy)
+            }
         }
         // The inserted IDs in insertion order (the array the save made them in).
         var note = ContextDidSave(inserted: newIDs, updated: [:], deleted: [], contextName: name, author: transactionAuthor, historyToken: historyToken)
         note.sourceContext = identity
-        for c in record {
-            switch c.kind {
-            case .insert: note.inserted.append(c.objectID)
-            case .update: note.updated[c.objectID, default: []].formUnion(c.updatedProperties)
-            case .delete: note.deleted.append(c.objectID)
-            }
-        }
+        note.addChanges(record)
         postDidSave(note)
     }
 
@@ -455,13 +537,16 @@ extension ManagedObjectContext {
             }
         }
         var changes = inserted.map { PersistentHistoryChange(kind: .insert, objectID: $0) }
+        changes.reserveCapacity(inserted.count + updated.count + deleted.count + joinUpdates.count)
+        let memo = SavedChangeNames()
         for o in updated {
-            var keys = Set(o.entity.attributes.indices.filter { !o.entity.attributes[$0].isTransient && o.savedValues?[ordinal: $0] != o.values[ordinal: $0] }.map { o.entity.attributes[$0].name })
-            keys.formUnion(o.entity.relationships.filter { !$0.isToMany && o.savedToOne[$0.name] != o.toOne[$0.name] }.map(\.name))
-            if let names = joinUpdates.removeValue(forKey: o.objectID) { keys.formUnion(names) }
-            changes.append(PersistentHistoryChange(kind: .update, objectID: o.objectID, updatedProperties: keys.sorted()))
+            var keys = memo.changedKeys(of: o)
+            if !joinUpdates.isEmpty, let more = joinUpdates.removeValue(forKey: o.objectID) { keys = Set(keys).union(more).sorted() }
+            changes.append(PersistentHistoryChange(kind: .update, objectID: o.objectID, updatedProperties: keys))
         }
-        for o in deleted { joinUpdates[o.objectID] = nil }
+        if !joinUpdates.isEmpty {
+            for o in deleted { joinUpdates[o.objectID] = nil }
+        }
         // Ordered by entity name, then row ID: the record is the same in every run.
         let ordered = joinUpdates.sorted { a, b in
             a.key.entityName != b.key.entityName ? a.key.entityName < b.key.entityName : Self.idOrder(a.key, b.key)
@@ -469,13 +554,18 @@ extension ManagedObjectContext {
         for (id, names) in ordered {
             changes.append(PersistentHistoryChange(kind: .update, objectID: id, updatedProperties: names.sorted()))
         }
-        changes += deleted.map { o in
+        for o in deleted {
             // Core Data's tombstone: the preserved attributes' last saved values.
+            let preserved = memo.keys(of: o.entity).preserved
+            if preserved.isEmpty {
+                changes.append(PersistentHistoryChange(kind: .delete, objectID: o.objectID))
+                continue
+            }
             var tombstone: [String: Value] = [:]
-            for (i, a) in o.entity.attributes.enumerated() where a.preservesValueInHistoryOnDeletion {
+            for (i, a) in preserved {
                 tombstone[a.name] = a.type.engineValue((o.savedValues ?? o.values)[ordinal: i] ?? .null)
             }
-            return PersistentHistoryChange(kind: .delete, objectID: o.objectID, tombstone: tombstone)
+            changes.append(PersistentHistoryChange(kind: .delete, objectID: o.objectID, tombstone: tombstone))
         }
         return changes
     }
@@ -484,15 +574,23 @@ extension ManagedObjectContext {
     /// store: by table, then row ID (the order in which the engine reads and
     /// writes them with the fewest descents). Already in order: unchanged.
     static func storageOrder(_ objects: [ManagedObject]) -> [(Int, ManagedObject)] {
-        var out = Array(objects.enumerated())
         func precedes(_ a: ManagedObject, _ b: ManagedObject) -> Bool {
-            let ta = a.entity.hierarchy.table, tb = b.entity.hierarchy.table
-            return ta != tb ? ta < tb : a.objectID.rowID < b.objectID.rowID
+            // Objects of one entity share its table (no names compared).
+            if a.entity !== b.entity {
+                let ta = a.entity.hierarchy.table, tb = b.entity.hierarchy.table
+                if ta != tb { return ta < tb }
+            }
+            return a.objectID.rowID < b.objectID.rowID
         }
+        var out: [(Int, ManagedObject)] = []
+        out.reserveCapacity(objects.count)
         var sorted = true
-        for k in out.indices.dropFirst() where precedes(out[k].element, out[k - 1].element) { sorted = false; break }
-        if !sorted { out.sort { precedes($0.element, $1.element) } }
-        return out.map { ($0.offset, $0.element) }
+        for k in objects.indices {
+            if sorted, k > 0, precedes(objects[k], objects[k - 1]) { sorted = false }
+            out.append((k, objects[k]))
+        }
+        if !sorted { out.sort { precedes($0.1, $1.1) } }
+        return out
     }
 
     /// The stored row of an object: attributes, then each to-one key (and
@@ -501,14 +599,13 @@ extension ManagedObjectContext {
         layout(of: o.entity).row(o, saved: false) { id in registered(id)?.isDeleted == true ? nil : rowID(id) }
     }
 
-    /// The version column of `o`'s stored row, decoded alone; nil if the row
+    /// The version column (`v`) of row `rowID`, decoded alone; nil if the row
     /// is gone or the column holds no integer (a record ending before it reads
     /// null): then `resolve` judges the whole row, padded with the column defaults.
     ///
     /// - Throws: `.corrupt` for a malformed record; engine read errors.
-    func storedVersion(_ tx: ReadTransaction, _ t: TableInfo, _ o: ManagedObject) throws(KuraError) -> (version: Int64?, record: [UInt8])? {
-        guard let bytes = try tx.record(in: t, rowID: o.objectID.rowID) else { return nil }
-        let v = layout(of: o.entity).version
+    func storedVersion(_ tx: WriteTransaction, _ t: TableInfo, _ rowID: Int64, column v: Int) throws(KuraError) -> (version: Int64?, record: [UInt8])? {
+        guard let bytes = try tx.currentRecord(in: t, rowID: rowID) else { return nil }
         let decoded = bytes.withUnsafeBytes { buf -> Result<Value, KuraError> in
             do throws(KuraError) { return .success(try RecordCodec.value(at: v, in: buf)) } catch { return .failure(error) }
         }
@@ -636,7 +733,61 @@ extension ManagedObjectContext {
     }
 }
 
+extension ManagedObjectContext {
+    /// What a save's check found, and its write did, for one updated or
+    /// deleted object (kept in an array by the object's position in the
+    /// save's list: a dictionary by object hashed each one twice or more).
+    enum CheckOutcome {
+        /// Not checked yet.
+        case unchecked
+        /// The stored row is at the version this context read; this is its
+        /// record as read then (no row is written twice in a save, so it is
+        /// still the row's record when the object's write comes). An
+        /// updated object's row is not built yet; a deleted object stays
+        /// in this state through the commit.
+        case current([UInt8])
+        /// Written from the object's values, which become its saved state
+        /// as they are after the commit (`takesValuesAsSaved`).
+        case wroteValues
+        /// What the merge policy decided for a conflict (or a record without
+        /// the version column), or the row written for an object whose saved
+        /// state comes from it (`.write`).
+        case resolved(Resolution)
+    }
+
+    /// Whether, once `o`'s row is written as `layout.fill` makes it from
+    /// its values, taking those values as its saved state
+    /// (`ManagedObject.takeWrittenValues`) leaves the object exactly as
+    /// `apply` of that row (in `keepingTransients`) would: a plain layout
+    /// (`RowLayout.directColumns`: each value written as it is, no to-one
+    /// key, order or entity column, no conversion), every value slot set
+    /// (`apply` would read a slot never set back as null), no to-one key
+    /// held (`apply` would find none in the row), and not a fault.
+    static func takesValuesAsSaved(_ o: ManagedObject, _ layout: RowLayout) -> Bool {
+        guard layout.directColumns != nil, !o.isFault, o.toOne.isEmpty, o.savedToOne.isEmpty else { return false }
+        let values = o.values
+        for i in 0..<values.count where values[ordinal: i] == nil { return false }
+        return true
+    }
+}
+
 extension ManagedObject {
+    /// After a save wrote this object's row from its values at the next
+    /// version (`ManagedObjectContext.takesValuesAsSaved` held): what
+    /// `apply` of that row does, without building the values again. The
+    /// values become the saved ones, the version moves on; the orders and
+    /// the read error are cleared as a load clears them.
+    @inline(__always)
+    func takeWrittenValues() {
+        savedValues = values
+        version += 1
+        if hasExtras {
+            order = [:]
+            savedOrder = [:]
+            clearReadError()
+        }
+    }
+
     /// Makes the current values, to-one keys and positions the saved ones
     /// (an inserted object after its save wrote them) and drops the deferred
     /// write errors the save's validation reported. `values` is the object's

@@ -45,12 +45,14 @@ public struct ContextObjectsDidChange {
     public internal(set) var invalidated: [ManagedObject] = []
     /// Whether every object was invalidated (`reset()`).
     public internal(set) var invalidatedAll = false
-    var keys: [ObjectIdentifier: Set<String>] = [:]
+    /// The keys noted for each updated or refreshed object (`NotedKeys`: one
+    /// name without a set, the common case, or a set).
+    var keys: [ObjectIdentifier: NotedKeys] = [:]
 
     /// The names of the properties that changed on an updated (or refreshed)
     /// object: attributes, to-one and to-many relationships. Empty for an
     /// object not in ``updated`` or ``refreshed``.
-    public func changedKeys(of object: ManagedObject) -> Set<String> { keys[ObjectIdentifier(object)] ?? [] }
+    public func changedKeys(of object: ManagedObject) -> Set<String> { keys[ObjectIdentifier(object)]?.names ?? [] }
 
     /// Whether nothing is in the batch.
     public var isEmpty: Bool {
@@ -64,6 +66,54 @@ public struct ContextObjectsDidChange {
                         deleted: deleted.map(\.objectID),
                         refreshed: Dictionary(refreshed.map { ($0.objectID, changedKeys(of: $0)) }, uniquingKeysWith: { a, b in a.union(b) }),
                         invalidated: invalidated.map(\.objectID), invalidatedAll: invalidatedAll)
+    }
+}
+
+/// The names of the properties noted as changed on one object of a batch
+/// (`ContextObjectsDidChange.keys`): most objects change one property, or
+/// one several times, between two batches, and a set per object (an
+/// allocation and a hash of the name) was most of the cost of noting a
+/// change; one name is kept as it is, a set made at the second name.
+enum NotedKeys {
+    /// None yet (what a new entry starts as).
+    case empty
+    case one(String)
+    case many(Set<String>)
+
+    /// The names as a set.
+    var names: Set<String> {
+        switch self {
+        case .empty: return []
+        case .one(let k): return [k]
+        case .many(let s): return s
+        }
+    }
+
+    /// Adds `key`.
+    mutating func insert(_ key: String) {
+        switch self {
+        case .empty:
+            self = .one(key)
+        case .one(let k):
+            if k != key { self = .many([k, key]) }
+        case .many(var s):
+            // Emptied first, so the set is uniquely referenced and grows in place.
+            self = .many([])
+            s.insert(key)
+            self = .many(s)
+        }
+    }
+
+    /// Adds `keys`.
+    mutating func formUnion(_ keys: Set<String>) {
+        guard !keys.isEmpty else {
+            // An empty union changes nothing (the entry exists all the same).
+            return
+        }
+        var s = names
+        self = .many([])
+        s.formUnion(keys)
+        self = .many(s)
     }
 }
 
@@ -321,9 +371,9 @@ extension ManagedObjectContext {
         case nil:
             notices.batch.updated.append(o)
             setNoted(o, .updated)
-            notices.batch.keys[k, default: []].insert(key)
+            notices.batch.keys[k, default: .empty].insert(key)
         case .updated?, .refreshed?:
-            notices.batch.keys[k, default: []].insert(key)
+            notices.batch.keys[k, default: .empty].insert(key)
         default:
             return
         }
@@ -362,9 +412,9 @@ extension ManagedObjectContext {
         case nil:
             notices.batch.refreshed.append(o)
             setNoted(o, .refreshed)
-            notices.batch.keys[k] = keys
+            notices.batch.keys[k] = .many(keys)
         case .updated?, .refreshed?:
-            notices.batch.keys[k, default: []].formUnion(keys)
+            notices.batch.keys[k, default: .empty].formUnion(keys)
         default:
             return
         }
