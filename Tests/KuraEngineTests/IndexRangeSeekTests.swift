@@ -74,6 +74,13 @@ final class IndexRangeSeekTests: XCTestCase {
                 }
                 XCTAssertEqual(Set(probed), want, "probe, descending \(descending) round \(round)")
                 XCTAssertEqual(probed.count, want.count, "probe: a row twice")
+                // The probe a to-one join's planner makes: the inner IDs as integers.
+                let byIntegers: [Int64] = try db.read { tx in
+                    guard let index = try tx.indexes(of: "t").first(where: { $0.name == "by_score" }) else { return [] }
+                    return try tx.probeIndex(index, integers: Array(Set(keys)))
+                }
+                XCTAssertEqual(Set(byIntegers), want, "integer probe, descending \(descending) round \(round)")
+                XCTAssertEqual(byIntegers.count, want.count, "integer probe: a row twice")
             }
         }
     }
