@@ -1036,10 +1036,17 @@ public final class WriteTransaction: ReadTransaction {
             _ = try withExternal(values, h.info, schema, old: nil) { r throws(KuraError) in try insertEncoded(r, into: table, rowID: rowID) }
             return
         }
-        // Taken out of the handle while in use, so it is uniquely referenced
-        // (written in place) and put back however the insert ends; one grown
-        // past `keptRecordBuffer` (a large blob) is dropped rather than kept
-        // by the handle, which may outlive the transaction (`WriterTables`).
+        _ = try withEncodedRecord(values, h) { record throws(KuraError) in try insertEncoded(record, into: table, handle: h, rowID: rowID) }
+    }
+
+    /// `body` on `values` encoded (through the table's validator, if any) in
+    /// the handle's reused record buffer: taken out of the handle while in
+    /// use (uniquely referenced, so written in place) and put back however
+    /// `body` ends; one grown past `keptRecordBuffer` (a large blob) is
+    /// dropped rather than kept by the handle, which may outlive the
+    /// transaction (`WriterTables`).
+    @inline(__always)
+    private func withEncodedRecord<T>(_ values: [Value], _ h: HotTable, _ body: ([UInt8]) throws(KuraError) -> T) throws(KuraError) -> T {
         var record: [UInt8] = []
         swap(&record, &h.recordBuffer)
         defer { if record.capacity <= Self.keptRecordBuffer { swap(&record, &h.recordBuffer) } }
@@ -1050,7 +1057,7 @@ public final class WriteTransaction: ReadTransaction {
         } else {
             RecordCodec.encode(values, compactDoubles: compactDoubles, reusing: &record)
         }
-        _ = try insertEncoded(record, into: table, handle: h, rowID: rowID)
+        return try body(record)
     }
 
     /// Replaces the values of row `rowID`. Returns false if there is no such row.
@@ -1079,18 +1086,7 @@ public final class WriteTransaction: ReadTransaction {
         if h.hasExternal, let schema = h.schema {
             return try withExternal(values, h.info, schema, old: current) { r throws(KuraError) in try updateEncoded(r, in: table, rowID: rowID, current: current) }
         }
-        // Taken out of the handle while in use (uniquely referenced, so
-        // written in place) and put back however the update ends, unless
-        // grown past `keptRecordBuffer` (see `insertRow`).
-        var record: [UInt8] = []
-        swap(&record, &h.recordBuffer)
-        defer { if record.capacity <= Self.keptRecordBuffer { swap(&record, &h.recordBuffer) } }
-        if let v = h.validator {
-            RecordCodec.encode(try v.validate(values, table: h.info.name), compactDoubles: compactDoubles, reusing: &record)
-        } else {
-            RecordCodec.encode(values, compactDoubles: compactDoubles, reusing: &record)
-        }
-        return try updateEncoded(record, handle: h, rowID: rowID, current: current)
+        return try withEncodedRecord(values, h) { record throws(KuraError) in try updateEncoded(record, handle: h, rowID: rowID, current: current) }
     }
 
     /// Replaces the encoded record of row `rowID`. Returns false if there is none.

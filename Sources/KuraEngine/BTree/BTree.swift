@@ -259,7 +259,13 @@ struct TreeCursor {
     /// Positions at the first key >= `key`.
     mutating func seek<S: PageSource>(_ key: UnsafeRawBufferPointer, _ s: S) throws(KuraError) {
         stack.removeAll(keepingCapacity: true)
-        var p = try tree.node(tree.root, s)
+        try descend(from: try tree.node(tree.root, s), to: key, s)
+    }
+
+    /// Descends from `start` (the path above it already on the stack) to
+    /// the first key >= `key`.
+    private mutating func descend<S: PageSource>(from start: Page, to key: UnsafeRawBufferPointer, _ s: S) throws(KuraError) {
+        var p = start
         while !p.isLeafNode {
             guard stack.count < BTree.maxDepth else { throw tree.depthError(p.number) }
             let i = p.lowerBound(key)
@@ -314,17 +320,9 @@ struct TreeCursor {
             d -= 1
         }
         guard d >= 0 else { return try seek(key, s) }
-        var p = stack[d].page
+        let p = stack[d].page
         stack.removeSubrange(d..<stack.count)
-        while !p.isLeafNode {
-            guard stack.count < BTree.maxDepth else { throw tree.depthError(p.number) }
-            let i = p.lowerBound(key)
-            stack.append((p, i))
-            p = try tree.node(p.child(i), s)
-        }
-        stack.append((p, p.lowerBound(key)))
-        isValid = true
-        if index >= leaf.cellCount { try advanceLeaf(s) }
+        try descend(from: p, to: key, s)
     }
 
     mutating func first<S: PageSource>(_ s: S) throws(KuraError) {
