@@ -76,16 +76,7 @@ final class ExactDeleteTests: XCTestCase {
                     }
                     model = staged
                 } catch is Rollback {}
-                try db.read { tx in
-                    var rows: [Int64: [Value]] = [:]
-                    let c = try tx.rows(in: try tx.table("t"))
-                    while let r = try c.next() { rows[r.rowID] = try r.values() }
-                    XCTAssertEqual(rows, model, "round \(round), shape \(shape), seed \(seed)")
-                    XCTAssertEqual(try tx.rowCount(try tx.table("t")), model.count, "round \(round), shape \(shape), seed \(seed)")
-                    let found = try tx.fetch(try TableQuery("t", where: "score > -1000")).map(\.rowID)
-                    XCTAssertEqual(Set(found), Set(model.filter { !$0.value[0].isNull }.keys), "round \(round), shape \(shape), seed \(seed)")
-                    XCTAssertEqual(try tx.checkIntegrity(), [], "round \(round), shape \(shape), seed \(seed)")
-                }
+                try assertScoreTableMatches(db, model, "round \(round), shape \(shape), seed \(seed)")
             }
         }
         XCTAssertGreaterThan(exactRuns, 30, "seed \(seed)")

@@ -239,3 +239,21 @@ func assertScanReportsCorruptPage(_ db: Database, _ page: UInt32, file: StaticSt
     }
     return try db.read { tx in try tx.checkIntegrity() }
 }
+
+/// Checks table "t" of `db` (column 0: an indexed score) against `model`
+/// (row ID to values): the rows, the row count, the rows an index search on
+/// the score finds (every non-null score is above -1000), and a clean
+/// integrity check; `context` names the case in failures.
+func assertScoreTableMatches(_ db: Database, _ model: [Int64: [Value]], _ context: String,
+                             file: StaticString = #filePath, line: UInt = #line) throws {
+    try db.read { tx in
+        var rows: [Int64: [Value]] = [:]
+        let c = try tx.rows(in: try tx.table("t"))
+        while let r = try c.next() { rows[r.rowID] = try r.values() }
+        XCTAssertEqual(rows, model, context, file: file, line: line)
+        XCTAssertEqual(try tx.rowCount(try tx.table("t")), model.count, context, file: file, line: line)
+        let found = try tx.fetch(try TableQuery("t", where: "score > -1000")).map(\.rowID)
+        XCTAssertEqual(Set(found), Set(model.filter { !$0.value[0].isNull }.keys), context, file: file, line: line)
+        XCTAssertEqual(try tx.checkIntegrity(), [], context, file: file, line: line)
+    }
+}
