@@ -132,9 +132,14 @@ public final class ManagedObjectContext {
     var willSaveEpoch: UInt16 = 0
     var lastWillSaveEpoch: UInt16 = 0
     var willSaveKeptObjects: [ManagedObject] = []
-    /// Saved objects changed since the last save (may have been changed back).
-    var touched: [ObjectIdentifier: ManagedObject] = [:]
-    var touchedOrder: [ManagedObject] = []
+    /// Saved objects changed since the last save (may have been changed
+    /// back), in the order of their first change. An object's `isTouched`
+    /// says whether it is here (no hash table: a change of a clean object
+    /// tests and sets its flag). `@exclusivity(unchecked)` for the reason
+    /// given at `registry`: appended to in place, emptied by replacing it
+    /// whole (`forgetPendingChanges`), and `evict` removes an object its
+    /// caller holds.
+    @exclusivity(unchecked) var touchedOrder: [ManagedObject] = []
     var deleted: [ManagedObject] = []
     /// Pending join-table changes: table -> (source, target) -> present.
     var joinEdits: [String: [JoinPair: Bool]] = [:]
@@ -875,8 +880,8 @@ public final class ManagedObjectContext {
 
     private func noteTouched(_ o: ManagedObject, key: String) {
         if undo != nil { recordUndo(o, key: key) }
-        guard !o.isNew, touched[ObjectIdentifier(o)] == nil else { return }
-        touched[ObjectIdentifier(o)] = o
+        guard !o.isNew, !o.isTouched else { return }
+        o.isTouched = true
         touchedOrder.append(o)
     }
 
@@ -938,7 +943,7 @@ public final class ManagedObjectContext {
         inserted = []
         insertedMayHoldDeleted = false
         clearPendingIndexes()
-        touched = [:]
+        for o in touchedOrder { o.isTouched = false }
         touchedOrder = []
         deleted = []
         joinEdits = [:]

@@ -80,6 +80,10 @@ open class ManagedObject: CustomStringConvertible {
     @exclusivity(unchecked) var isNew = false
     /// Whether the context's pending indexes hold this object.
     @exclusivity(unchecked) var indexWatch = false
+    /// Whether the object is in its context's `touchedOrder` (a saved
+    /// object changed since the last save): set by its first change, cleared
+    /// when the context forgets its pending changes or evicts it.
+    @exclusivity(unchecked) var isTouched = false
     /// The list of its context's pending change batch this object is in, valid
     /// while `notedBatch` is the context's batch number (ContextNotifications.swift).
     @exclusivity(unchecked) var notedList: NoteList?

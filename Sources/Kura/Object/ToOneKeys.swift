@@ -47,7 +47,10 @@ struct ToOneKeys: Equatable, Sequence {
             if let i = entries.firstIndex(where: { $0.key == key }) {
                 if let newValue { entries[i].value = newValue } else { entries.remove(at: i) }
             } else if let newValue {
-                entries.append(Entry(key: key, value: newValue))
+                // The first target (an inserted object's first to-one set)
+                // makes a list of one directly, not through append's
+                // growth path (which sizes and moves a buffer).
+                if entries.isEmpty { entries = [Entry(key: key, value: newValue)] } else { entries.append(Entry(key: key, value: newValue)) }
             }
         }
     }

@@ -227,7 +227,7 @@ extension ManagedObjectContext {
         o.isDeleted = true
         registry[o.objectID] = nil
         batchGroups[o.objectID] = nil
-        touched[ObjectIdentifier(o)] = nil
+        o.isTouched = false
         touchedOrder.removeAll { $0 === o }
         clearPendingIndexes()  // they track `touchedOrder` by position
         deleted.removeAll { $0 === o }
