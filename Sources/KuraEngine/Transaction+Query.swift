@@ -111,27 +111,13 @@ extension ReadTransaction {
         return try joinedPlan(query, r, try joinSetup(query, r, ownPlan: ownPlan, explaining: true), ownPlan: ownPlan, explaining: true)
     }
 
-    /// Row IDs of the entries of `index` inside `ranges`.
-    func probeIndex(_ index: IndexDefinition, _ ranges: [KeyRange], _ info: TableInfo) throws(KuraError) -> [Int64] {
-        var source = CandidateSource(plan: QueryPlan(access: .index(index, ranges: ranges, reverse: false), ordered: false), table: info, snapshot: writer == nil)
-        var ids: [Int64] = []
-        if let w = writer {
-            while let id = try source.nextIndexRowID(w) { ids.append(id) }
-        } else {
-            let s = snapshotPages!
-            while let id = try source.nextIndexRowID(s) { ids.append(id) }
-        }
-        return ids
-    }
-
     /// Row IDs of the entries of `index` whose first column's segment is
     /// the integer segment of one of `ids` (a foreign-key probe with the
     /// inner rows' IDs), in key order. Each segment is built in one reused
     /// buffer and sought from the cursor's path (`TreeCursor.seekNear`, in a
     /// read snapshot; from the root in a write transaction, whose pages may
     /// change between reads); the IDs are probed in key order, so each seek
-    /// starts near the last: what `probeIndex(_:_:_:)` does with one
-    /// single-key range per ID, without a range's two arrays per ID.
+    /// starts near the last. No key range (two arrays) is made per ID.
     ///
     /// - Throws: `.corrupt` for a malformed index key; engine read errors.
     func probeIndex(_ index: IndexDefinition, integers ids: [Int64]) throws(KuraError) -> [Int64] {

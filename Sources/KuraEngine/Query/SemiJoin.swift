@@ -381,8 +381,7 @@ extension ReadTransaction {
         let r = try resolve(query)
         guard let type = r.schema?.columns.first(where: { $0.name == column })?.type, type == .integer,
               let index = r.indexes.first(where: { $0.columns.first?.name == column }) else { return nil }
-        let segment = QueryPlanner.segment(.integer(value), index.columns[0])
-        var ids = try probeIndex(index, [KeyRange(lower: segment, upper: segment)], r.info)
+        var ids = try probeIndex(index, integers: [value])
         Self.sortUnique(&ids)
         return (ids, index.name)
     }
