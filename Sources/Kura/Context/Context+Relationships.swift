@@ -72,18 +72,31 @@ extension ManagedObjectContext {
                     if seen.insert(ObjectIdentifier(m)).inserted { result.append(m) }
                 }
             } else if !o.isNew {
-                // The target's table, narrowed to the target and its subentities.
-                let key = KuraPredicate.comparison(KuraComparison(.keyPath([column]), .equalTo, .constant(.integer(o.objectID.rowID))))
-                let rows = try read { tx throws(KuraError) in
-                    try tx.fetch(TableQuery(target.hierarchy.table, where: model.entityFilter(target, includingSubentities: true).map { .and([key, $0]) } ?? key))
+                let owner = o.objectID.rowID
+                // The rows whose key names the owner, through the key's
+                // index (one object per row: no duplicates to skip);
+                // else a query of the target's table, narrowed to the
+                // target and its subentities.
+                let members = try read { tx throws(KuraError) -> [ManagedObject]? in
+                    if let direct = try materializeKeyedRows(target, column: column, keys: [owner], in: tx) { return direct }
+                    let key = KuraPredicate.comparison(KuraComparison(.keyPath([column]), .equalTo, .constant(.integer(owner))))
+                    let rows = try tx.fetch(TableQuery(target.hierarchy.table, where: model.entityFilter(target, includingSubentities: true).map { .and([key, $0]) } ?? key))
+                    var made: [ManagedObject] = []
+                    for (rowID, row) in rows { made.append(materialize(try rowEntity(row, rowID: rowID, in: target), rowID: rowID, row: row)) }
+                    return made
                 }
-                for (rowID, row) in rows {
-                    let m = materialize(try rowEntity(row, rowID: rowID, in: target), rowID: rowID, row: row)
-                    if !m.isDeleted && m.toOne[column] == o.objectID && seen.insert(ObjectIdentifier(m)).inserted { result.append(m) }
-                }
+                for m in members ?? [] where !m.isDeleted && m.toOne[column] == o.objectID { result.append(m) }
             }
-            for m in inserted + touchedOrder where model.isKind(m.entity, of: target.name) && !m.isDeleted && m.toOne[column] == o.objectID {
-                if seen.insert(ObjectIdentifier(m)).inserted { result.append(m) }
+            // Pending objects that name the owner: inserted ones, and saved
+            // ones changed (the store's rows name the owner or not; a saved
+            // object may be among the members read above). The set of those
+            // is made only when one is met.
+            let pending = (inserted, touchedOrder)
+            if !pending.0.isEmpty || !pending.1.isEmpty {
+                if seen.isEmpty && !result.isEmpty { seen = Set(result.lazy.map { ObjectIdentifier($0) }) }
+                for m in pending.0 + pending.1 where model.isKind(m.entity, of: target.name) && !m.isDeleted && m.toOne[column] == o.objectID {
+                    if seen.insert(ObjectIdentifier(m)).inserted { result.append(m) }
+                }
             }
             if orderColumn != nil {
                 let key = column + "_order"

@@ -66,23 +66,60 @@ extension ManagedObjectContext {
                 try take(row.rowID, values, of: e, into: &made)
                 continue
             }
-            let id = ManagedObjectID(entity: name, rowID: row.rowID)
-            if registry.count > 0, let o = registered(id) {
-                // A loaded object that holds this row already needs nothing
-                // from it (see `holdsRow`): no decode of the row.
-                if try !holdsRow(o, row, layout) {
-                    takeFetchedRow(try layout.values(of: row, tx, table), into: o)
-                }
-                made.objects.append(o)
-                continue
-            }
-            let o = objectClass.init(entity: e, objectID: id)
-            o.contextLink = link
-            try fill(o, from: row, layout, columns)
-            made.addNew(o)
+            try take(row, e, name, objectClass, layout, columns, tx, into: &made)
         }
         if let memo, keeping { memo.keep(q, kept, database: db, counter: counter) }
         return finish(&made)
+    }
+
+    /// The objects of `e`'s rows whose to-one key column `column` holds one
+    /// of `keys` (row IDs of the key's destination), read through the
+    /// column's index without a query (`ReadTransaction.forEachRow`), in the
+    /// order it gives them (by key, then row ID), each row taken as
+    /// `materializeStoreRows` takes it. Nil, having read nothing, when this
+    /// way does not apply: `e`'s layout needs conversions or shares its
+    /// table (`RowLayout.fetchColumns` is nil), or no index has the column
+    /// first; the caller then runs a query.
+    ///
+    /// Not memoized (StoreAnswerMemo.swift): the rows of one owner are few,
+    /// and read again only when the owner's relationship is read again.
+    ///
+    /// - Throws: `.corrupt` for a record that does not decode or an index
+    ///   entry without its row; engine read errors.
+    func materializeKeyedRows(_ e: EntityDescription, column: String, keys: [Int64], in tx: ReadTransaction) throws(KuraError) -> [ManagedObject]? {
+        let layout = self.layout(of: e)
+        guard let columns = layout.fetchColumns else { return nil }
+        var made = FetchedObjects()
+        let name = e.name
+        let objectClass = e.objectClass
+        let found = try tx.forEachRow(in: e.hierarchy.table, whereInteger: column, isOneOf: keys) { row throws(KuraError) in
+            try take(row, e, name, objectClass, layout, columns, tx, into: &made)
+        }
+        return found ? finish(&made) : nil
+    }
+
+    /// The object for `row`, a row of `e`'s table (`name` and `objectClass`
+    /// its entity's, `columns` its layout's `fetchColumns`): the registered
+    /// one (taking the row as `takeFetchedRow` does, unless it holds it
+    /// already), or a new one filled from the record in place, which
+    /// `finish` registers.
+    @inline(__always)
+    private func take(_ row: Row, _ e: EntityDescription, _ name: String, _ objectClass: ManagedObject.Type, _ layout: RowLayout,
+                      _ columns: [Int], _ tx: ReadTransaction, into made: inout FetchedObjects) throws(KuraError) {
+        let id = ManagedObjectID(entity: name, rowID: row.rowID)
+        if registry.count > 0, let o = registered(id) {
+            // A loaded object that holds this row already needs nothing
+            // from it (see `holdsRow`): no decode of the row.
+            if try !holdsRow(o, row, layout) {
+                takeFetchedRow(try layout.values(of: row, tx, try tx.table(e.hierarchy.table)), into: o)
+            }
+            made.objects.append(o)
+            return
+        }
+        let o = objectClass.init(entity: e, objectID: id)
+        o.contextLink = link
+        try fill(o, from: row, layout, columns)
+        made.addNew(o)
     }
 
     /// Whether `o`, registered and loaded, would take nothing from `row`, its

@@ -482,6 +482,22 @@ open class ManagedObject: CustomStringConvertible {
         }
     }
 
+    /// `self[key]`'s objects for a `@ToMany` property: the same outcome (a
+    /// read that fails gives no objects and records its error, as the
+    /// subscript does), without boxing the list in an `Any?` and casting it
+    /// back when `key` names a to-many relationship.
+    @usableFromInline
+    func toManyMembers(_ key: String) -> [ManagedObject] {
+        // By index, not through `relationshipsByName` (a hash of the key).
+        guard entity.ordinal(ofAttribute: key) == nil, let i = entity.relationshipIndex(key), entity.relationships[i].isToMany else {
+            return (self[key] as? ObjectList)?.objects ?? []
+        }
+        do { return try context().relatedObjects(self, entity.relationships[i]) } catch {
+            noteReadError(error)
+            return []
+        }
+    }
+
     /// `self[key] = target` for a `@ToOne` property: the same outcome
     /// (a rejected write is not applied and is reported by the next save),
     /// without boxing the target in an `Any?` when `key` names a to-one

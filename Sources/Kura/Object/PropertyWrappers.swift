@@ -156,7 +156,7 @@ public struct ToMany<Target: ManagedObject> {
                                                     storage storageKeyPath: ReferenceWritableKeyPath<Object, Self>) -> [Target] {
         get {
             if let probe = object.keyPathProbe { probe.keys.append(object[keyPath: storageKeyPath].key); return [] }
-            return ((object[object[keyPath: storageKeyPath].key] as? ObjectList)?.objects ?? []).compactMap { $0 as? Target }
+            return object.toManyMembers(object[keyPath: storageKeyPath].key).compactMap { $0 as? Target }
         }
         set { object[object[keyPath: storageKeyPath].key] = newValue as [ManagedObject] }
     }

@@ -1,0 +1,90 @@
+// KeyedRows: the rows of a table whose integer column holds one of a few
+// given values, read through an index on that column without planning a
+// query: what an object layer does to read a to-many relationship (the
+// members whose foreign key names the owner) or to prefetch one for many
+// owners at once.
+//
+// A query (`select`) would do the same work after planning: parse nothing,
+// but list its conjuncts, estimate each index's entries for the value, cost
+// a scan against the index, and set up a cursor with its predicate compiled.
+// For one owner's members those fixed costs were most of the read (a to-many
+// of two members: about 36,000 instructions in the query, 2,000 in the rows).
+// Here: one probe of the index per value (`probeIndex`, from the previous
+// probe's path), then each row located from the previous row's path
+// (`RowPath`, in a read snapshot) and lent to the caller in place.
+//
+// Order: the index's key order: by value (ascending, or descending for a
+// descending column), then, within a value, by row ID for a one-column index
+// (which is preferred) or by the index's next columns. Callers that need
+// another order sort what they get.
+
+extension ReadTransaction {
+    /// Calls `body` with each row of `table` whose column `column` holds one
+    /// of the integers `values` (an integer column: a foreign key), found
+    /// through an index whose first column is `column`. Returns false, having
+    /// called nothing, when the table has no such index: the caller then runs
+    /// a query. A value given twice gives its rows once. Rows come in the
+    /// index's key order (see the file header).
+    ///
+    /// Lifetime: a row lent to `body` is valid during the call only (in a
+    /// read transaction it borrows its page; keep `Row.record` to keep the
+    /// bytes). `body` must not write in this transaction.
+    ///
+    /// Rows whose column holds a text, real or blob that a folded or
+    /// collated index would file under the same key as an integer are not
+    /// given: only index entries whose first segment is the integer's exact
+    /// segment match. (Foreign-key columns hold integers or null.)
+    ///
+    /// - Throws: `.notFound` for an unknown table; `.corrupt` for a malformed
+    ///   index entry or a missing row (an index entry naming a row the table
+    ///   does not have: run `kura check`), with the page where known; engine
+    ///   read errors; whatever `body` throws.
+    public func forEachRow(in table: String, whereInteger column: String, isOneOf values: [Int64],
+                           _ body: (Row) throws(KuraError) -> Void) throws(KuraError) -> Bool {
+        try checkActive()
+        // A read transaction's table handle (resolved once per table and
+        // snapshot), else the table resolved as a query's.
+        let (info, indexes): (TableInfo, [IndexDefinition])
+        if writer == nil {
+            let h = try readHandle(table)
+            (info, indexes) = (h.info, h.indexes)
+        } else {
+            let r = try resolve(TableQuery(table))
+            (info, indexes) = (r.info, r.indexes)
+        }
+        // An index with the column first: a one-column index first (smaller
+        // entries), else the first that has it.
+        var chosen: IndexDefinition?
+        for ix in indexes where ix.columns.first?.name == column {
+            if let c = chosen { if ix.columns.count == 1 && c.columns.count > 1 { chosen = ix } } else { chosen = ix }
+        }
+        guard let index = chosen else { return false }
+        if values.isEmpty { return true }
+        let distinct = values.count == 1 ? values : Array(Set(values))
+        let ids = try probeIndex(index, integers: distinct)
+        let tree = BTree(root: info.rootPage, kind: .table)
+        if let s = snapshotPages {
+            // A read snapshot: pages never change; rows borrow them.
+            var path = RowPath(tree: tree)
+            for rowID in ids {
+                let found = try RowIDKey.withEncoded(rowID) { k throws(KuraError) in try path.locate(rowID, k, s) }
+                guard let found else { throw Self.missingRow(rowID, index: index.name, table: table) }
+                try body(CandidateSource.row(rowID, found))
+            }
+        } else if let w = writer {
+            // A write transaction's pages may change after this call: each
+            // row is copied out of its page.
+            for rowID in ids {
+                let found = try RowIDKey.withEncoded(rowID) { k throws(KuraError) in try tree.get(k, w) }
+                guard let found else { throw Self.missingRow(rowID, index: index.name, table: table) }
+                try body(Row(rowID: rowID, record: found))
+            }
+        }
+        return true
+    }
+
+    /// The error for an index entry naming a row its table does not have.
+    private static func missingRow(_ rowID: Int64, index: String, table: String) -> KuraError {
+        KuraError(.corrupt, "index \"\(index)\" names row \(rowID), which table \"\(table)\" does not have; run `kura check` on the store")
+    }
+}
