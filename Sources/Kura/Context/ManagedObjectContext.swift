@@ -342,7 +342,7 @@ public final class ManagedObjectContext {
     /// `model.hasTransientRelationships`, read once (the container's model
     /// never changes): every fault's load asks it, and reading it through
     /// `container` and `model` retains and releases both.
-    private let modelHasTransientRelationships: Bool
+    let modelHasTransientRelationships: Bool
     /// The last entity `layout(of:)` resolved, and its layout.
     private var lastLayout: (entity: EntityDescription, layout: RowLayout)?
     /// The entities `layout(of:)` resolved before (a few, compared by
@@ -677,20 +677,41 @@ public final class ManagedObjectContext {
             for o in faults { try load(o) }
             return
         }
-        guard let first = faults.first else { return }
-        let rows = try read { tx throws(KuraError) -> [[Value]?] in
-            var t = try tx.table(first.entity.hierarchy.table)
-            var out: [[Value]?] = []
-            for o in faults {
-                if t.name != o.entity.hierarchy.table { t = try tx.table(o.entity.hierarchy.table) }
-                out.append(try self.layout(of: o.entity).values(tx, t, rowID: o.objectID.rowID))
+        guard !faults.isEmpty else { return }
+        // By runs of one entity: a plain layout's faults (`fetchColumns`)
+        // are filled from their records where they lie (`fillFault`, rows
+        // lent by `forEachRow(in:rowIDs:)`); others get their rows as arrays,
+        // applied after the read.
+        var rows = [[Value]?](repeating: nil, count: faults.count)
+        var filled = [Bool](repeating: false, count: faults.count)
+        try read { tx throws(KuraError) in
+            var start = 0
+            while start < faults.count {
+                let e = faults[start].entity
+                var end = start + 1
+                while end < faults.count, faults[end].entity === e { end += 1 }
+                defer { start = end }
+                let layout = self.layout(of: e)
+                if let columns = layout.fetchColumns {
+                    try tx.forEachRow(in: e.hierarchy.table, rowIDs: faults[start..<end].map(\.objectID.rowID)) { i, row throws(KuraError) in
+                        guard let row else { return }
+                        try self.fillFault(faults[start + i], from: row, layout, columns)
+                        filled[start + i] = true
+                    }
+                    continue
+                }
+                let t = try tx.table(e.hierarchy.table)
+                for i in start..<end { rows[i] = try layout.values(tx, t, rowID: faults[i].objectID.rowID) }
             }
-            return out
         }
-        for (o, row) in zip(faults, rows) {
+        for (i, o) in faults.enumerated() {
+            if filled[i] {
+                o.awakeFromFetch()
+                continue
+            }
             // A row deleted since the fetch stays a fault: reading it reports
             // `.notFound` through `load` (or the failure channel).
-            guard let row else { continue }
+            guard let row = rows[i] else { continue }
             try checkRowEntity(row, of: o)
             apply(row, to: o)
             o.awakeFromFetch()

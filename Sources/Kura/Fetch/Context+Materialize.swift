@@ -187,6 +187,26 @@ extension ManagedObjectContext {
         o.version = decoded.version
     }
 
+    /// Loads fault `o` from `row`, its row, decoded in place (`fill`): what
+    /// `apply` does for a fault with that row's array. `columns` is the
+    /// layout's `fetchColumns` (no conversion, no shared table, no order
+    /// column: nothing else to set).
+    ///
+    /// - Throws: `.corrupt` for a record that does not decode.
+    func fillFault(_ o: ManagedObject, from row: Row, _ layout: RowLayout, _ columns: [Int]) throws(KuraError) {
+        // Transient relationships start over when a fault fires (as `apply`).
+        if modelHasTransientRelationships { o.transientRelated = .init() }
+        // `fill` sets the keys only when the row has some (a new object has
+        // none); a fault may hold keys of an earlier state: as `apply`, the
+        // row's keys (or none) replace them.
+        if !o.toOne.isEmpty { o.toOne = ToOneKeys() }
+        if !o.savedToOne.isEmpty { o.savedToOne = ToOneKeys() }
+        try fill(o, from: row, layout, columns)
+        o.clearOrders()
+        o.isFault = false
+        o.clearReadError()
+    }
+
     /// Registers the new objects of `made` (the registry sized once for
     /// them), then calls their `awakeFromFetch` in order; returns the
     /// objects.

@@ -83,18 +83,33 @@ extension ManagedObjectContext {
             case .inverseForeignKey(_, let column, _):
                 let stored = objs.filter { !$0.isNew }
                 guard !stored.isEmpty else { continue }
-                let list = KuraExpression.aggregate(stored.map { .constant(.integer($0.objectID.rowID)) })
-                let keyTest = KuraPredicate.comparison(KuraComparison(.keyPath([column]), .in, list))
-                let query = TableQuery(target.hierarchy.table, where: model.entityFilter(target, includingSubentities: true).map { .and([keyTest, $0]) } ?? keyTest)
-                let rows = try read { tx throws(KuraError) in try tx.fetch(query) }
                 var members: [Int64: [ManagedObject]] = [:]
-                guard let c = try model.schema(of: target).position(of: column) else {
-                    throw KuraError(.notFound, "table \"\(target.hierarchy.table)\" has no column \"\(column)\" (relationship \"\(r.name)\" of entity \"\(entity.name)\")")
+                // Through the key's index (`materializeKeyedRows`), each
+                // member filed under the owner its key names (a member
+                // with an unsaved key under that one: `relatedObjects`
+                // checks every member's key against the owner and adds
+                // pending members as ever); else one query.
+                let keyed = try read { tx throws(KuraError) in
+                    try materializeKeyedRows(target, column: column, keys: stored.map(\.objectID.rowID), in: tx)
                 }
-                for (rowID, row) in rows {
-                    guard c < row.count, case .integer(let owner) = row[c] else { continue }
-                    let m = materialize(try rowEntity(row, rowID: rowID, in: target), rowID: rowID, row: row)
-                    members[owner, default: []].append(m)
+                if let keyed {
+                    for m in keyed {
+                        guard let owner = m.toOne[column] else { continue }
+                        members[owner.rowID, default: []].append(m)
+                    }
+                } else {
+                    let list = KuraExpression.aggregate(stored.map { .constant(.integer($0.objectID.rowID)) })
+                    let keyTest = KuraPredicate.comparison(KuraComparison(.keyPath([column]), .in, list))
+                    let query = TableQuery(target.hierarchy.table, where: model.entityFilter(target, includingSubentities: true).map { .and([keyTest, $0]) } ?? keyTest)
+                    let rows = try read { tx throws(KuraError) in try tx.fetch(query) }
+                    guard let c = try model.schema(of: target).position(of: column) else {
+                        throw KuraError(.notFound, "table \"\(target.hierarchy.table)\" has no column \"\(column)\" (relationship \"\(r.name)\" of entity \"\(entity.name)\")")
+                    }
+                    for (rowID, row) in rows {
+                        guard c < row.count, case .integer(let owner) = row[c] else { continue }
+                        let m = materialize(try rowEntity(row, rowID: rowID, in: target), rowID: rowID, row: row)
+                        members[owner, default: []].append(m)
+                    }
                 }
                 for o in stored { prefetched[o.objectID, default: [:]][r.name] = members[o.objectID.rowID] ?? [] }
                 out += members.values.joined().filter { !$0.isDeleted }
