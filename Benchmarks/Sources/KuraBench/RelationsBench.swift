@@ -12,6 +12,15 @@
 //   R3  Student where ANY courses.title == x (to-many)
 //   R4  Student where courses.@count > 3 (to-many count)
 //
+// then three traversals, the paths an app takes after a fetch (each its
+// query's result then walked, every value read):
+//
+//   R5  R0's records, then each record's student (a to-one fault) and its number
+//   R6  R1's students, then each student's courses (the to-many) and their titles
+//   R7  R6 with prefetching: Kura's relationshipKeyPathsForPrefetching
+//       ["courses"], GRDB's including(all:), by hand one more query for all
+//       the students' courses, grouped in Swift by student
+//
 // and "R insert", filling the store (N students, N records, ~2N courses, one
 // transaction / one save). The issue's goal: R1 within 2x of R0 on the same
 // engine.
@@ -21,22 +30,30 @@
 //   tables and indexes below as KuraEngine tables with schemas, rows inserted
 //   in the same order in one write transaction.
 // - kura-objects: Kura's object layer, each query a `FetchRequest` in a fresh
-//   context (objects read from the store, not from an earlier query).
+//   context (objects read from the store, not from an earlier query); R5–R7
+//   traverse in the fetch's context.
 // - sqlite: SQLite's C API by hand: tables `student(id, number, name)`,
 //   `record(id, student_id, number, grade)`, `course(id, student_id, title)`,
 //   indexes on both foreign keys, on grade and on title; one prepared JOIN (or
-//   IN / GROUP BY subquery) per query shape, reused with bound parameters.
+//   IN / GROUP BY subquery) per query shape, reused with bound parameters;
+//   R5 a per-record `SELECT number FROM student WHERE id = ?`, R6 a per-student
+//   `SELECT id, title FROM course WHERE student_id = ?`, each prepared once; R7
+//   R1's query plus one JOIN for all the selected students' courses.
 // - grdb: GRDB's fast path: the same SQL through `db.cachedStatement(sql:)`,
 //   rows decoded by position through cursors.
-// - grdb-idiomatic: GRDB records with associations (`hasOne`, `hasMany`):
-//   `joining(required:)`, `having(courses.isEmpty == false)`,
-//   `having(courses.count > 3)`, `fetchAll`.
+// - grdb-idiomatic: GRDB records with associations (`hasOne`, `hasMany`,
+//   `belongsTo`): `joining(required:)`, `having(courses.isEmpty == false)`,
+//   `having(courses.count > 3)`, `fetchAll`; R5 `record.request(for:
+//   GRecord.student).fetchOne`, R6 `student.request(for:
+//   GStudent.courses).fetchAll`, R7 `including(all: GStudent.courses)` into a
+//   record that decodes the association.
 //
 // The GRDB contenders are in RelationsGRDB.swift (GRDB and Kura both name a
 // `Row` and a `FetchRequest`, so the two never share a file).
 //
 // Check values (sums of the students' numbers, or of records' numbers for R0,
-// which equal their students') must agree across engines.
+// which equal their students'; R6 and R7 add the UTF-8 lengths of the course
+// titles read) must agree across engines.
 
 import Foundation
 import Kura
@@ -101,6 +118,9 @@ enum RelationsBench {
         ("R2", "Student sorted by record.grade desc, number, limit 10"),
         ("R3", "Student where ANY courses.title == x (to-many)"),
         ("R4", "Student where courses.@count > 3 (to-many count)"),
+        ("R5", "R0's records' students (to-one fault), number read"),
+        ("R6", "R1's students' courses (to-many read), titles read"),
+        ("R7", "R6 with prefetching (courses loaded with the fetch)"),
     ]
 
     static func run(rows: Int, runs: Int, engines chosen: [String], directory: String) throws {
@@ -222,6 +242,38 @@ enum RelationsBench {
         try measureQueries(runner, "R4", name, rows: n) { _ in
             try students(FetchRequest<RStudent>(entityName: "Student", predicate: try KuraPredicate(format: "courses.@count > %@", arguments: [.integer(RelationsData.countThreshold)])))
         }
+        try measureQueries(runner, "R5", name, rows: n) { q in
+            let request = FetchRequest<RRecord>(entityName: "Record", predicate: try KuraPredicate(format: "grade == %@", arguments: [.integer(RelationsData.gradeKeys[q])]))
+            // The context stays alive for the traversal (objects refer to it weakly).
+            let context = container.newContext()
+            return try withExtendedLifetime(context) {
+                var sum = 0
+                for r in try context.fetch(request) {
+                    // A missing student adds nothing, which the check catches.
+                    if let s = r.student { sum += Int(s.number) }
+                }
+                return sum
+            }
+        }
+        /// R1's students in a fresh context, each one's courses read (titles
+        /// included) in that context: the number plus the titles' lengths.
+        func courses(prefetching: Bool) throws -> (Int) throws -> Int {
+            { q in
+                var request = FetchRequest<RStudent>(entityName: "Student", predicate: try KuraPredicate(format: "record.grade == %@", arguments: [.integer(RelationsData.gradeKeys[q])]))
+                if prefetching { request.relationshipKeyPathsForPrefetching = ["courses"] }
+                let context = container.newContext()
+                return try withExtendedLifetime(context) {
+                    var sum = 0
+                    for s in try context.fetch(request) {
+                        sum += Int(s.number)
+                        for c in s.courses { sum += c.title.utf8.count }
+                    }
+                    return sum
+                }
+            }
+        }
+        try measureQueries(runner, "R6", name, rows: n, courses(prefetching: false))
+        try measureQueries(runner, "R7", name, rows: n, courses(prefetching: true))
     }
 
     // MARK: SQL (SQLite by hand and GRDB's fast path share it)
@@ -243,6 +295,13 @@ enum RelationsBench {
     static let r2 = "SELECT s.id, s.number, s.name FROM record r JOIN student s ON s.id = r.student_id ORDER BY r.grade DESC, s.number LIMIT 10"
     static let r3 = "SELECT s.id, s.number, s.name FROM student s WHERE s.id IN (SELECT student_id FROM course WHERE title = ?1)"
     static let r4 = "SELECT s.id, s.number, s.name FROM (SELECT student_id FROM course GROUP BY student_id HAVING count(*) > ?1) c JOIN student s ON s.id = c.student_id"
+    /// R5: R0's records with their foreign key, then one student per record.
+    static let r5 = "SELECT id, student_id, number, grade FROM record WHERE grade = ?1"
+    static let r5Student = "SELECT number FROM student WHERE id = ?1"
+    /// R6: R1's students, then one query per student for its courses.
+    static let r6Courses = "SELECT id, title FROM course WHERE student_id = ?1"
+    /// R7: R1's students, then all their courses in one query.
+    static let r7Courses = "SELECT c.student_id, c.id, c.title FROM course c JOIN record r ON r.student_id = c.student_id WHERE r.grade = ?1"
 
     static func sqlite(_ runner: Runner, _ data: RelationsData, path: String) throws {
         let name = "sqlite"
@@ -300,6 +359,50 @@ enum RelationsBench {
         try measureQueries(runner, "R2", name, rows: n) { _ in try sum(s2) { _ in } }
         try measureQueries(runner, "R3", name, rows: n) { q in try sum(s3) { $0.bind(1, RelationsData.titleKeys[q]) } }
         try measureQueries(runner, "R4", name, rows: n) { _ in try sum(s4) { $0.bind(1, RelationsData.countThreshold) } }
+
+        let s5 = try db.prepare(r5), s5Student = try db.prepare(r5Student)
+        try measureQueries(runner, "R5", name, rows: n) { q in
+            try db.transaction { () throws -> Int in
+                s5.reset(); s5.bind(1, RelationsData.gradeKeys[q])
+                var total = 0
+                while try s5.step() {
+                    s5Student.reset(); s5Student.bind(1, s5.int64(1))
+                    if try s5Student.step() { total += Int(s5Student.int64(0)) }
+                }
+                return total
+            }
+        }
+        let s6Courses = try db.prepare(r6Courses)
+        try measureQueries(runner, "R6", name, rows: n) { q in
+            try db.transaction { () throws -> Int in
+                s1.reset(); s1.bind(1, RelationsData.gradeKeys[q])
+                var total = 0
+                while try s1.step() {
+                    total += Int(s1.int64(1))
+                    s6Courses.reset(); s6Courses.bind(1, s1.int64(0))
+                    while try s6Courses.step() { total += s6Courses.text(1).utf8.count }
+                }
+                return total
+            }
+        }
+        let s7Courses = try db.prepare(r7Courses)
+        try measureQueries(runner, "R7", name, rows: n) { q in
+            try db.transaction { () throws -> Int in
+                let k = RelationsData.gradeKeys[q]
+                s1.reset(); s1.bind(1, k)
+                var students: [(id: Int64, number: Int64)] = []
+                while try s1.step() { students.append((s1.int64(0), s1.int64(1))) }
+                s7Courses.reset(); s7Courses.bind(1, k)
+                var courses: [Int64: [(id: Int64, title: String)]] = [:]
+                while try s7Courses.step() { courses[s7Courses.int64(0), default: []].append((s7Courses.int64(1), s7Courses.text(2))) }
+                var total = 0
+                for s in students {
+                    total += Int(s.number)
+                    for c in courses[s.id] ?? [] { total += c.title.utf8.count }
+                }
+                return total
+            }
+        }
     }
 
     // MARK: Report

@@ -1,6 +1,10 @@
 // RelationsGRDB: the GRDB contenders of the relationship queries
 // (RelationsBench.swift): records with associations for the idiomatic path,
 // the hand-written SQL through cached statements for the fast path.
+// The traversals (R5–R7): the idiomatic path asks each record for its
+// association (`request(for:)`) or prefetches with `including(all:)`; the fast
+// path runs RelationsBench's per-row statements (R5, R6) or its one course
+// query grouped in Swift (R7), as SQLite by hand does.
 
 import GRDB
 
@@ -36,6 +40,7 @@ struct GStudent: FetchableRecord, PersistableRecord {
 
 struct GRecord: FetchableRecord, PersistableRecord {
     static let databaseTableName = "record"
+    static let student = belongsTo(GStudent.self, using: ForeignKey(["student_id"]))
     var studentID: Int64
     var number: Int64
     var grade: Int64
@@ -77,6 +82,18 @@ struct GCourse: FetchableRecord, PersistableRecord {
     func encode(to container: inout PersistenceContainer) throws {
         container["student_id"] = studentID
         container["title"] = title
+    }
+}
+
+/// A student with its courses, fetched by `including(all: GStudent.courses)`:
+/// the record that decodes the association (GRDB's documented way, the
+/// prefetched rows under the association's key).
+struct GStudentWithCourses: FetchableRecord {
+    var student: GStudent
+    var courses: [GCourse]
+    init(row: Row) throws {
+        student = try GStudent(row: row)
+        courses = try row.decode(forKey: "courses")
     }
 }
 
@@ -191,6 +208,72 @@ extension RelationsBench {
         try measureQueries(runner, "R4", name, rows: n) { _ in
             if idiomatic { return try records(GStudent.having(GStudent.courses.count > RelationsData.countThreshold)) }
             return try fast(r4, [RelationsData.countThreshold])
+        }
+        try measureQueries(runner, "R5", name, rows: n) { q in
+            let k = RelationsData.gradeKeys[q]
+            return try pool.read { db in
+                var total = 0
+                if idiomatic {
+                    for r in try GRecord.filter(Column("grade") == k).fetchAll(db) {
+                        if let s = try r.request(for: GRecord.student).fetchOne(db) { total += Int(s.number) }
+                    }
+                    return total
+                }
+                let student = try db.cachedStatement(sql: r5Student)
+                let cursor = try Row.fetchCursor(db.cachedStatement(sql: r5), arguments: [k])
+                while let row = try cursor.next() {
+                    if let number = try Int64.fetchOne(student, arguments: [row[1] as Int64]) { total += Int(number) }
+                }
+                return total
+            }
+        }
+        try measureQueries(runner, "R6", name, rows: n) { q in
+            let k = RelationsData.gradeKeys[q]
+            return try pool.read { db in
+                var total = 0
+                if idiomatic {
+                    for s in try GStudent.joining(required: GStudent.record.filter(Column("grade") == k)).fetchAll(db) {
+                        total += Int(s.number)
+                        for c in try s.request(for: GStudent.courses).fetchAll(db) { total += c.title.utf8.count }
+                    }
+                    return total
+                }
+                let courses = try db.cachedStatement(sql: r6Courses)
+                let cursor = try GStudentFast.fetchCursor(db.cachedStatement(sql: r1), arguments: [k])
+                while let s = try cursor.next() {
+                    total += Int(s.number)
+                    let rows = try Row.fetchCursor(courses, arguments: [s.id])
+                    while let c = try rows.next() { total += (c[1] as String).utf8.count }
+                }
+                return total
+            }
+        }
+        try measureQueries(runner, "R7", name, rows: n) { q in
+            let k = RelationsData.gradeKeys[q]
+            return try pool.read { db in
+                var total = 0
+                if idiomatic {
+                    let request = GStudent.joining(required: GStudent.record.filter(Column("grade") == k))
+                        .including(all: GStudent.courses)
+                        .asRequest(of: GStudentWithCourses.self)
+                    for s in try request.fetchAll(db) {
+                        total += Int(s.student.number)
+                        for c in s.courses { total += c.title.utf8.count }
+                    }
+                    return total
+                }
+                var students: [(id: Int64, number: Int64)] = []
+                let cursor = try GStudentFast.fetchCursor(db.cachedStatement(sql: r1), arguments: [k])
+                while let s = try cursor.next() { students.append((s.id, s.number)) }
+                var courses: [Int64: [(id: Int64, title: String)]] = [:]
+                let rows = try Row.fetchCursor(db.cachedStatement(sql: r7Courses), arguments: [k])
+                while let c = try rows.next() { courses[c[0] as Int64, default: []].append((c[1] as Int64, c[2] as String)) }
+                for s in students {
+                    total += Int(s.number)
+                    for c in courses[s.id] ?? [] { total += c.title.utf8.count }
+                }
+                return total
+            }
         }
     }
 }

@@ -25,7 +25,7 @@ usage: kura-bench [--rows N] [--runs R] [--engines kura,sqlite,grdb,grdb-idiomat
                   of --rows rows (default 100000), against SQLite's update + re-query
   --find-or-create  run only the find-or-create import: up to --rows children (default 80000)
                   of 200 parents, each parent fetched by code in one context before its child
-  --relations     run only the relationship queries (R0–R4) over --rows students (default
+  --relations     run only the relationship queries (R0–R7) over --rows students (default
                   100000): Kura objects, SQLite by hand, GRDB fast path and GRDB associations
   --import        run only the import row: `kura import` against `sqlite3 .import` on the same
                   CSV of --rows rows (default 1000000), time and peak memory
