@@ -113,41 +113,19 @@ extension ReadTransaction {
 
     /// Row IDs of the entries of `index` whose first column's segment is
     /// the integer segment of one of `ids` (a foreign-key probe with the
-    /// inner rows' IDs), in key order. Each segment is built in one reused
-    /// buffer and sought from the cursor's path (`TreeCursor.seekNear`, in a
-    /// read snapshot; from the root in a write transaction, whose pages may
-    /// change between reads); the IDs are probed in key order, so each seek
-    /// starts near the last. No key range (two arrays) is made per ID.
+    /// inner rows' IDs), in key order, each distinct ID's once
+    /// (`probeEntries`, KeyedRows.swift: one reused segment buffer, each
+    /// seek from the cursor's path in a read snapshot, from the root in a
+    /// write transaction, whose pages may change between reads).
     ///
     /// - Throws: `.corrupt` for a malformed index key; engine read errors.
     func probeIndex(_ index: IndexDefinition, integers ids: [Int64]) throws(KuraError) -> [Int64] {
-        if let w = writer { return try probe(index, ids, w, near: false) }
-        return try probe(index, ids, snapshotPages!, near: true)
-    }
-
-    private func probe<S: PageSource>(_ index: IndexDefinition, _ ids: [Int64], _ s: S, near: Bool) throws(KuraError) -> [Int64] {
-        let search = SearchIndex(index)
-        let column = index.columns[0]
-        // Key order: a descending column stores its segments complemented.
-        let ordered = column.descending ? ids.sorted(by: >) : ids.sorted()
-        var cursor = TreeCursor(tree: index.tree)
-        var seg: [UInt8] = []
-        seg.reserveCapacity(16)
         var out: [Int64] = []
         out.reserveCapacity(ids.count)
-        for id in ordered {
-            seg.removeAll(keepingCapacity: true)
-            IndexKey.append(.integer(id), descending: column.descending, folded: column.folded, to: &seg)
-            try seg.withBytes { b throws(KuraError) in
-                if near { try cursor.seekNear(b, s) } else { try cursor.seek(b, s) }
-                while cursor.isValid {
-                    let k = cursor.key
-                    // Both are non-empty past the count test (a segment has a tag byte).
-                    guard k.count >= b.count, memcmpBytes(k.baseAddress!, b.baseAddress!, b.count) == 0 else { break }
-                    out.append(try search.rowID(k))
-                    try cursor.next(s)
-                }
-            }
+        if let w = writer {
+            try probeEntries(index, ids, w, near: false) { out.append($0) }
+        } else if let s = snapshotPages {
+            try probeEntries(index, ids, s, near: true) { out.append($0) }
         }
         return out
     }

@@ -51,8 +51,11 @@ extension ManagedObjectContext {
     /// The objects of a to-many relationship, in order (ordered relationships by
     /// position, others by row ID, unsaved objects last in insertion order).
     func relatedObjects(_ o: ManagedObject, _ r: RelationshipDescription) throws(KuraError) -> [ManagedObject] {
-        let target = try model.entity(r.destination)
-        switch model.storage(of: r, in: o.entity) {
+        // The destination and storage the model made once for `r`.
+        let plan = model.relationshipPlan(r, in: o.entity)
+        let target: EntityDescription
+        if let d = plan.destination { target = d } else { target = try model.entity(r.destination) }
+        switch plan.storage {
         case .transient:
             return try transientTargets(o, r)
         case .foreignKey:
@@ -67,10 +70,9 @@ extension ManagedObjectContext {
                     if seen.insert(ObjectIdentifier(m)).inserted { result.append(m) }
                 }
             } else if let members = prefetched[o.objectID]?[r.name] {
-                // Loaded with the fetch (Context+Prefetch.swift).
-                for m in members where !m.isDeleted && m.toOne[column] == o.objectID {
-                    if seen.insert(ObjectIdentifier(m)).inserted { result.append(m) }
-                }
+                // Loaded with the fetch (Context+Prefetch.swift): one object
+                // per row, no duplicates to skip.
+                for m in members where !m.isDeleted && m.toOne[column] == o.objectID { result.append(m) }
             } else if !o.isNew {
                 let owner = o.objectID.rowID
                 // The rows whose key names the owner, through the key's

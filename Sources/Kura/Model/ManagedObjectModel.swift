@@ -93,6 +93,11 @@ public final class ManagedObjectModel: Sendable {
     /// transient link: `ManagedObject.transientRelated` stays empty, and a
     /// fault's load need not clear it).
     let hasTransientRelationships: Bool
+    /// Each entity's relationships' destination entities and storage, by
+    /// relationship index (`relationshipPlan`), made once: a relationship
+    /// read looked both up per read (two string hashes, an inverse lookup
+    /// and the storage's strings built).
+    let relationshipPlans: [ObjectIdentifier: [RelationshipPlan]]
 
     /// Builds and validates a model.
     ///
@@ -124,6 +129,13 @@ public final class ManagedObjectModel: Sendable {
         hasUniquenessConstraints = resolved.contains { !$0.uniquenessConstraints.isEmpty }
         hasDenyRules = resolved.contains { e in e.relationships.contains { $0.deleteRule == .deny } }
         hasTransientRelationships = resolved.contains { e in e.relationships.contains { $0.isTransient } }
+        var plans: [ObjectIdentifier: [RelationshipPlan]] = [:]
+        for e in resolved {
+            plans[ObjectIdentifier(e)] = e.relationships.map { r in
+                RelationshipPlan(destination: byName[r.destination], storage: Self.storage(of: r, in: e, entities: byName))
+            }
+        }
+        relationshipPlans = plans
         for (name, members) in configurations.sorted(by: { $0.key < $1.key }) {
             for m in members where byName[m] == nil {
                 throw ModelError(message: "configuration \"\(name)\" names entity \"\(m)\", which the model does not have")
@@ -231,13 +243,24 @@ public final class ManagedObjectModel: Sendable {
     /// warning). Kura stores and maintains a relationship without a reciprocal
     /// inverse from its own side only (see "Inverses" in the header).
     func reciprocalInverse(of r: RelationshipDescription) -> RelationshipDescription? {
-        guard let name = r.inverse, let back = entitiesByName[r.destination]?.relationshipsByName[name] else { return nil }
+        Self.reciprocalInverse(of: r, entities: entitiesByName)
+    }
+
+    /// `reciprocalInverse(of:)` in a model whose entities by name are `entities`.
+    static func reciprocalInverse(of r: RelationshipDescription, entities: [String: EntityDescription]) -> RelationshipDescription? {
+        guard let name = r.inverse, let back = entities[r.destination]?.relationshipsByName[name] else { return nil }
         guard back.inverse == nil || back.inverse == r.name else { return nil }
         return back
     }
 
+    /// A relationship's destination entity and storage (`relationshipPlan`).
+    struct RelationshipPlan: Sendable {
+        let destination: EntityDescription?
+        let storage: Storage
+    }
+
     /// How a relationship is stored.
-    enum Storage: Equatable {
+    enum Storage: Equatable, Sendable {
         /// Not stored: held in memory by each object (a transient relationship).
         case transient
         /// A foreign-key column in this entity's table.
@@ -249,8 +272,24 @@ public final class ManagedObjectModel: Sendable {
     }
 
     func storage(of r: RelationshipDescription, in e: EntityDescription) -> Storage {
+        Self.storage(of: r, in: e, entities: entitiesByName)
+    }
+
+    /// What the model knows of relationship `r` of entity `e` (one of `e`'s
+    /// relationships): its destination entity (nil if the model has none
+    /// of that name) and its storage, made once (`relationshipPlans`).
+    @inline(__always)
+    func relationshipPlan(_ r: RelationshipDescription, in e: EntityDescription) -> RelationshipPlan {
+        if let i = e.relationshipIndex(r.name), let plans = relationshipPlans[ObjectIdentifier(e)], i < plans.count { return plans[i] }
+        // An entity not of this model (cannot happen for a context's
+        // objects): computed as the plans were.
+        return RelationshipPlan(destination: entitiesByName[r.destination], storage: storage(of: r, in: e))
+    }
+
+    /// `storage(of:in:)` in a model whose entities by name are `entities`.
+    static func storage(of r: RelationshipDescription, in e: EntityDescription, entities: [String: EntityDescription]) -> Storage {
         if r.isTransient { return .transient }
-        let inverse = reciprocalInverse(of: r)
+        let inverse = reciprocalInverse(of: r, entities: entities)
         if !r.isToMany { return .foreignKey(column: r.name) }
         if let inverse, !inverse.isToMany {
             return .inverseForeignKey(entity: r.destination, column: inverse.name, orderColumn: r.isOrdered ? inverse.name + "_order" : nil)

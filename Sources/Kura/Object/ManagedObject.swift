@@ -486,8 +486,14 @@ open class ManagedObject: CustomStringConvertible {
     /// read that fails gives no objects and records its error, as the
     /// subscript does), without boxing the list in an `Any?` and casting it
     /// back when `key` names a to-many relationship.
+    /// On a key-path probe (ModelKeyPath.swift) it records `key` and gives
+    /// no objects.
     @usableFromInline
     func toManyMembers(_ key: String) -> [ManagedObject] {
+        if let probe = keyPathProbe {
+            probe.keys.append(key)
+            return []
+        }
         // By index, not through `relationshipsByName` (a hash of the key).
         guard entity.ordinal(ofAttribute: key) == nil, let i = entity.relationshipIndex(key), entity.relationships[i].isToMany else {
             return (self[key] as? ObjectList)?.objects ?? []
@@ -495,6 +501,20 @@ open class ManagedObject: CustomStringConvertible {
         do { return try context().relatedObjects(self, entity.relationships[i]) } catch {
             noteReadError(error)
             return []
+        }
+    }
+
+    /// `self[key]`'s object for a `@ToOne` property: the same outcome (a
+    /// read that fails gives nil and records its error, as the subscript
+    /// does), without boxing the target in an `Any?` when `key` names a
+    /// to-one relationship.
+    func toOneTarget(_ key: String) -> ManagedObject? {
+        guard entity.ordinal(ofAttribute: key) == nil, let i = entity.relationshipIndex(key), !entity.relationships[i].isToMany else {
+            return self[key] as? ManagedObject
+        }
+        do { return try context().relatedObject(self, entity.relationships[i]) } catch {
+            noteReadError(error)
+            return nil
         }
     }
 

@@ -126,7 +126,7 @@ public struct ToOne<Target: ManagedObject> {
                                                     storage storageKeyPath: ReferenceWritableKeyPath<Object, Self>) -> Target? {
         get {
             if let probe = object.keyPathProbe { probe.keys.append(object[keyPath: storageKeyPath].key); return probe.object(Target.self) }
-            return object[object[keyPath: storageKeyPath].key] as? Target
+            return object.toOneTarget(object[keyPath: storageKeyPath].key) as? Target
         }
         // Inlinable setter: the storage key path becomes a plain field read
         // in the subclass's module (as `Managed`'s), and the target goes to
@@ -154,9 +154,16 @@ public struct ToMany<Target: ManagedObject> {
     public static subscript<Object: ManagedObject>(_enclosingInstance object: Object,
                                                     wrapped wrappedKeyPath: ReferenceWritableKeyPath<Object, [Target]>,
                                                     storage storageKeyPath: ReferenceWritableKeyPath<Object, Self>) -> [Target] {
+        // Inlinable getter: specialized in the subclass's module for its
+        // `Target`, so each member's cast is a class check and the array
+        // is built without the runtime's generic `compactMap`.
+        @inlinable
         get {
-            if let probe = object.keyPathProbe { probe.keys.append(object[keyPath: storageKeyPath].key); return [] }
-            return object.toManyMembers(object[keyPath: storageKeyPath].key).compactMap { $0 as? Target }
+            let members = object.toManyMembers(object[keyPath: storageKeyPath].key)
+            var out: [Target] = []
+            out.reserveCapacity(members.count)
+            for m in members { if let t = m as? Target { out.append(t) } }
+            return out
         }
         set { object[object[keyPath: storageKeyPath].key] = newValue as [ManagedObject] }
     }

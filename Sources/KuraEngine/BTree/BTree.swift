@@ -241,6 +241,9 @@ struct TreeCursor {
 
     init(tree: BTree) { self.tree = tree }
 
+    /// The depth a path is first given room for (deeper trees grow it).
+    static let usualDepth = 6
+
     var leaf: Page { stack[stack.count - 1].page }
     var index: Int { stack[stack.count - 1].index }
 
@@ -259,6 +262,8 @@ struct TreeCursor {
     /// Positions at the first key >= `key`.
     mutating func seek<S: PageSource>(_ key: UnsafeRawBufferPointer, _ s: S) throws(KuraError) {
         stack.removeAll(keepingCapacity: true)
+        // One allocation for a path of usual depth, not one per level.
+        if stack.capacity < Self.usualDepth { stack.reserveCapacity(Self.usualDepth) }
         try descend(from: try tree.node(tree.root, s), to: key, s)
     }
 

@@ -54,19 +54,20 @@ extension ReadTransaction {
         }
         // An index with the column first: a one-column index first (smaller
         // entries), else the first that has it.
-        var chosen: IndexDefinition?
-        for ix in indexes where ix.columns.first?.name == column {
-            if let c = chosen { if ix.columns.count == 1 && c.columns.count > 1 { chosen = ix } } else { chosen = ix }
+        // (By position: iterating would copy each definition.)
+        var chosen = -1
+        for i in indexes.indices where indexes[i].columns.first?.name == column {
+            if chosen < 0 || (indexes[i].columns.count == 1 && indexes[chosen].columns.count > 1) { chosen = i }
         }
-        guard let index = chosen else { return false }
+        guard chosen >= 0 else { return false }
+        let index = indexes[chosen]
         if values.isEmpty { return true }
-        let distinct = values.count == 1 ? values : Array(Set(values))
-        let ids = try probeIndex(index, integers: distinct)
         let tree = BTree(root: info.rootPage, kind: .table)
         if let s = snapshotPages {
-            // A read snapshot: pages never change; rows borrow them.
+            // A read snapshot: pages never change; rows borrow them, and
+            // each search starts from the last one's path.
             var path = RowPath(tree: tree)
-            for rowID in ids {
+            try probeEntries(index, values, s, near: true) { rowID throws(KuraError) in
                 let found = try RowIDKey.withEncoded(rowID) { k throws(KuraError) in try path.locate(rowID, k, s) }
                 guard let found else { throw Self.missingRow(rowID, index: index.name, table: table) }
                 try body(CandidateSource.row(rowID, found))
@@ -74,7 +75,7 @@ extension ReadTransaction {
         } else if let w = writer {
             // A write transaction's pages may change after this call: each
             // row is copied out of its page.
-            for rowID in ids {
+            try probeEntries(index, values, w, near: false) { rowID throws(KuraError) in
                 let found = try RowIDKey.withEncoded(rowID) { k throws(KuraError) in try tree.get(k, w) }
                 guard let found else { throw Self.missingRow(rowID, index: index.name, table: table) }
                 try body(Row(rowID: rowID, record: found))
@@ -110,6 +111,56 @@ extension ReadTransaction {
                 let found = try RowIDKey.withEncoded(rowID) { k throws(KuraError) in try tree.get(k, w) }
                 try body(i, found.map { Row(rowID: rowID, record: $0) })
             }
+        }
+    }
+
+    /// Calls `row` with the row ID of each entry of `index` whose first
+    /// segment is the integer segment of one of `values` (each distinct
+    /// value once, in key order), all of one value's entries before the
+    /// next value is sought; `near`: seek from the cursor's path
+    /// (`TreeCursor.seekNear`, a read snapshot's pages only). A one-column
+    /// index's entry is that segment then the row ID, read without a
+    /// `SearchIndex`.
+    ///
+    /// - Throws: `.corrupt` for an entry that does not end in a row ID;
+    ///   read errors; what `row` throws.
+    func probeEntries<S: PageSource>(_ index: IndexDefinition, _ values: [Int64], _ s: S, near: Bool,
+                                     _ row: (Int64) throws(KuraError) -> Void) throws(KuraError) {
+        let column = index.columns[0]
+        // Key order: a descending column stores its segments complemented.
+        let distinct = values.count == 1 ? values : Array(Set(values))
+        let ordered = distinct.count == 1 ? distinct : (column.descending ? distinct.sorted(by: >) : distinct.sorted())
+        let search = index.columns.count == 1 ? nil : SearchIndex(index)
+        var cursor = TreeCursor(tree: index.tree)
+        var seg: [UInt8] = []
+        seg.reserveCapacity(16)
+        // One value's row IDs: taken from the index before its rows are
+        // read (the cursor's leaf and the rows' pages are apart).
+        var ids: [Int64] = []
+        ids.reserveCapacity(8)
+        for value in ordered {
+            seg.removeAll(keepingCapacity: true)
+            IndexKey.append(.integer(value), descending: column.descending, folded: column.folded, to: &seg)
+            ids.removeAll(keepingCapacity: true)
+            try seg.withBytes { b throws(KuraError) in
+                if near { try cursor.seekNear(b, s) } else { try cursor.seek(b, s) }
+                while cursor.isValid {
+                    let k = cursor.key
+                    // Both are non-empty past the count test (a segment has a tag byte).
+                    guard k.count >= b.count, memcmpBytes(k.baseAddress!, b.baseAddress!, b.count) == 0 else { break }
+                    if let search {
+                        ids.append(try search.rowID(k))
+                    } else {
+                        // The segment is self-delimiting: the row ID follows it.
+                        guard let (v, n) = RowIDKey.decode(k.baseAddress!, b.count, k.count), b.count + n == k.count else {
+                            throw KuraError(.corrupt, "index \"\(index.name)\" has a key that does not end in a row ID", page: index.info.rootPage)
+                        }
+                        ids.append(v)
+                    }
+                    try cursor.next(s)
+                }
+            }
+            for id in ids { try row(id) }
         }
     }
 
