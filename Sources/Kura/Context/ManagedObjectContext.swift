@@ -162,7 +162,7 @@ public final class ManagedObjectContext {
     /// Relationship destinations a fetch's `relationshipKeyPathsForPrefetching`
     /// loaded, by owner and relationship (Context+Prefetch.swift); dropped by
     /// save, merges, reset, and per object by refresh.
-    var prefetched: [ManagedObjectID: [String: [ManagedObject]]] = [:]
+    var prefetched: [ManagedObjectID: PrefetchedLists] = [:]
     /// Answers of store queries kept while the store is unchanged
     /// (StoreAnswerMemo.swift); dropped by `reset()`.
     let storeAnswers = StoreAnswerMemo()
@@ -584,6 +584,24 @@ public final class ManagedObjectContext {
         let layout = self.layout(of: o.entity)
         let row: [Value]?
         if enclosingTransaction == nil {
+            // A layout plain but for its to-one keys: the record is decoded
+            // where it lies, as a fetch decodes it (`fillFault`), in a read
+            // of its own.
+            if layout.columnOrdinals == nil, let columns = layout.fetchColumns {
+                var found = false
+                try read { tx throws(KuraError) in
+                    try tx.forEachRow(in: layout.table, rowIDs: [o.objectID.rowID]) { _, row throws(KuraError) in
+                        guard let row else { return }
+                        try self.fillFault(o, from: row, layout, columns)
+                        found = true
+                    }
+                }
+                guard found else {
+                    throw KuraError(.notFound, "\(o.objectID) no longer exists in the store (deleted by another context?)")
+                }
+                o.awakeFromFetch()
+                return
+            }
             // One row in a transaction of its own, without a transaction
             // object when the engine can (`Database.values(inTable:rowID:)`).
             readTransactionCount += 1

@@ -75,7 +75,7 @@ extension ManagedObjectContext {
                     guard let id = o.toOne[r.name] else { continue }
                     let t = try object(with: id, canonical: true)
                     targets.append(t)
-                    if !o.isNew { prefetched[o.objectID, default: [:]][r.name] = [t] }
+                    if !o.isNew { prefetched[o.objectID, default: PrefetchedLists()][r.name] = [t] }
                 }
                 let faults = targets.filter { $0.isFault && !$0.objectID.isTemporary }
                 if !faults.isEmpty { try loadBatch(BatchGroup(faults.map(\.objectID))) }
@@ -111,7 +111,7 @@ extension ManagedObjectContext {
                         members[owner, default: []].append(m)
                     }
                 }
-                for o in stored { prefetched[o.objectID, default: [:]][r.name] = members[o.objectID.rowID] ?? [] }
+                for o in stored { prefetched[o.objectID, default: PrefetchedLists()][r.name] = members[o.objectID.rowID] ?? [] }
                 out += members.values.joined().filter { !$0.isDeleted }
             case .joinTable(let table, let forward):
                 let stored = objs.filter { !$0.isNew }
@@ -140,10 +140,48 @@ extension ManagedObjectContext {
                     members[pair.owner, default: []].append(m)
                 }
                 if !faults.isEmpty { try loadBatch(BatchGroup(faults)) }
-                for o in stored { prefetched[o.objectID, default: [:]][r.name] = members[o.objectID.rowID] ?? [] }
+                for o in stored { prefetched[o.objectID, default: PrefetchedLists()][r.name] = members[o.objectID.rowID] ?? [] }
                 out += members.values.joined().filter { !$0.isFault && !$0.isDeleted }
             }
         }
         return out
+    }
+}
+
+/// The members a prefetch loaded for one owner, by relationship name
+/// (`ManagedObjectContext.prefetched`): usually one relationship, kept in
+/// place; more in a list. A dictionary per owner cost a hash table (made,
+/// filled and freed) per prefetched object.
+///
+/// Semantics are a dictionary's: one list per name, setting a name that is
+/// there replaces its list. Invariant: no two entries have the same name.
+struct PrefetchedLists {
+    private struct Entry {
+        let name: String
+        var members: [ManagedObject]
+    }
+
+    private var first: Entry?
+    private var rest: [Entry] = []
+
+    /// The members loaded for relationship `name` (nil: not prefetched).
+    subscript(name: String) -> [ManagedObject]? {
+        get {
+            if let first, first.name == name { return first.members }
+            for e in rest where e.name == name { return e.members }
+            return nil
+        }
+        set {
+            if first == nil || first?.name == name {
+                first = newValue.map { Entry(name: name, members: $0) }
+                if first == nil, !rest.isEmpty { first = rest.removeFirst() }
+                return
+            }
+            if let i = rest.firstIndex(where: { $0.name == name }) {
+                if let newValue { rest[i].members = newValue } else { rest.remove(at: i) }
+            } else if let newValue {
+                rest.append(Entry(name: name, members: newValue))
+            }
+        }
     }
 }
