@@ -585,22 +585,18 @@ public final class ManagedObjectContext {
         let row: [Value]?
         if enclosingTransaction == nil {
             // A layout plain but for its to-one keys: the record is decoded
-            // where it lies, as a fetch decodes it (`fillFault`), in a read
-            // of its own.
+            // where it lies, as a fetch decodes it (`loadFault`).
             if layout.columnOrdinals == nil, let columns = layout.fetchColumns {
-                var found = false
-                try read { tx throws(KuraError) in
-                    try tx.forEachRow(in: layout.table, rowIDs: [o.objectID.rowID]) { _, row throws(KuraError) in
-                        guard let row else { return }
-                        try self.fillFault(o, from: row, layout, columns)
-                        found = true
-                    }
-                }
-                guard found else {
+                readTransactionCount += 1
+                switch try loadFault(o, layout, columns) {
+                case .read:
+                    o.awakeFromFetch()
+                    return
+                case .missing:
                     throw KuraError(.notFound, "\(o.objectID) no longer exists in the store (deleted by another context?)")
+                case .external:
+                    break  // read again below, as an array (a second read)
                 }
-                o.awakeFromFetch()
-                return
             }
             // One row in a transaction of its own, without a transaction
             // object when the engine can (`Database.values(inTable:rowID:)`).

@@ -176,7 +176,14 @@ extension ManagedObjectContext {
             try row.withColumns { r throws(KuraError) in try decoded.decode(&r, into: p, columns, layout) }
             decoded.finish(p, count: n, columns, layout)
         }
-        // `install` for a new object: no positions, no read error, not a fault.
+        install(slots, count: n, decoded, in: o)
+    }
+
+    /// `install` for a new object (no positions, no read error, not a
+    /// fault): `slots` (`count` of them, every one set) become its values
+    /// and saved values, with the keys and version `decoded` read.
+    @inline(__always)
+    private func install(_ slots: ValueSlots, count n: Int, _ decoded: DecodedRow, in o: ManagedObject) {
         let values = AttributeValues(slots: slots, count: n)
         o.values = values
         o.savedValues = values
@@ -194,14 +201,52 @@ extension ManagedObjectContext {
     ///
     /// - Throws: `.corrupt` for a record that does not decode.
     func fillFault(_ o: ManagedObject, from row: Row, _ layout: RowLayout, _ columns: [Int]) throws(KuraError) {
-        // Transient relationships start over when a fault fires (as `apply`).
+        clearForLoad(o)
+        try fill(o, from: row, layout, columns)
+        markLoaded(o)
+    }
+
+    /// Loads fault `o` (its layout's `fetchColumns` is `columns`) from its
+    /// record where it lies, in a read of its own without a transaction
+    /// object (`Database.withRecord`), as `fillFault` loads it from a lent
+    /// row. Returns what the lookup found: `.missing` (the row is gone) and
+    /// `.external` (read the row as an array instead) load nothing.
+    ///
+    /// - Throws: `.corrupt` for a record that does not decode; engine read errors.
+    func loadFault(_ o: ManagedObject, _ layout: RowLayout, _ columns: [Int]) throws(KuraError) -> BorrowedRecordLookup {
+        let n = layout.attributeColumns.count
+        let slots = ValueSlots.make(count: n, from: nil)
+        var decoded = DecodedRow()
+        let lookup = try withExtendedLifetime(slots) { () throws(KuraError) -> BorrowedRecordLookup in
+            // The slots' address is stable while `slots` lives (see `fill`).
+            let p = slots.withUnsafeMutablePointerToElements { $0 }
+            let found = try database.withRecord(inTable: layout.table, rowID: o.objectID.rowID) { r throws(KuraError) in
+                try decoded.decode(&r, into: p, columns, layout)
+            }
+            if case .read = found { decoded.finish(p, count: n, columns, layout) }
+            return found
+        }
+        guard case .read = lookup else { return lookup }
+        clearForLoad(o)
+        install(slots, count: n, decoded, in: o)
+        markLoaded(o)
+        return lookup
+    }
+
+    /// What a fault's load clears before its row is installed: transient
+    /// relationships start over (as `apply`), and keys of an earlier state
+    /// go (`install` sets the row's keys only when it has some).
+    @inline(__always)
+    private func clearForLoad(_ o: ManagedObject) {
         if modelHasTransientRelationships { o.transientRelated = .init() }
-        // `fill` sets the keys only when the row has some (a new object has
-        // none); a fault may hold keys of an earlier state: as `apply`, the
-        // row's keys (or none) replace them.
         if !o.toOne.isEmpty { o.toOne = ToOneKeys() }
         if !o.savedToOne.isEmpty { o.savedToOne = ToOneKeys() }
-        try fill(o, from: row, layout, columns)
+    }
+
+    /// What a fault's load sets after its row is installed: no positions,
+    /// loaded, no read error.
+    @inline(__always)
+    private func markLoaded(_ o: ManagedObject) {
         o.clearOrders()
         o.isFault = false
         o.clearReadError()
