@@ -93,10 +93,9 @@ extension ManagedObjectContext {
             // ones changed (the store's rows name the owner or not; a saved
             // object may be among the members read above). The set of those
             // is made only when one is met.
-            let pending = (inserted, touchedOrder)
-            if !pending.0.isEmpty || !pending.1.isEmpty {
+            if !inserted.isEmpty || !touchedOrder.isEmpty {
                 if seen.isEmpty && !result.isEmpty { seen = Set(result.lazy.map { ObjectIdentifier($0) }) }
-                for m in pending.0 + pending.1 where model.isKind(m.entity, of: target.name) && !m.isDeleted && m.toOne[column] == o.objectID {
+                for m in inserted + touchedOrder where model.isKind(m.entity, of: target.name) && !m.isDeleted && m.toOne[column] == o.objectID {
                     if seen.insert(ObjectIdentifier(m)).inserted { result.append(m) }
                 }
             }

@@ -482,6 +482,17 @@ open class ManagedObject: CustomStringConvertible {
         }
     }
 
+    /// The relationship a typed property's `key` names, when it is one of
+    /// the kind the property is (`toMany`) and no attribute has that name
+    /// (`value(forKey:)` looks at attributes first); nil sends the property
+    /// the subscript's way, which reports what is wrong. Found by index,
+    /// not through `relationshipsByName` (a hash of the key).
+    @inline(__always)
+    private func typedRelationship(_ key: String, toMany: Bool) -> RelationshipDescription? {
+        guard entity.ordinal(ofAttribute: key) == nil, let i = entity.relationshipIndex(key), entity.relationships[i].isToMany == toMany else { return nil }
+        return entity.relationships[i]
+    }
+
     /// `self[key]`'s objects for a `@ToMany` property: the same outcome (a
     /// read that fails gives no objects and records its error, as the
     /// subscript does), without boxing the list in an `Any?` and casting it
@@ -494,11 +505,8 @@ open class ManagedObject: CustomStringConvertible {
             probe.keys.append(key)
             return []
         }
-        // By index, not through `relationshipsByName` (a hash of the key).
-        guard entity.ordinal(ofAttribute: key) == nil, let i = entity.relationshipIndex(key), entity.relationships[i].isToMany else {
-            return (self[key] as? ObjectList)?.objects ?? []
-        }
-        do { return try context().relatedObjects(self, entity.relationships[i]) } catch {
+        guard let r = typedRelationship(key, toMany: true) else { return (self[key] as? ObjectList)?.objects ?? [] }
+        do { return try context().relatedObjects(self, r) } catch {
             noteReadError(error)
             return []
         }
@@ -509,10 +517,8 @@ open class ManagedObject: CustomStringConvertible {
     /// does), without boxing the target in an `Any?` when `key` names a
     /// to-one relationship.
     func toOneTarget(_ key: String) -> ManagedObject? {
-        guard entity.ordinal(ofAttribute: key) == nil, let i = entity.relationshipIndex(key), !entity.relationships[i].isToMany else {
-            return self[key] as? ManagedObject
-        }
-        do { return try context().relatedObject(self, entity.relationships[i]) } catch {
+        guard let r = typedRelationship(key, toMany: false) else { return self[key] as? ManagedObject }
+        do { return try context().relatedObject(self, r) } catch {
             noteReadError(error)
             return nil
         }
@@ -524,12 +530,11 @@ open class ManagedObject: CustomStringConvertible {
     /// relationship.
     @usableFromInline
     func setToOneTarget(_ key: String, _ target: ManagedObject?) {
-        // By index, not through `relationshipsByName` (a hash of the key).
-        guard entity.ordinal(ofAttribute: key) == nil, let i = entity.relationshipIndex(key), !entity.relationships[i].isToMany else {
+        guard let r = typedRelationship(key, toMany: false) else {
             self[key] = target
             return
         }
-        do { try context().setRelated(self, entity.relationships[i], target) } catch { deferredErrors.append(error) }
+        do { try context().setRelated(self, r, target) } catch { deferredErrors.append(error) }
     }
 
     /// Adds `object` to a to-many relationship (at the end, if ordered).

@@ -126,15 +126,15 @@ enum QueryCost {
 }
 
 enum QueryPlanner {
+    /// The longest `IN` list whose values become key ranges (one small
+    /// range per value, built and sought per query).
+    static let maxInListRanges = 100_000
+
     /// Chooses the cheapest access path: a table scan, an index search over key
     /// ranges, or an index walk in sort order that stops at the limit. Costs come
     /// from `rowCount` and `estimate` (entries of an index inside key ranges, read
     /// from the index tree). `explaining` also fills `notes` with every candidate
     /// and its estimate.
-    /// The longest `IN` list whose values become key ranges (one small
-    /// range per value, built and sought per query).
-    static let maxInListRanges = 100_000
-
     static func plan(_ q: TableQuery, schema: TableSchema?, indexes: [IndexDefinition], rowCount: Int, explaining: Bool = false,
                      estimate: (IndexDefinition, [KeyRange]) throws(KuraError) -> Double) throws(KuraError) -> QueryPlan {
         let allConjuncts = q.predicate.map(conjuncts) ?? []
