@@ -12,7 +12,7 @@
 
 import Foundation
 import XCTest
-import Kura
+@testable import Kura
 
 final class ToManyReadTests: XCTestCase {
     final class Shelf: ManagedObject {
@@ -170,6 +170,90 @@ final class ToManyReadTests: XCTestCase {
             let unsaved = typed.dropFirst(saved.count)
             XCTAssertTrue(unsaved.allSatisfy(\.objectID.isTemporary), "step \(step): unsaved members last")
             XCTAssertEqual(unsaved.map(\.key), insertedKeys.filter { expected[$0] != nil && pending[$0] != nil }, "step \(step): unsaved members in insertion order")
+        }
+    }
+
+    /// `relationshipKeyPathsForPrefetching` through the key's index: after a
+    /// fetch that prefetches "books" and "books.shelf.books" (whose last
+    /// level has each shelf as often as it has books), every shelf's books
+    /// read, with no read transaction, what a context without prefetching
+    /// reads, when both made the same unsaved moves (books filed under
+    /// another shelf than the index says), renames, deletes and inserts
+    /// before the fetch, and more after it. Random graphs, seeded.
+    func testPrefetchedMembersReadAsWithout() throws {
+        var rng = SplitMix64(state: testSeed("ToManyReadTests.prefetch"))
+        func rand(_ n: Int) -> Int { Int(rng.next() % UInt64(n)) }
+        let container = try PersistentContainer.inMemory(model: Self.model())
+        let seed = container.newContext()
+        let shelfCount = 8
+        for s in 0..<shelfCount {
+            let shelf = try seed.insert(Shelf.self)
+            shelf.name = "shelf\(s)"
+        }
+        try seed.save()
+        var nextKey: Int64 = 0
+        for round in 0..<12 {
+            // Committed changes: new books on random shelves (or none), some
+            // moved, some deleted.
+            let writer = container.newContext()
+            let allShelves = try writer.fetch(FetchRequest<Shelf>(entityName: "Shelf", sortDescriptors: [SortKey("name")]))
+            for _ in 0..<(10 + rand(30)) {
+                let b = try writer.insert(Book.self)
+                b.key = nextKey
+                b.title = "t\(nextKey)"
+                nextKey += 1
+                let s = rand(shelfCount + 1)
+                if s < shelfCount { b.shelf = allShelves[s] }
+            }
+            for b in try writer.fetch(FetchRequest<Book>(entityName: "Book")) where rand(8) == 0 {
+                if rand(2) == 0 { try writer.delete(b) } else { b.shelf = allShelves[rand(shelfCount)] }
+            }
+            try writer.save()
+
+            // The same unsaved changes in both contexts, by book key.
+            let keys = try writer.fetch(FetchRequest<Book>(entityName: "Book", sortDescriptors: [SortKey("key")])).map(\.key)
+            var edits: [(key: Int64, kind: Int, shelf: Int)] = []
+            for _ in 0..<(1 + rand(12)) { edits.append((keys[rand(keys.count)], rand(4), rand(shelfCount + 1))) }
+            let inserts = (0..<rand(3)).map { _ in rand(shelfCount) }
+            func edit(_ c: ManagedObjectContext, _ edits: [(key: Int64, kind: Int, shelf: Int)], inserts: [Int], tag: String) throws {
+                let shelves = try c.fetch(FetchRequest<Shelf>(entityName: "Shelf", sortDescriptors: [SortKey("name")]))
+                for e in edits {
+                    let found = try c.fetch(FetchRequest<Book>(entityName: "Book", predicate: try KuraPredicate(format: "key == %@", arguments: [.integer(e.key)])))
+                    guard let b = found.first else { continue }
+                    switch e.kind {
+                    case 0: try c.delete(b)
+                    case 1: b.title = "renamed\(e.key)"
+                    default: b.shelf = e.shelf < shelfCount ? shelves[e.shelf] : nil
+                    }
+                }
+                for (i, s) in inserts.enumerated() {
+                    let b = try c.insert(Book.self)
+                    b.key = -1
+                    b.title = "\(tag)\(i)"
+                    b.shelf = shelves[s]
+                }
+            }
+            let plain = container.newContext(), pre = container.newContext()
+            for c in [plain, pre] { try edit(c, edits, inserts: inserts, tag: "new\(round).") }
+
+            var request = FetchRequest<Shelf>(entityName: "Shelf", sortDescriptors: [SortKey("name")])
+            let want = try plain.fetch(request)
+            request.relationshipKeyPathsForPrefetching = ["books", "books.shelf.books"]
+            let got = try pre.fetch(request)
+            func titles(_ shelves: [Shelf]) -> [String] {
+                shelves.map { s in "\(s.name): " + s.books.map { "\($0.title)@\($0.shelf?.name ?? "-")" }.joined(separator: " ") }
+            }
+            let before = pre.readTransactionCount
+            XCTAssertEqual(titles(got), titles(want), "round \(round)")
+            XCTAssertEqual(pre.readTransactionCount, before, "round \(round): reading prefetched books opened read transactions")
+            for s in got { XCTAssertNil(s.readError, "round \(round)") }
+
+            // More changes after the fetch, the same in both.
+            var later: [(key: Int64, kind: Int, shelf: Int)] = []
+            for _ in 0..<(1 + rand(6)) { later.append((keys[rand(keys.count)], rand(4), rand(shelfCount + 1))) }
+            let laterInsert = [rand(shelfCount)]
+            for c in [plain, pre] { try edit(c, later, inserts: laterInsert, tag: "later\(round).") }
+            XCTAssertEqual(titles(got), titles(want), "round \(round), after more changes")
         }
     }
 

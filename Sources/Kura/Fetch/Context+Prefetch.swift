@@ -51,22 +51,33 @@ extension ManagedObjectContext {
 
     /// Loads relationship `name` of `owners`; returns the loaded destination objects.
     private func prefetch(_ owners: [ManagedObject], _ name: String, keyPaths: [String]) throws(KuraError) -> [ManagedObject] {
-        var byEntity: [ObjectIdentifier: (EntityDescription, RelationshipDescription, [ManagedObject])] = [:]
-        var order: [ObjectIdentifier] = []
+        // The owners by entity (usually one: a fetch's results), in the
+        // order the entities first come. Found by identity among the few
+        // groups, the last one first; filled in place (a group's
+        // relationship is not copied per owner).
+        var groups: [PrefetchGroup] = []
+        var last = -1
         for o in owners where !o.isFault && !o.isDeleted {
-            guard let r = o.entity.relationshipsByName[name] else {
-                throw KuraError(.notFound, "relationshipKeyPathsForPrefetching \(keyPaths): entity \"\(o.entity.name)\" has no relationship \"\(name)\"")
+            let e = o.entity
+            if last < 0 || groups[last].entity !== e {
+                if let i = groups.firstIndex(where: { $0.entity === e }) {
+                    last = i
+                } else {
+                    guard let r = e.relationshipsByName[name] else {
+                        throw KuraError(.notFound, "relationshipKeyPathsForPrefetching \(keyPaths): entity \"\(e.name)\" has no relationship \"\(name)\"")
+                    }
+                    groups.append(PrefetchGroup(entity: e, relationship: r))
+                    last = groups.count - 1
+                }
             }
-            if r.isTransient { continue }
-            let key = ObjectIdentifier(o.entity)
-            if byEntity[key] == nil { order.append(key); byEntity[key] = (o.entity, r, []) }
-            byEntity[key]!.2.append(o)  // cannot fail: the line above set it
+            groups[last].objects.append(o)
         }
         var out: [ManagedObject] = []
-        for key in order {
-            guard let (entity, r, objs) = byEntity[key] else { continue }
+        for group in groups {
+            let entity = group.entity, r = group.relationship, objs = group.objects
+            if r.isTransient { continue }
             let target = try model.entity(r.destination)
-            switch model.storage(of: r, in: entity) {
+            switch model.relationshipPlan(r, in: entity).storage {
             case .transient:
                 continue
             case .foreignKey:
@@ -83,21 +94,37 @@ extension ManagedObjectContext {
             case .inverseForeignKey(_, let column, _):
                 let stored = objs.filter { !$0.isNew }
                 guard !stored.isEmpty else { continue }
-                var members: [Int64: [ManagedObject]] = [:]
-                // Through the key's index (`materializeKeyedRows`), each
-                // member filed under the owner its key names (a member
-                // with an unsaved key under that one: `relatedObjects`
-                // checks every member's key against the owner and adds
-                // pending members as ever); else one query.
+                prefetched.reserveCapacity(prefetched.count + stored.count)
+                // Through the key's index (`materializeKeyedRows`); else one query.
                 let keyed = try read { tx throws(KuraError) in
                     try materializeKeyedRows(target, column: column, keys: stored.map(\.objectID.rowID), in: tx)
                 }
                 if let keyed {
-                    for m in keyed {
-                        guard let owner = m.toOne[column] else { continue }
-                        members[owner.rowID, default: []].append(m)
+                    // The members come in runs of one key (the index's
+                    // order), each filed under the owner its key names (a
+                    // member with an unsaved key under that one:
+                    // `relatedObjects` checks every member's key against
+                    // the owner and adds pending members as ever), the
+                    // owner found among the owners sorted by row ID (an
+                    // owner met twice, as a deeper level's owners may be,
+                    // kept once: one entity's objects of a row ID are one).
+                    var byRowID = stored.sorted { $0.objectID.rowID < $1.objectID.rowID }
+                    if zip(byRowID, byRowID.dropFirst()).contains(where: { $0 === $1 }) {
+                        byRowID = zip(byRowID.indices, byRowID).filter { $0.0 == 0 || byRowID[$0.0 - 1] !== $0.1 }.map(\.1)
                     }
+                    var lists = [[ManagedObject]](repeating: [], count: byRowID.count)
+                    var start = 0
+                    while start < keyed.count {
+                        let key = keyed[start].toOne[column]
+                        var end = start + 1
+                        while end < keyed.count, keyed[end].toOne[column] == key { end += 1 }
+                        if let key, let i = Self.index(ofRowID: key.rowID, in: byRowID) { lists[i] += keyed[start..<end] }
+                        start = end
+                    }
+                    for (o, list) in zip(byRowID, lists) { prefetched[o.objectID, default: PrefetchedLists()][r.name] = list }
+                    out += keyed.filter { !$0.isDeleted }
                 } else {
+                    var members: [Int64: [ManagedObject]] = [:]
                     let list = KuraExpression.aggregate(stored.map { .constant(.integer($0.objectID.rowID)) })
                     let keyTest = KuraPredicate.comparison(KuraComparison(.keyPath([column]), .in, list))
                     let query = TableQuery(target.hierarchy.table, where: model.entityFilter(target, includingSubentities: true).map { .and([keyTest, $0]) } ?? keyTest)
@@ -110,9 +137,9 @@ extension ManagedObjectContext {
                         let m = materialize(try rowEntity(row, rowID: rowID, in: target), rowID: rowID, row: row)
                         members[owner, default: []].append(m)
                     }
+                    for o in stored { prefetched[o.objectID, default: PrefetchedLists()][r.name] = members[o.objectID.rowID] ?? [] }
+                    out += members.values.joined().filter { !$0.isDeleted }
                 }
-                for o in stored { prefetched[o.objectID, default: PrefetchedLists()][r.name] = members[o.objectID.rowID] ?? [] }
-                out += members.values.joined().filter { !$0.isDeleted }
             case .joinTable(let table, let forward):
                 let stored = objs.filter { !$0.isNew }
                 guard !stored.isEmpty, !(r.isOrdered && !(joinPositions[table] ?? [:]).isEmpty) else { continue }
@@ -146,6 +173,26 @@ extension ManagedObjectContext {
         }
         return out
     }
+}
+
+extension ManagedObjectContext {
+    /// The position of the object with row ID `rowID` in `objects`, sorted
+    /// by row ID (nil: none has it).
+    fileprivate static func index(ofRowID rowID: Int64, in objects: [ManagedObject]) -> Int? {
+        var lo = 0, hi = objects.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if objects[mid].objectID.rowID < rowID { lo = mid + 1 } else { hi = mid }
+        }
+        return lo < objects.count && objects[lo].objectID.rowID == rowID ? lo : nil
+    }
+}
+
+/// The owners of one entity a prefetch level loads a relationship for.
+private struct PrefetchGroup {
+    let entity: EntityDescription
+    let relationship: RelationshipDescription
+    var objects: [ManagedObject] = []
 }
 
 /// The members a prefetch loaded for one owner, by relationship name
