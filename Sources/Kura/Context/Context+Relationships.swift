@@ -72,7 +72,7 @@ extension ManagedObjectContext {
             } else if let members = prefetched[o.objectID]?[r.name] {
                 // Loaded with the fetch (Context+Prefetch.swift): one object
                 // per row, no duplicates to skip.
-                for m in members where !m.isDeleted && m.toOne[column] == o.objectID { result.append(m) }
+                result = Self.members(members, of: o, keyedBy: column)
             } else if !o.isNew {
                 let owner = o.objectID.rowID
                 // The rows whose key names the owner, through the key's
@@ -87,7 +87,7 @@ extension ManagedObjectContext {
                     for (rowID, row) in rows { made.append(materialize(try rowEntity(row, rowID: rowID, in: target), rowID: rowID, row: row)) }
                     return made
                 }
-                for m in members ?? [] where !m.isDeleted && m.toOne[column] == o.objectID { result.append(m) }
+                result = Self.members(members ?? [], of: o, keyedBy: column)
             }
             // Pending objects that name the owner: inserted ones, and saved
             // ones changed (the store's rows name the owner or not; a saved
@@ -105,7 +105,7 @@ extension ManagedObjectContext {
                     let x = a.order[key] ?? .infinity, y = b.order[key] ?? .infinity
                     return x != y ? x < y : Self.idOrder(a.objectID, b.objectID)
                 }
-            } else {
+            } else if !Self.inIDOrder(result) {
                 result.sort { Self.idOrder($0.objectID, $1.objectID) }
             }
             return result
@@ -168,6 +168,29 @@ extension ManagedObjectContext {
             }
             return result
         }
+    }
+
+    /// The objects of `candidates` (a to-many's members as read: from the
+    /// store, or prefetched) that are not deleted and whose key `column`
+    /// names `owner`: `candidates` itself when all of them are (the usual
+    /// case: no copy is made).
+    @inline(__always)
+    private static func members(_ candidates: [ManagedObject], of owner: ManagedObject, keyedBy column: String) -> [ManagedObject] {
+        let id = owner.objectID
+        if candidates.allSatisfy({ !$0.isDeleted && $0.toOne[column] == id }) { return candidates }
+        return candidates.filter { !$0.isDeleted && $0.toOne[column] == id }
+    }
+
+    /// Whether `objects` are in `idOrder` already (read from a one-column
+    /// index they are: by row ID), so that sorting them can be skipped.
+    @inline(__always)
+    private static func inIDOrder(_ objects: [ManagedObject]) -> Bool {
+        var i = 1
+        while i < objects.count {
+            if idOrder(objects[i].objectID, objects[i - 1].objectID) { return false }
+            i += 1
+        }
+        return true
     }
 
     static func idOrder(_ a: ManagedObjectID, _ b: ManagedObjectID) -> Bool {
