@@ -257,6 +257,24 @@ final class ToManyReadTests: XCTestCase {
         }
     }
 
+    /// The model answers a relationship's storage from what it made once
+    /// for each of its entities' relationships, but only for that
+    /// relationship: another one of the same name (another model version's,
+    /// without an inverse, or to-one) gets its own storage.
+    func testStorageIsTheGivenRelationships() throws {
+        let model = try Self.model()
+        let shelf = try XCTUnwrap(model.entitiesByName["Shelf"])
+        let books = try XCTUnwrap(shelf.relationshipsByName["books"])
+        XCTAssertEqual(model.storage(of: books, in: shelf), .inverseForeignKey(entity: "Book", column: "shelf", orderColumn: nil))
+        let noInverse = RelationshipDescription("books", to: "Book", toMany: true)
+        XCTAssertEqual(model.storage(of: noInverse, in: shelf), .joinTable(name: "_Shelf_books", forward: true))
+        let ordered = RelationshipDescription("books", to: "Book", inverse: "shelf", toMany: true, ordered: true)
+        XCTAssertEqual(model.storage(of: ordered, in: shelf), .inverseForeignKey(entity: "Book", column: "shelf", orderColumn: "shelf_order"))
+        let toOne = RelationshipDescription("books", to: "Book", inverse: "shelf")
+        XCTAssertEqual(model.storage(of: toOne, in: shelf), .foreignKey(column: "books"))
+        XCTAssertEqual(model.relationshipPlan(noInverse, in: shelf).storage, .joinTable(name: "_Shelf_books", forward: true))
+    }
+
     /// A typed to-many read without a context gives no members and records
     /// the error (the failure channel), as the subscript does.
     func testReadWithoutContextRecordsError() throws {

@@ -272,18 +272,30 @@ public final class ManagedObjectModel: Sendable {
     }
 
     func storage(of r: RelationshipDescription, in e: EntityDescription) -> Storage {
-        Self.storage(of: r, in: e, entities: entitiesByName)
+        relationshipPlan(r, in: e).storage
     }
 
-    /// What the model knows of relationship `r` of entity `e` (one of `e`'s
-    /// relationships): its destination entity (nil if the model has none
-    /// of that name) and its storage, made once (`relationshipPlans`).
+    /// What the model knows of relationship `r` of entity `e`: its
+    /// destination entity (nil if the model has none of that name) and its
+    /// storage, made once (`relationshipPlans`) for each relationship of
+    /// each entity of the model. Computed as the plans were when `e` is not
+    /// one of the model's entities or `r` is not `e`'s relationship of its
+    /// name as far as its storage goes (another model's, say).
     @inline(__always)
     func relationshipPlan(_ r: RelationshipDescription, in e: EntityDescription) -> RelationshipPlan {
-        if let i = e.relationshipIndex(r.name), let plans = relationshipPlans[ObjectIdentifier(e)], i < plans.count { return plans[i] }
-        // An entity not of this model (cannot happen for a context's
-        // objects): computed as the plans were.
-        return RelationshipPlan(destination: entitiesByName[r.destination], storage: storage(of: r, in: e))
+        if let i = e.relationshipIndex(r.name), let plans = relationshipPlans[ObjectIdentifier(e)], i < plans.count,
+           Self.sameStorage(e.relationships[i], r) {
+            return plans[i]
+        }
+        return RelationshipPlan(destination: entitiesByName[r.destination], storage: Self.storage(of: r, in: e, entities: entitiesByName))
+    }
+
+    /// Whether relationships `a` and `b` (of one entity, with one name)
+    /// agree on every field `storage(of:in:entities:)` reads of them.
+    @inline(__always)
+    private static func sameStorage(_ a: RelationshipDescription, _ b: RelationshipDescription) -> Bool {
+        a.isTransient == b.isTransient && a.isToMany == b.isToMany && a.isOrdered == b.isOrdered
+            && a.destination == b.destination && a.inverse == b.inverse
     }
 
     /// `storage(of:in:)` in a model whose entities by name are `entities`.
