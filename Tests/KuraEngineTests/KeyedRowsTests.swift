@@ -154,4 +154,29 @@ final class KeyedRowsTests: XCTestCase {
             XCTAssertTrue("\(error)".contains("row 3"), "\(error)")
         }
     }
+
+    /// A one-column index's entry whose bytes after the value's segment are
+    /// not exactly one row ID (trailing bytes, or a row ID cut short) is
+    /// reported as corruption naming the index, never read as some row.
+    func testEntryNotEndingInARowIDIsCorruption() throws {
+        for (n, tail) in [("trailing byte", [UInt8(0xFF)]), ("cut short", [])] as [(String, [UInt8])] {
+            let db = try Database.inMemory()
+            try db.write { tx in
+                let t = try tx.createTable("t", schema: Self.schema)
+                let index = try tx.createIndex("by_owner", on: t, columns: [IndexColumn("owner")])
+                for i in 0..<5 { _ = try tx.insert([.integer(7), .text("n\(i)")], into: t) }
+                var key = QueryPlanner.segment(.integer(7), index.columns[0])
+                // Row 3 (which exists) then the tail; cut short: a long
+                // row ID's bytes but the last.
+                var id: [UInt8] = []
+                RowIDKey.append(tail.isEmpty ? 1 << 40 : 3, to: &id)
+                key += tail.isEmpty ? id.dropLast() : id + tail
+                try index.tree.insert(key, [], mode: .insertNew, tx.writer!)
+            }
+            XCTAssertThrowsError(try db.read { tx in try keyed(tx, [7]) }, n) { error in
+                XCTAssertEqual((error as? KuraError)?.code, .corrupt, "\(n): \(error)")
+                XCTAssertTrue("\(error)".contains("by_owner"), "\(n): \(error)")
+            }
+        }
+    }
 }
