@@ -166,17 +166,35 @@ extension ManagedObjectContext {
     ///
     /// - Throws: `.corrupt` for a record that does not decode.
     private func fill(_ o: ManagedObject, from row: Row, _ layout: RowLayout, _ columns: [Int]) throws(KuraError) {
+        let decoded = try decodeRecord(layout, columns) { (d, p) throws(KuraError) -> Bool in
+            try row.withColumns { r throws(KuraError) in try d.decode(&r, into: p, columns, layout) }
+            return true
+        }
+        // Cannot be nil: the reader above always has a record.
+        guard let (slots, keys) = decoded else { return }
+        install(slots, count: layout.attributeColumns.count, keys, in: o)
+    }
+
+    /// New slots for `layout`'s attributes (`columns`: its `fetchColumns`)
+    /// and the keys and version, decoded from the record `read` finds:
+    /// `read` passes the slots' address and the `DecodedRow` to
+    /// `DecodedRow.decode` for its record and returns true, or returns
+    /// false (no record: nil is returned). Every slot is set on return.
+    @inline(__always)
+    private func decodeRecord(_ layout: RowLayout, _ columns: [Int],
+                              _ read: (inout DecodedRow, UnsafeMutablePointer<Value?>) throws(KuraError) -> Bool) throws(KuraError) -> (ValueSlots, DecodedRow)? {
         let n = layout.attributeColumns.count
         let slots = ValueSlots.make(count: n, from: nil)
         var decoded = DecodedRow()
-        try withExtendedLifetime(slots) { () throws(KuraError) in
+        let found = try withExtendedLifetime(slots) { () throws(KuraError) -> Bool in
             // The slots' address is stable while `slots` lives (a ManagedBuffer's
             // elements are stored in it), which `withExtendedLifetime` ensures.
             let p = slots.withUnsafeMutablePointerToElements { $0 }
-            try row.withColumns { r throws(KuraError) in try decoded.decode(&r, into: p, columns, layout) }
+            guard try read(&decoded, p) else { return false }
             decoded.finish(p, count: n, columns, layout)
+            return true
         }
-        install(slots, count: n, decoded, in: o)
+        return found ? (slots, decoded) : nil
     }
 
     /// `install` for a new object (no positions, no read error, not a
@@ -214,21 +232,17 @@ extension ManagedObjectContext {
     ///
     /// - Throws: `.corrupt` for a record that does not decode; engine read errors.
     func loadFault(_ o: ManagedObject, _ layout: RowLayout, _ columns: [Int]) throws(KuraError) -> BorrowedRecordLookup {
-        let n = layout.attributeColumns.count
-        let slots = ValueSlots.make(count: n, from: nil)
-        var decoded = DecodedRow()
-        let lookup = try withExtendedLifetime(slots) { () throws(KuraError) -> BorrowedRecordLookup in
-            // The slots' address is stable while `slots` lives (see `fill`).
-            let p = slots.withUnsafeMutablePointerToElements { $0 }
-            let found = try database.withRecord(inTable: layout.table, rowID: o.objectID.rowID) { r throws(KuraError) in
-                try decoded.decode(&r, into: p, columns, layout)
+        var lookup = BorrowedRecordLookup.missing
+        let decoded = try decodeRecord(layout, columns) { (d, p) throws(KuraError) -> Bool in
+            lookup = try database.withRecord(inTable: layout.table, rowID: o.objectID.rowID) { r throws(KuraError) in
+                try d.decode(&r, into: p, columns, layout)
             }
-            if case .read = found { decoded.finish(p, count: n, columns, layout) }
-            return found
+            if case .read = lookup { return true }
+            return false
         }
-        guard case .read = lookup else { return lookup }
+        guard let (slots, keys) = decoded else { return lookup }
         clearForLoad(o)
-        install(slots, count: n, decoded, in: o)
+        install(slots, count: layout.attributeColumns.count, keys, in: o)
         markLoaded(o)
         return lookup
     }
