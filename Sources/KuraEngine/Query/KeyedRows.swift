@@ -60,25 +60,30 @@ extension ReadTransaction {
             if chosen < 0 || (indexes[i].columns.count == 1 && indexes[chosen].columns.count > 1) { chosen = i }
         }
         guard chosen >= 0 else { return false }
-        let index = indexes[chosen]
         if values.isEmpty { return true }
+        let indexName = indexes[chosen].name
         let tree = BTree(root: info.rootPage, kind: .table)
-        if let s = snapshotPages {
-            // A read snapshot: pages never change; rows borrow them, and
-            // each search starts from the last one's path.
-            var path = RowPath(tree: tree)
-            try probeEntries(index, values, s, near: true) { rowID throws(KuraError) in
-                let found = try RowIDKey.withEncoded(rowID) { k throws(KuraError) in try path.locate(rowID, k, s) }
-                guard let found else { throw Self.missingRow(rowID, index: index.name, table: table) }
-                try body(CandidateSource.row(rowID, found))
-            }
-        } else if let w = writer {
-            // A write transaction's pages may change after this call: each
-            // row is copied out of its page.
-            try probeEntries(index, values, w, near: false) { rowID throws(KuraError) in
-                let found = try RowIDKey.withEncoded(rowID) { k throws(KuraError) in try tree.get(k, w) }
-                guard let found else { throw Self.missingRow(rowID, index: index.name, table: table) }
-                try body(Row(rowID: rowID, record: found))
+        // The definition is lent in place (an `IndexDefinition` bound to a
+        // name is a copy: a retain of each of its references, and their
+        // releases, per read of a to-many).
+        try indexes.withUnsafeBufferPointer { (defs) throws(KuraError) in
+            if let s = snapshotPages {
+                // A read snapshot: pages never change; rows borrow them, and
+                // each search starts from the last one's path.
+                var path = RowPath(tree: tree)
+                try probeEntries(defs[chosen], values, s, near: true) { rowID throws(KuraError) in
+                    let found = try RowIDKey.withEncoded(rowID) { k throws(KuraError) in try path.locate(rowID, k, s) }
+                    guard let found else { throw Self.missingRow(rowID, index: indexName, table: table) }
+                    try body(CandidateSource.row(rowID, found))
+                }
+            } else if let w = writer {
+                // A write transaction's pages may change after this call: each
+                // row is copied out of its page.
+                try probeEntries(defs[chosen], values, w, near: false) { rowID throws(KuraError) in
+                    let found = try RowIDKey.withEncoded(rowID) { k throws(KuraError) in try tree.get(k, w) }
+                    guard let found else { throw Self.missingRow(rowID, index: indexName, table: table) }
+                    try body(Row(rowID: rowID, record: found))
+                }
             }
         }
         return true
