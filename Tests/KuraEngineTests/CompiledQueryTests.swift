@@ -52,13 +52,22 @@ final class CompiledQueryTests: XCTestCase {
         case 0, 1: return "\(column) \(op()) \(num())"
         case 2: return "\(num()) \(op()) \(column)"
         case 3: return "\(column) BETWEEN {\(num()), \(num())}"
-        case 4: return "\(column) IN {\(num()), \(num()), $S, nil}"
+        case 4:
+            // Short and longer lists (a sorted-set test), with integral and
+            // fractional doubles, booleans, huge values, texts and nil.
+            if rng.next() % 2 == 0 { return "\(column) IN {\(num()), \(num()), $S, nil}" }
+            let extra = ["nil", "$S", "NO", "YES", "-0.0", "2.0", "1e30", "-20", "0.5"]
+            let members = (0..<(1 + Int(rng.next() % 12))).map { _ in rng.next() % 3 == 0 ? extra[Int(rng.next() % UInt64(extra.count))] : num() }
+            return "\(column) IN {\(members.joined(separator: ", "))}"
         case 5: return ["a == nil", "s != nil", "b == nil", "d != nil", "n == nil"][Int(rng.next() % 5)]
         case 6, 7: return "s \(op())\(mods()) \(text())"
         case 8: return "s \(["BEGINSWITH", "ENDSWITH", "CONTAINS"][Int(rng.next() % 3)])\(mods()) \(text())"
         case 9: return "s LIKE\(mods()) \(["$P", "'a*'", "'?a*'", "'*e'", "'x?y'", "'x*y'", "'*'", "'K*'"][Int(rng.next() % 8)])"
         case 10: return "s MATCHES\(mods()) \(["'a.*'", "'.*e'", "'x.y'", "'(unclosed'"][Int(rng.next() % 4)])"
-        case 11: return "s IN\(mods()) {\(text()), \(text())}"
+        case 11:
+            if rng.next() % 2 == 0 { return "s IN\(mods()) {\(text()), \(text())}" }
+            let members = (0..<(1 + Int(rng.next() % 12))).map { _ in rng.next() % 8 == 0 ? ["nil", "3"][Int(rng.next() % 2)] : text() }
+            return "s IN\(mods()) {\(members.joined(separator: ", "))}"
         case 12: return "\(column) \(op()) \(["a", "b", "n"][Int(rng.next() % 3)])"  // two columns: interpreted
         case 13: return "a + 1 \(op()) \(num())"  // arithmetic on a column: interpreted
         case 14: return "s \(op()) \(num())"  // text against a number: errors must agree
@@ -70,6 +79,40 @@ final class CompiledQueryTests: XCTestCase {
     /// predicate and the interpreter agree on every row, answers and error codes.
     func testCompiledPredicatesAgreeWithTheInterpreter() throws {
         var rng = SplitMix64(seed: seed())
+        try checkAgainstInterpreter(&rng, predicates: 250) { rng in randomPredicate(&rng, depth: 0) }
+    }
+
+    /// IN lists (a sorted-set test for numbers and for ASCII texts) agree
+    /// with the interpreter: numbers of every kind against integers,
+    /// integral and fractional doubles, booleans, huge values and nil;
+    /// texts with and without `[c]`/`[d]`, non-ASCII members and rows
+    /// (the Kelvin sign is canonically a "K"), mixed lists.
+    func testInListsAgreeWithTheInterpreter() throws {
+        var rng = SplitMix64(seed: seed())
+        try checkAgainstInterpreter(&rng, predicates: 600) { rng in
+            let extra = ["nil", "$S", "NO", "YES", "-0.0", "2.0", "1e30", "-20", "0.5", "$I", "$D", "7"]
+            let count = 1 + Int(rng.next() % 40)
+            if rng.next() % 2 == 0 {
+                let column = ["a", "b", "n", "d", "flag"][Int(rng.next() % 5)]
+                let members = (0..<count).map { _ in
+                    rng.next() % 3 == 0 ? extra[Int(rng.next() % UInt64(extra.count))]
+                        : rng.next() % 2 == 0 ? String(Int64(rng.next() % 41) - 20) : String(Double(Int64(rng.next() % 400) - 200) / 10)
+                }
+                return "\(["", "NOT "][Int(rng.next() % 2)])\(column) IN {\(members.joined(separator: ", "))}"
+            }
+            let mods = ["", "", "[c]", "[d]", "[cd]", "[n]"][Int(rng.next() % 6)]
+            let members = (0..<count).map { _ -> String in
+                if rng.next() % 20 == 0 { return ["nil", "3", "$S"][Int(rng.next() % 3)] }
+                let w = Self.words[Int(rng.next() % UInt64(Self.words.count))] + (rng.next() % 3 == 0 ? String(rng.next() % 20) : "")
+                return "'" + w.replacingOccurrences(of: "\r", with: "\\r").replacingOccurrences(of: "\n", with: "\\n") + "'"
+            }
+            return "s IN\(mods) {\(members.joined(separator: ", "))}"
+        }
+    }
+
+    /// Evaluates `predicates` random predicates from `make` on random records
+    /// compiled and interpreted, and fails with the first disagreements.
+    private func checkAgainstInterpreter(_ rng: inout SplitMix64, predicates: Int, _ make: (inout SplitMix64) -> String) throws {
         let columns = ColumnMap(table: "t", schema: Self.schema)
         var records: [[UInt8]] = []
         for _ in 0..<150 {
@@ -79,8 +122,8 @@ final class CompiledQueryTests: XCTestCase {
         }
         var disagreements: [String] = []
         var tested = 0
-        for _ in 0..<250 {
-            let format = randomPredicate(&rng, depth: 0)
+        for _ in 0..<predicates {
+            let format = make(&rng)
             let predicate: KuraPredicate
             do { predicate = try KuraPredicate(format: format) } catch { XCTFail("\(format): \(error)"); continue }
             var variables: [String: EvaluatedValue] = [

@@ -22,16 +22,28 @@
 //     has no CR and every pattern character is one ASCII byte. `[c]` on ASCII text
 //     is ASCII lower-casing (TextFolding: lower, upper, lower) and `[d]` changes
 //     nothing, so folded forms need the folded constant to be ASCII too.
+//   - IN a list of numbers: the members as sorted sets, searched (not tested one
+//     by one: an importer's `id IN %@` lists thousands): integers (with booleans
+//     as 0 and 1, and integral doubles within Int64's range) and the other
+//     doubles. An integer, boolean or integral double row is equal to a number
+//     exactly when its integer is in the first set (ValueOrdering's exact
+//     integer/double comparison), any other double row when it is in the second.
+//   - IN a list of texts whose folded forms are all ASCII: an ASCII row is in
+//     the list when its (lower-cased for `[c]`) bytes are one of the members'
+//     folded bytes, found by binary search in their sorted list.
 //   Anything else (non-ASCII rows, null, a value of another kind, MATCHES, IN
-//   on text, `[n]`/`[l]`-only differences are ignored as the interpreter does)
-//   goes through `generic`.
+//   lists mixing texts and other values, `[n]`/`[l]`-only differences are
+//   ignored as the interpreter does) goes through `generic`.
 
 /// A precompiled comparison of one record column with a constant.
 struct CompiledFieldTest {
     enum NumberOp {
         case equal, notEqual, less, lessOrEqual, greater, greaterOrEqual
         case between(Value, Value)
-        case oneOf([Value])
+        /// IN: sorted distinct integers (booleans and integral doubles within
+        /// Int64's range among them) and sorted other doubles (no NaN), in
+        /// memory of their own (freed by `releaseStorage`).
+        case oneOf(integers: UnsafeBufferPointer<Int64>, doubles: UnsafeBufferPointer<Double>)
     }
 
     enum TextOp {
@@ -49,6 +61,11 @@ struct CompiledFieldTest {
         /// reading the case for a row retains nothing; `releaseStorage` frees
         /// them (the owning `CompiledPredicate` calls it once, in its deinit).
         case text(TextOp, needle: UnsafeBufferPointer<UInt8>, lower: Bool)
+        /// IN a list of texts: the members' folded ASCII bytes, sorted and
+        /// distinct, one after another in `bytes`; member k is
+        /// `bytes[starts[k]..<starts[k + 1]]` (`starts` has one more entry
+        /// than there are members). Freed by `releaseStorage`.
+        case textSet(bytes: UnsafeBufferPointer<UInt8>, starts: UnsafeBufferPointer<Int>, lower: Bool)
     }
 
     let ordinal: Int
@@ -84,13 +101,15 @@ struct CompiledFieldTest {
             case .between(let lo, let hi):
                 guard let a = ValueOrdering.compareNumbers(v, lo), let b = ValueOrdering.compareNumbers(v, hi) else { return false }
                 return a >= 0 && b <= 0
-            case .oneOf(let xs):
-                for x in xs where ValueOrdering.compareNumbers(v, x) == 0 { return true }
-                return false
+            case .oneOf(let integers, let doubles):
+                return isOneOf(v, integers, doubles)
             }
         case .text(let op, let needle, let lower):
             guard let b = f.textBytes(ordinal) else { break }
             if let r = asciiTest(op, b, needle, lower) { return r }
+        case .textSet(let bytes, let starts, let lower):
+            guard let b = f.textBytes(ordinal), b.isASCII else { break }
+            return isOneOf(b, bytes, starts, lower)
         }
         return try t.pointee.generic.holds(for: wrap(try f.value(ordinal), isDate: t.pointee.isDate))
     }
@@ -99,6 +118,68 @@ struct CompiledFieldTest {
     private static func wrap(_ v: Value, isDate: Bool) -> EvaluatedValue {
         if isDate, case .double(let d) = v { return .date(d) }
         return .scalar(v)
+    }
+
+    // MARK: IN lists
+
+    /// Whether number `v` (a row's integer, double or boolean) equals one of
+    /// the members `integers` and `doubles` hold (see `NumberOp.oneOf`).
+    @inline(__always)
+    static func isOneOf(_ v: Value, _ integers: UnsafeBufferPointer<Int64>, _ doubles: UnsafeBufferPointer<Double>) -> Bool {
+        switch v {
+        case .integer(let i): return contains(integers, i)
+        case .bool(let b): return contains(integers, b ? 1 : 0)
+        case .double(let d):
+            if let i = exactInteger(d) { return contains(integers, i) }
+            return !d.isNaN && contains(doubles, d)
+        default: return false
+        }
+    }
+
+    /// `d` as an Int64 when it is integral and within Int64's range (the
+    /// doubles an integer can equal), else nil.
+    @inline(__always)
+    static func exactInteger(_ d: Double) -> Int64? {
+        guard d >= -9223372036854775808.0, d < 9223372036854775808.0, d.rounded(.down) == d else { return nil }
+        return Int64(d)  // exact: integral and in range
+    }
+
+    /// Whether sorted `xs` holds `x` (binary search).
+    @inline(__always)
+    private static func contains<T: Comparable>(_ xs: UnsafeBufferPointer<T>, _ x: T) -> Bool {
+        var lo = 0, hi = xs.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if xs[mid] < x { lo = mid + 1 } else { hi = mid }
+        }
+        return lo < xs.count && xs[lo] == x
+    }
+
+    /// Whether ASCII row bytes `h` (lower-cased first when `lower`) are one
+    /// of the sorted members in `bytes`/`starts` (see `Fast.textSet`).
+    static func isOneOf(_ h: UnsafeRawBufferPointer, _ bytes: UnsafeBufferPointer<UInt8>, _ starts: UnsafeBufferPointer<Int>, _ lower: Bool) -> Bool {
+        @inline(__always) func at(_ i: Int) -> UInt8 {
+            let x = h[i]
+            return lower && x >= 0x41 && x <= 0x5A ? x | 0x20 : x
+        }
+        // Byte order of the row against member k: <0, 0, >0.
+        func compare(_ k: Int) -> Int {
+            let start = starts[k], count = starts[k + 1] - start
+            let m = min(h.count, count)
+            var i = 0
+            while i < m {
+                let x = at(i), y = bytes[start + i]
+                if x != y { return x < y ? -1 : 1 }
+                i += 1
+            }
+            return h.count == count ? 0 : h.count < count ? -1 : 1
+        }
+        var lo = 0, hi = starts.count - 1
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if compare(mid) > 0 { lo = mid + 1 } else { hi = mid }
+        }
+        return lo < starts.count - 1 && compare(lo) == 0
     }
 
     // MARK: ASCII text
@@ -234,17 +315,28 @@ extension CompiledFieldTest {
             }
         }
         if case .collection(let xs) = right {
-            var values: [Value] = []
+            if op == .in, let set = textSet(xs, options) { return set }
+            var integers: [Int64] = [], doubles: [Double] = []
             for x in xs {
                 // Null, text and blob members never equal a number; anything else
                 // (a nested collection, an object) is left to the interpreter.
-                if let v = number(x) { values.append(v); continue }
+                switch number(x) {
+                case .integer(let i)?: integers.append(i); continue
+                case .bool(let b)?: integers.append(b ? 1 : 0); continue
+                case .double(let d)?:
+                    if let i = exactInteger(d) { integers.append(i) } else if !d.isNaN { doubles.append(d) }
+                    continue
+                case _?: return .none
+                case nil: break
+                }
                 switch x {
                 case .scalar(.null), .scalar(.text), .scalar(.blob): continue
                 default: return .none
                 }
             }
-            if op == .in { return .number(.oneOf(values), .null) }
+            if op == .in {
+                return .number(.oneOf(integers: owned(Array(Set(integers)).sorted()), doubles: owned(Array(Set(doubles)).sorted())), .null)
+            }
             if op == .between, xs.count == 2, let lo = number(xs[0]), let hi = number(xs[1]) {
                 return .number(.between(lo, hi), .null)
             }
@@ -295,8 +387,42 @@ extension CompiledFieldTest {
     /// Frees the needle and pattern memory of a text test. Called exactly once
     /// per test made by `make`, by the owning `CompiledPredicate`'s deinit.
     func releaseStorage() {
-        guard case .text(let op, let needle, _) = fast else { return }
-        needle.deallocate()
-        if case .like(let pattern) = op { pattern.deallocate() }
+        switch fast {
+        case .text(let op, let needle, _):
+            needle.deallocate()
+            if case .like(let pattern) = op { pattern.deallocate() }
+        case .textSet(let bytes, let starts, _):
+            bytes.deallocate()
+            starts.deallocate()
+        case .number(.oneOf(let integers, let doubles), _):
+            integers.deallocate()
+            doubles.deallocate()
+        case .number, .none:
+            break
+        }
+    }
+
+    /// The set test for `IN` members `xs`, all texts whose folded forms
+    /// (`options`, as the single-text tests fold) are ASCII, at least one;
+    /// nil otherwise (numbers, nulls, non-ASCII members: the number test or
+    /// the interpreter decides).
+    private static func textSet(_ xs: [EvaluatedValue], _ options: KuraComparisonOptions) -> Fast? {
+        let folds = !options.isDisjoint(with: [.caseInsensitive, .diacriticInsensitive])
+        var members: [[UInt8]] = []
+        for x in xs {
+            guard case .scalar(.text(let t)) = x else { return nil }
+            let b = Array((folds ? TextFolding.fold(t, options: options) : t).utf8)
+            guard b.allSatisfy({ $0 < 0x80 }) else { return nil }
+            members.append(b)
+        }
+        guard !members.isEmpty else { return nil }
+        members.sort { $0.lexicographicallyPrecedes($1) }
+        var bytes: [UInt8] = [], starts: [Int] = []
+        for (k, m) in members.enumerated() where k == 0 || m != members[k - 1] {
+            starts.append(bytes.count)
+            bytes += m
+        }
+        starts.append(bytes.count)
+        return .textSet(bytes: owned(bytes), starts: owned(starts), lower: options.contains(.caseInsensitive))
     }
 }
