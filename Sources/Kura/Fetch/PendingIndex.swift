@@ -5,8 +5,9 @@
 //
 // An index maps (table, attribute) → value → the pending objects (inserted,
 // or saved and changed) holding that value. It is made by the first fetch
-// whose predicate has a top-level conjunct `attribute == constant` and kept up
-// to date incrementally:
+// whose predicate has a top-level conjunct `attribute == constant` or
+// `attribute IN {constants}` (the importer's batch lookup, "uniqueID IN %@":
+// the union of the members' buckets) and kept up to date incrementally:
 //   - objects that became pending since the last use are found by position
 //     in the context's `inserted` and `touchedOrder` arrays, which only grow
 //     until a save, rollback or reset clears them; whatever removes an
@@ -64,32 +65,58 @@ extension ManagedObjectContext {
         guard let predicate else { return nil }
         if case .comparison = predicate {
             // One comparison (a find-or-create's `code == x`): no conjunct list.
-            guard let (attribute, value) = Self.indexableEquality(predicate, e) else { return nil }
-            return pendingBucket(e.hierarchy.table, attribute, value)
+            guard let (attribute, keys) = Self.indexableKeys(predicate, e) else { return nil }
+            return pendingBuckets(e.hierarchy.table, attribute, keys)
         }
         var best: [ManagedObject]?
         for part in QueryPlannerConjuncts.split(predicate) {
-            guard let (attribute, value) = Self.indexableEquality(part, e) else { continue }
-            let bucket = pendingBucket(e.hierarchy.table, attribute, value)
+            guard let (attribute, keys) = Self.indexableKeys(part, e) else { continue }
+            let bucket = pendingBuckets(e.hierarchy.table, attribute, keys)
             if best == nil || bucket.count < best!.count { best = bucket }  // `best!`: checked non-nil on the left
             if best?.isEmpty == true { break }
         }
         return best
     }
 
-    /// `attribute == constant` (either way round) on an attribute of `e`,
-    /// with the constant as the key it is filed under (`indexKey`).
-    static func indexableEquality(_ p: KuraPredicate, _ e: EntityDescription) -> (String, Value)? {
-        guard case .comparison(let c) = p, c.quantifier == .direct, c.operator == .equalTo, c.options.rawValue == 0 else { return nil }
-        switch (c.left, c.right) {
-        case (.keyPath(let k), .constant(let v)), (.constant(let v), .keyPath(let k)):
-            // By ordinal: reading fields in place copies no description.
-            guard k.count == 1, let i = e.ordinal(ofAttribute: k[0]), !e.attributes[i].isTransient,
-                  let key = indexKey(v, e.attributes[i].type) else { return nil }
-            return (k[0], key)
+    /// `attribute == constant` (either way round) or `attribute IN
+    /// {constants}` on an attribute of `e`, with the keys its matches are
+    /// filed under (`indexKey`). Nil when a constant has no key (a null, a
+    /// value of another kind: the evaluator may call it equal to values
+    /// filed under other keys), or for options, quantifiers and other
+    /// operators.
+    static func indexableKeys(_ p: KuraPredicate, _ e: EntityDescription) -> (String, [Value])? {
+        guard case .comparison(let c) = p, c.quantifier == .direct, c.options.rawValue == 0 else { return nil }
+        // By ordinal: reading fields in place copies no description.
+        func attribute(_ k: [String]) -> Int? {
+            guard k.count == 1, let i = e.ordinal(ofAttribute: k[0]), !e.attributes[i].isTransient else { return nil }
+            return i
+        }
+        switch (c.operator, c.left, c.right) {
+        case (.equalTo, .keyPath(let k), .constant(let v)), (.equalTo, .constant(let v), .keyPath(let k)):
+            guard let i = attribute(k), let key = indexKey(v, e.attributes[i].type) else { return nil }
+            return (k[0], [key])
+        case (.in, .keyPath(let k), .aggregate(let members)):
+            guard let i = attribute(k) else { return nil }
+            let type = e.attributes[i].type
+            var keys: [Value] = []
+            keys.reserveCapacity(members.count)
+            for m in members {
+                guard case .constant(let v) = m, let key = indexKey(v, type) else { return nil }
+                keys.append(key)
+            }
+            return (k[0], keys)
         default:
             return nil
         }
+    }
+
+    /// The pending objects of `table` whose `attribute` equals one of
+    /// `keys` (each once: an object is filed under one key per index).
+    func pendingBuckets(_ table: String, _ attribute: String, _ keys: [Value]) -> [ManagedObject] {
+        if keys.count == 1 { return pendingBucket(table, attribute, keys[0]) }
+        var out: [ManagedObject] = []
+        for key in Set(keys) { out += pendingBucket(table, attribute, key) }
+        return out
     }
 
     /// The key a value is filed under for an attribute of `type`, or nil
