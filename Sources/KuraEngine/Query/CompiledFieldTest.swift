@@ -30,7 +30,7 @@
 //     integer/double comparison), any other double row when it is in the second.
 //   - IN a list of texts whose folded forms are all ASCII: an ASCII row is in
 //     the list when its (lower-cased for `[c]`) bytes are one of the members'
-//     folded bytes, found by binary search in their sorted list.
+//     folded bytes, found through a hash table of them.
 //   Anything else (non-ASCII rows, null, a value of another kind, MATCHES, IN
 //   lists mixing texts and other values, `[n]`/`[l]`-only differences are
 //   ignored as the interpreter does) goes through `generic`.
@@ -61,11 +61,13 @@ struct CompiledFieldTest {
         /// reading the case for a row retains nothing; `releaseStorage` frees
         /// them (the owning `CompiledPredicate` calls it once, in its deinit).
         case text(TextOp, needle: UnsafeBufferPointer<UInt8>, lower: Bool)
-        /// IN a list of texts: the members' folded ASCII bytes, sorted and
-        /// distinct, one after another in `bytes`; member k is
-        /// `bytes[starts[k]..<starts[k + 1]]` (`starts` has one more entry
-        /// than there are members). Freed by `releaseStorage`.
-        case textSet(bytes: UnsafeBufferPointer<UInt8>, starts: UnsafeBufferPointer<Int>, lower: Bool)
+        /// IN a list of texts: the members' folded ASCII bytes, distinct, one
+        /// after another in `bytes`; member k is `bytes[starts[k]..<starts[k + 1]]`
+        /// (`starts` has one more entry than there are members); `slots` is
+        /// an open-addressing hash table of them (a power of two long, at
+        /// most half full: member k + 1, or 0 for an empty slot). Freed by
+        /// `releaseStorage`.
+        case textSet(bytes: UnsafeBufferPointer<UInt8>, starts: UnsafeBufferPointer<Int>, slots: UnsafeBufferPointer<Int32>, lower: Bool)
     }
 
     let ordinal: Int
@@ -107,9 +109,9 @@ struct CompiledFieldTest {
         case .text(let op, let needle, let lower):
             guard let b = f.textBytes(ordinal) else { break }
             if let r = asciiTest(op, b, needle, lower) { return r }
-        case .textSet(let bytes, let starts, let lower):
+        case .textSet(let bytes, let starts, let slots, let lower):
             guard let b = f.textBytes(ordinal), b.isASCII else { break }
-            return isOneOf(b, bytes, starts, lower)
+            return isOneOf(b, bytes, starts, slots, lower)
         }
         return try t.pointee.generic.holds(for: wrap(try f.value(ordinal), isDate: t.pointee.isDate))
     }
@@ -156,31 +158,36 @@ struct CompiledFieldTest {
     }
 
     /// Whether ASCII row bytes `h` (lower-cased first when `lower`) are one
-    /// of the sorted members in `bytes`/`starts` (see `Fast.textSet`).
-    static func isOneOf(_ h: UnsafeRawBufferPointer, _ bytes: UnsafeBufferPointer<UInt8>, _ starts: UnsafeBufferPointer<Int>, _ lower: Bool) -> Bool {
+    /// of the members in `bytes`/`starts`, found through `slots` (see
+    /// `Fast.textSet`).
+    static func isOneOf(_ h: UnsafeRawBufferPointer, _ bytes: UnsafeBufferPointer<UInt8>, _ starts: UnsafeBufferPointer<Int>,
+                        _ slots: UnsafeBufferPointer<Int32>, _ lower: Bool) -> Bool {
         @inline(__always) func at(_ i: Int) -> UInt8 {
             let x = h[i]
             return lower && x >= 0x41 && x <= 0x5A ? x | 0x20 : x
         }
-        // Byte order of the row against member k: <0, 0, >0.
-        func compare(_ k: Int) -> Int {
-            let start = starts[k], count = starts[k + 1] - start
-            let m = min(h.count, count)
-            var i = 0
-            while i < m {
-                let x = at(i), y = bytes[start + i]
-                if x != y { return x < y ? -1 : 1 }
-                i += 1
+        var hash = textHashSeed
+        for i in 0..<h.count { hash = textHash(hash, at(i)) }
+        let mask = slots.count - 1
+        var slot = Int(truncatingIfNeeded: hash) & mask
+        // At most half the slots are taken: the probe ends at an empty one.
+        while slots[slot] != 0 {
+            let k = Int(slots[slot]) - 1
+            let start = starts[k]
+            if starts[k + 1] - start == h.count {
+                var i = 0
+                while i < h.count, at(i) == bytes[start + i] { i += 1 }
+                if i == h.count { return true }
             }
-            return h.count == count ? 0 : h.count < count ? -1 : 1
+            slot = (slot + 1) & mask
         }
-        var lo = 0, hi = starts.count - 1
-        while lo < hi {
-            let mid = (lo + hi) / 2
-            if compare(mid) > 0 { lo = mid + 1 } else { hi = mid }
-        }
-        return lo < starts.count - 1 && compare(lo) == 0
+        return false
     }
+
+    /// FNV-1a over bytes, for `Fast.textSet`'s table.
+    static let textHashSeed: UInt64 = 0xcbf2_9ce4_8422_2325
+    @inline(__always)
+    static func textHash(_ h: UInt64, _ byte: UInt8) -> UInt64 { (h ^ UInt64(byte)) &* 0x100_0000_01b3 }
 
     // MARK: ASCII text
 
@@ -391,9 +398,10 @@ extension CompiledFieldTest {
         case .text(let op, let needle, _):
             needle.deallocate()
             if case .like(let pattern) = op { pattern.deallocate() }
-        case .textSet(let bytes, let starts, _):
+        case .textSet(let bytes, let starts, let slots, _):
             bytes.deallocate()
             starts.deallocate()
+            slots.deallocate()
         case .number(.oneOf(let integers, let doubles), _):
             integers.deallocate()
             doubles.deallocate()
@@ -415,14 +423,26 @@ extension CompiledFieldTest {
             guard b.allSatisfy({ $0 < 0x80 }) else { return nil }
             members.append(b)
         }
-        guard !members.isEmpty else { return nil }
-        members.sort { $0.lexicographicallyPrecedes($1) }
-        var bytes: [UInt8] = [], starts: [Int] = []
-        for (k, m) in members.enumerated() where k == 0 || m != members[k - 1] {
-            starts.append(bytes.count)
+        guard !members.isEmpty, members.count < Int(Int32.max / 2) else { return nil }
+        var capacity = 8
+        while capacity < 2 * members.count { capacity *= 2 }
+        var slots = [Int32](repeating: 0, count: capacity)
+        var bytes: [UInt8] = [], starts: [Int] = [0]
+        for m in members {
+            var hash = textHashSeed
+            for b in m { hash = textHash(hash, b) }
+            var slot = Int(truncatingIfNeeded: hash) & (capacity - 1)
+            var known = false
+            while slots[slot] != 0 {
+                let k = Int(slots[slot]) - 1
+                if bytes[starts[k]..<starts[k + 1]].elementsEqual(m) { known = true; break }
+                slot = (slot + 1) & (capacity - 1)
+            }
+            if known { continue }
+            slots[slot] = Int32(starts.count)  // the new member's k + 1
             bytes += m
+            starts.append(bytes.count)
         }
-        starts.append(bytes.count)
-        return .textSet(bytes: owned(bytes), starts: owned(starts), lower: options.contains(.caseInsensitive))
+        return .textSet(bytes: owned(bytes), starts: owned(starts), slots: owned(slots), lower: options.contains(.caseInsensitive))
     }
 }
