@@ -19,7 +19,8 @@ enum Settings {
     static let queries = 1000
     /// W13: queries, each `name IN` a list of `inListLength` names.
     static let inQueries = 20
-    /// W13: names per list (below SQLite's default limit of 32766 variables).
+    /// W13: names per list, one SQLite variable each (SQLite's default limit is
+    /// 32766 variables, Debian's library's 250000).
     static let inListLength = 2000
     /// W13: the share of a list's names that name existing rows; the rest are
     /// "absent<k>", which no row has.

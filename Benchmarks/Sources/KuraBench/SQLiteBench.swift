@@ -211,7 +211,8 @@ final class SQLiteBench: BenchEngine {
     }
 
     /// `SELECT score FROM t WHERE name IN (?1, ..., ?L)`, one placeholder per
-    /// list member; SQLite's default limit is 32766 variables (3.32 and later).
+    /// list member (SQLite's default limit is 32766 variables since 3.32; a
+    /// longer list fails to prepare with "too many SQL variables").
     static func inListSQL(_ length: Int) -> String {
         "SELECT score FROM t WHERE name IN (" + (1...max(length, 1)).map { "?\($0)" }.joined(separator: ", ") + ")"
     }
