@@ -17,6 +17,14 @@ enum Settings {
     static let w8Commits = 1000
     /// Queries in W3 and W4.
     static let queries = 1000
+    /// W13: queries, each `name IN` a list of `inListLength` names.
+    static let inQueries = 20
+    /// W13: names per list, one SQLite variable each (SQLite's default limit is
+    /// 32766 variables, Debian's library's 250000).
+    static let inListLength = 2000
+    /// W13: the share of a list's names that name existing rows; the rest are
+    /// "absent<k>", which no row has.
+    static let inListPresent = 0.9
 }
 
 /// How commits are synced (Kura `Durability`, SQLite `synchronous`).
@@ -42,6 +50,11 @@ struct Dataset: Sendable {
     let equalityKeys: [Int64]
     /// W4: 1000 lower bounds in 0...899 (`score BETWEEN a AND a+100`).
     let rangeStarts: [Int64]
+    /// W13: `Settings.inQueries` lists of `Settings.inListLength` names each,
+    /// different per query: about 90% names of random rows (drawn with
+    /// replacement, so a name may repeat), the rest "absent<k>" (no row has
+    /// it), in random order.
+    let inLists: [[String]]
 
     init(rows: Int) {
         self.rows = rows
@@ -52,10 +65,34 @@ struct Dataset: Sendable {
         lookupIDs = (0..<rows).map { _ in Int64.random(in: 1...Int64(max(rows, 1)), using: &g) }
         equalityKeys = (0..<Int64(Settings.queries)).shuffled(using: &g).map { $0 % 1000 }
         rangeStarts = (0..<Settings.queries).map { _ in Int64.random(in: 0...899, using: &g) }
+        // Drawn last, so the data the other workloads see is unchanged.
+        inLists = (0..<Settings.inQueries).map { _ in
+            (0..<Settings.inListLength).map { _ in
+                if rows > 0 && Double.random(in: 0..<1, using: &g) < Settings.inListPresent {
+                    return "name\(Int.random(in: 1...rows, using: &g))"
+                }
+                return "absent\(UInt32.random(in: 0...UInt32.max, using: &g))"
+            }
+        }
     }
 
     /// What W5 must count: names containing "99".
     var expectedContains: Int { names.reduce(0) { $0 + ($1.contains("99") ? 1 : 0) } }
+
+    /// What W13 must return: for each list, the scores of the rows whose name
+    /// is in it (each row once, however often its name repeats), summed over
+    /// all lists. Row i+1 is named "name<i+1>", so a name maps to its row.
+    var expectedInLists: Int {
+        var total = 0
+        for list in inLists {
+            var rowsInList = Set<Int>()
+            for name in list where name.hasPrefix("name") {
+                if let i = Int(name.dropFirst(4)), i >= 1, i <= rows { rowsInList.insert(i) }
+            }
+            for i in rowsInList { total += Int(scores[i - 1]) }
+        }
+        return total
+    }
 }
 
 /// A contender: one open store in the benchmark's temporary directory.
@@ -81,6 +118,9 @@ protocol BenchEngine: AnyObject {
     func rangeQueries(_ starts: [Int64]) throws -> Int
     /// W5: counts rows whose name contains "99" by a full scan.
     func scanContains() throws -> Int
+    /// W13: `name IN list` for each list (`name` has no index), reading the
+    /// score of every matching row. Returns the sum of the scores read.
+    func inListQueries(_ lists: [[String]]) throws -> Int
     /// W6: sets `ts` on every row with score < 100. Returns rows changed.
     func updateLowScores() throws -> Int
     /// W7: deletes every row with score >= 900. Returns rows deleted.

@@ -212,6 +212,27 @@ class GRDBBench: BenchEngine {
         }
     }
 
+    func inListQueries(_ lists: [[String]]) throws -> Int {
+        let idiomatic = self.idiomatic
+        return try pool.read { db in
+            var sum = 0
+            if idiomatic {
+                for list in lists {
+                    for item in try Item.filter(list.contains(Item.Columns.name)).fetchAll(db) {
+                        sum += Int(item.score)
+                    }
+                }
+                return sum
+            }
+            let s = try db.cachedStatement(sql: SQLiteBench.inListSQL(lists.first?.count ?? 0))
+            for list in lists {
+                let c = try Int64.fetchCursor(s, arguments: StatementArguments(list))
+                while let score = try c.next() { sum += Int(score) }
+            }
+            return sum
+        }
+    }
+
     func updateLowScores() throws -> Int {
         if idiomatic {
             return try pool.write { db in try Item.filter(Item.Columns.score < 100).updateAll(db, Item.Columns.ts.set(to: 1.0)) }

@@ -116,6 +116,23 @@ final class KuraEngineBench: BenchEngine {
         }
     }
 
+    func inListQueries(_ lists: [[String]]) throws -> Int {
+        // Parsed once and bound per query, as SQLite's prepared statement is;
+        // the list becomes the `{...}` collection the compiled test searches.
+        let prepared = try KuraPredicate(format: "name IN $L")
+        return try db.read { tx in
+            var sum = 0
+            for list in lists {
+                let q = TableQuery("t", where: try prepared.substituting(["L": .list(list.map { .text($0) })]))
+                let c = try tx.select(q)
+                while let r = try c.next() {
+                    sum += Int(try r.value(at: 1).integerValue ?? 0)
+                }
+            }
+            return sum
+        }
+    }
+
     func updateLowScores() throws -> Int {
         try db.write { tx in
             try tx.update("t", where: try KuraPredicate(format: "score < %@", arguments: [.integer(100)]), set: ["ts": .double(1)])

@@ -4,14 +4,16 @@
 //
 // Rows: W1 (insert N objects, one save), W2 (N random lookups by object ID in
 // a fresh context, each object materialized and read), W11 (a fresh process
-// iterating a fetch with batch size 1000), and on a second store W3–W7:
+// iterating a fetch with batch size 1000), and on a second store W3–W7 and W13:
 // W3/W4 `context.fetch` with the same predicates as the engine rows (parsed
 // once with `$K`, substituted per query, as SQLite binds; W4 sorted by score
 // descending, fetchLimit 100), W5 `count(for:)` with `name CONTAINS "99"`,
+// W13 `context.fetch` with `name IN %@` (`name` unindexed; the list as the
+// argument, parsed per query as an importer writes it), each object's score read;
 // W6 fetch `score < 100`, set `ts` on each object, save; W7 fetch
-// `score >= 900`, delete each object, save. Each of W3, W4 and W5 runs in one
-// fresh context (objects fetched by an earlier query of the same workload stay
-// registered, as in Core Data); W6 and W7 each in a fresh context.
+// `score >= 900`, delete each object, save. Each of W3, W4, W5 and W13 runs in
+// one fresh context (objects fetched by an earlier query of the same workload
+// stay registered, as in Core Data); W6 and W7 each in a fresh context.
 //
 // W3/W4 need an index on score, which a model declares up front (`indexed:
 // true`), so they run on a second store whose model indexes score, filled with
@@ -35,7 +37,7 @@ final class BenchItem: ManagedObject {
 enum KuraObjectsBench {
     static let name = "kura-objects"
 
-    /// The model; `indexedScore` declares the index on score (W3–W7's store).
+    /// The model; `indexedScore` declares the index on score (the store of W3–W7 and W13).
     static func model(indexedScore: Bool = false) throws -> ManagedObjectModel {
         try ManagedObjectModel {
             EntityDescription("Item", class: BenchItem.self) {
@@ -54,7 +56,7 @@ enum KuraObjectsBench {
     }
 
     /// One round: W1, W2 and (if asked) W11 on a fresh store at `path`, then
-    /// W3–W7 on a second store (`path` + "-indexed") whose model indexes score.
+    /// W3–W7 and W13 on a second store (`path` + "-indexed") whose model indexes score.
     static func run(_ runner: Runner, _ data: Dataset, path: String, w11: Bool) throws {
         let n = data.rows
         let container = try open(path, create: true)
@@ -102,7 +104,8 @@ enum KuraObjectsBench {
         try queries(runner, data, path: indexedPath)
     }
 
-    /// W3–W7 on a fresh store whose model indexes score, filled (not timed)
+    /// W3–W5, W13, W6 and W7 on a fresh store whose model indexes score (and
+    /// not name), filled (not timed)
     /// with the same N objects as W1.
     static func queries(_ runner: Runner, _ data: Dataset, path: String) throws {
         let n = data.rows
@@ -155,6 +158,19 @@ enum KuraObjectsBench {
             let context = container.newContext()
             let request = FetchRequest<BenchItem>(entityName: "Item", predicate: try KuraPredicate(format: "name CONTAINS %@", arguments: [.text("99")]))
             return try context.count(for: request)
+        }
+
+        try runner.measure("W13", name, rows: n, expect: data.expectedInLists) {
+            // The importer's "fetch the existing objects whose ID is in this
+            // batch": the list as the `%@` argument, every object's score read.
+            let context = container.newContext()
+            var sum = 0
+            for list in data.inLists {
+                let request = FetchRequest<BenchItem>(entityName: "Item",
+                                                      predicate: try KuraPredicate(format: "name IN %@", arguments: [.list(list.map { .text($0) })]))
+                for o in try context.fetch(request) { sum += Int(o.score) }
+            }
+            return sum
         }
 
         try runner.measure("W6", name, rows: n) {

@@ -38,6 +38,7 @@ let workloadInfos: [WorkloadInfo] = [
     WorkloadInfo(id: "W3", title: "1000 queries score == k (~N/1000 rows each)", unit: .seconds, goal: 0.5),
     WorkloadInfo(id: "W4", title: "1000 queries score BETWEEN a AND a+100, desc, limit 100", unit: .seconds, goal: 1.0),
     WorkloadInfo(id: "W5", title: "full scan, count name CONTAINS \"99\"", unit: .seconds, goal: 0.5),
+    WorkloadInfo(id: "W13", title: "20 queries name IN {2,000 names}, unindexed", unit: .seconds, goal: nil),
     WorkloadInfo(id: "W6", title: "update ts where score < 100", unit: .seconds, goal: 1.0),
     WorkloadInfo(id: "W7", title: "delete where score >= 900", unit: .seconds, goal: 1.0),
     WorkloadInfo(id: "W8", title: "1000 single-row commits, durability full", unit: .seconds, goal: 1.1),

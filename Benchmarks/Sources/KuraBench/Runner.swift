@@ -6,7 +6,7 @@
 // always goes first) before the next step starts; then the object layer's rows
 // (KuraObjectsBench.swift). The steps:
 //
-//   W1 insert → checkpoint, W10 size → W1b index → W2 → W3 → W4 → W5
+//   W1 insert → checkpoint, W10 size → W1b index → W2 → W3 → W4 → W5 → W13
 //   → checkpoint, W11 (child process on this store) → W6 → W7 → checkpoint,
 //   W10 size → compaction, W10 size → W9 (5 s, in one-second slices, the
 //   engines taking turns) → close;
@@ -151,6 +151,8 @@ final class Runner {
         try each { c in try measure("W3", c.name, rows: n, expect: n) { try c.engine.equalityQueries(data.equalityKeys) } }
         try each { c in try measure("W4", c.name, rows: n) { try c.engine.rangeQueries(data.rangeStarts) } }
         try each { c in try measure("W5", c.name, rows: n, expect: data.expectedContains) { try c.engine.scanContains() } }
+        // W13 reads the table W1 filled, so it comes before W6 and W7 change it.
+        try each { c in try measure("W13", c.name, rows: n, expect: data.expectedInLists) { try c.engine.inListQueries(data.inLists) } }
 
         if options.w11 {
             try each { c in

@@ -210,6 +210,28 @@ final class SQLiteBench: BenchEngine {
         return try s.step() ? Int(s.int64(0)) : 0
     }
 
+    /// `SELECT score FROM t WHERE name IN (?1, ..., ?L)`, one placeholder per
+    /// list member (SQLite's default limit is 32766 variables since 3.32; a
+    /// longer list fails to prepare with "too many SQL variables").
+    static func inListSQL(_ length: Int) -> String {
+        "SELECT score FROM t WHERE name IN (" + (1...max(length, 1)).map { "?\($0)" }.joined(separator: ", ") + ")"
+    }
+
+    func inListQueries(_ lists: [[String]]) throws -> Int {
+        let length = lists.first?.count ?? 0
+        let s = try db.prepare(Self.inListSQL(length))
+        return try db.transaction {
+            var sum = 0
+            for list in lists {
+                precondition(list.count == length, "W13's lists have one length")
+                s.reset()
+                for (i, name) in list.enumerated() { s.bind(Int32(i + 1), name) }
+                while try s.step() { sum += Int(s.int64(0)) }
+            }
+            return sum
+        }
+    }
+
     func updateLowScores() throws -> Int {
         let s = try db.prepare("UPDATE t SET ts = ?1 WHERE score < ?2")
         return try db.transaction {

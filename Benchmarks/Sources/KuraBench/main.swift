@@ -143,7 +143,7 @@ func main() throws {
       Kura engine: page size \(Settings.pageSize), cacheSize \(Settings.cacheBytes / 1_048_576) MiB, durability .normal (W8: .full), checkpointThreshold \(Settings.checkpointPages) frames
       SQLite \(SQLiteBench.libraryVersion) (C API): page_size \(Settings.pageSize), journal_mode=WAL, synchronous=NORMAL (W8: FULL), cache_size=-\(Settings.cacheBytes / 1024) (\(Settings.cacheBytes / 1_048_576) MiB), wal_autocheckpoint=\(Settings.checkpointPages); prepared statements reused, bound parameters
       GRDB 7.10.0 (same SQLite library): DatabasePool (WAL), same pragmas; "grdb" = fastest documented path (db.cachedStatement, rows decoded by position, cursors), "grdb-idiomatic" = query interface and records (init(row:) by column name, fetchOne(db, key:), filter/fetchAll, insert, updateAll, deleteAll)
-      Kura objects: Kura's object layer on the same engine options (one entity, a context, one save; lookups by object ID in a fresh context; W3–W7 fetch requests on a second store whose model indexes score; fetchBatchSize 1000 for W11)
+      Kura objects: Kura's object layer on the same engine options (one entity, a context, one save; lookups by object ID in a fresh context; W3–W7 and W13 fetch requests on a second store whose model indexes score; fetchBatchSize 1000 for W11)
       Rows are read into Swift values (String, Int64, Double) by every engine.
     Ratios are engine/SQLite with lower = better for the engine (time, bytes; for W9 throughputs, time per operation).
 
@@ -183,7 +183,7 @@ func main() throws {
         }
         print("""
         W10 compaction: Kura's row is after Database.compact() (in place, through the log); SQLite's is after VACUUM.
-        Kura objects: W1, W2, W11 on the index-free store, W3–W7 on a second store whose model indexes score (KuraObjectsBench.swift);
+        Kura objects: W1, W2, W11 on the index-free store, W3–W7 and W13 on a second store whose model indexes score (KuraObjectsBench.swift);
         W1b, W8, W9 and W10 have no object form here. objects/GRDB is to GRDB's fast path.
         """)
     }
