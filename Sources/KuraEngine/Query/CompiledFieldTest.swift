@@ -30,9 +30,12 @@
 //     integer/double comparison), any other double row when it is in the second.
 //   - IN a list of texts whose folded forms are all ASCII: an ASCII row is in
 //     the list when its (lower-cased for `[c]`) bytes are one of the members'
-//     folded bytes, found through a hash table of them.
-//   Anything else (non-ASCII rows, null, a value of another kind, MATCHES, IN
-//   lists mixing texts and other values, `[n]`/`[l]`-only differences are
+//     folded bytes, found through a hash table of them. Other lists of texts:
+//     a text row, folded as the interpreter folds it, is looked up in a set of
+//     the folded members (String equality and hashing are both canonical
+//     equivalence: the interpreter's `==`).
+//   Anything else (non-ASCII rows against ASCII lists, null, a value of another
+//   kind, MATCHES, IN lists mixing texts and other values, `[n]`/`[l]`-only differences are
 //   ignored as the interpreter does) goes through `generic`.
 
 /// A precompiled comparison of one record column with a constant.
@@ -68,6 +71,11 @@ struct CompiledFieldTest {
         /// most half full: member k + 1, or 0 for an empty slot). Freed by
         /// `releaseStorage`.
         case textSet(bytes: UnsafeBufferPointer<UInt8>, starts: UnsafeBufferPointer<Int>, slots: UnsafeBufferPointer<Int32>, lower: Bool)
+        /// IN a list of texts some of whose folded forms are not ASCII: the
+        /// folded members as a set of Strings (whose equality and hashing are
+        /// canonical equivalence, as the interpreter's `==` on texts), and
+        /// the options a text row is folded with first (empty: none).
+        case strings(Set<String>, fold: KuraComparisonOptions)
     }
 
     let ordinal: Int
@@ -112,6 +120,9 @@ struct CompiledFieldTest {
         case .textSet(let bytes, let starts, let slots, let lower):
             guard let b = f.textBytes(ordinal), b.isASCII else { break }
             return isOneOf(b, bytes, starts, slots, lower)
+        case .strings(let members, let fold):
+            guard f.textBytes(ordinal) != nil, case .text(let x) = try f.value(ordinal) else { break }
+            return members.contains(fold.isEmpty ? x : TextFolding.fold(x, options: fold))
         }
         return try t.pointee.generic.holds(for: wrap(try f.value(ordinal), isDate: t.pointee.isDate))
     }
@@ -322,7 +333,7 @@ extension CompiledFieldTest {
             }
         }
         if case .collection(let xs) = right {
-            if op == .in, let set = textSet(xs, options) { return set }
+            if op == .in, let set = textSet(xs, options) ?? strings(xs, options) { return set }
             var integers: [Int64] = [], doubles: [Double] = []
             for x in xs {
                 // Null, text and blob members never equal a number; anything else
@@ -405,9 +416,21 @@ extension CompiledFieldTest {
         case .number(.oneOf(let integers, let doubles), _):
             integers.deallocate()
             doubles.deallocate()
-        case .number, .none:
+        case .number, .strings, .none:
             break
         }
+    }
+
+    /// The String-set test for `IN` members `xs`, all texts (at least one),
+    /// folded as `==` with `options` folds them; nil otherwise.
+    private static func strings(_ xs: [EvaluatedValue], _ options: KuraComparisonOptions) -> Fast? {
+        let fold = options.intersection([.caseInsensitive, .diacriticInsensitive])
+        var members = Set<String>()
+        for x in xs {
+            guard case .scalar(.text(let t)) = x else { return nil }
+            members.insert(fold.isEmpty ? t : TextFolding.fold(t, options: options))
+        }
+        return members.isEmpty ? nil : .strings(members, fold: fold.isEmpty ? [] : options)
     }
 
     /// The set test for `IN` members `xs`, all texts whose folded forms
