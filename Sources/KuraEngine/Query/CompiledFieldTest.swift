@@ -333,7 +333,7 @@ extension CompiledFieldTest {
             }
         }
         if case .collection(let xs) = right {
-            if op == .in, let set = textSet(xs, options) ?? strings(xs, options) { return set }
+            if op == .in, let set = textList(xs, options) { return set }
             var integers: [Int64] = [], doubles: [Double] = []
             for x in xs {
                 // Null, text and blob members never equal a number; anything else
@@ -421,32 +421,31 @@ extension CompiledFieldTest {
         }
     }
 
-    /// The String-set test for `IN` members `xs`, all texts (at least one),
-    /// folded as `==` with `options` folds them; nil otherwise.
-    private static func strings(_ xs: [EvaluatedValue], _ options: KuraComparisonOptions) -> Fast? {
-        let fold = options.intersection([.caseInsensitive, .diacriticInsensitive])
-        var members = Set<String>()
+    /// The set test for `IN` members `xs`, all texts (at least one; nil
+    /// otherwise: numbers, nulls, mixed lists go to the number test or the
+    /// interpreter), each folded once as `==` with `options` folds it: a
+    /// hash table of their bytes when every folded member is ASCII, else a
+    /// `Set<String>` of them.
+    private static func textList(_ xs: [EvaluatedValue], _ options: KuraComparisonOptions) -> Fast? {
+        let folds = !options.isDisjoint(with: [.caseInsensitive, .diacriticInsensitive])
+        var folded: [String] = []
+        folded.reserveCapacity(xs.count)
         for x in xs {
             guard case .scalar(.text(let t)) = x else { return nil }
-            members.insert(fold.isEmpty ? t : TextFolding.fold(t, options: options))
+            folded.append(folds ? TextFolding.fold(t, options: options) : t)
         }
-        return members.isEmpty ? nil : .strings(members, fold: fold.isEmpty ? [] : options)
+        guard !folded.isEmpty else { return nil }
+        if folded.allSatisfy({ $0.utf8.allSatisfy { $0 < 0x80 } }),
+           let hashed = hashedASCII(folded.map { Array($0.utf8) }, lower: options.contains(.caseInsensitive)) {
+            return hashed
+        }
+        return .strings(Set(folded), fold: folds ? options : [])
     }
 
-    /// The set test for `IN` members `xs`, all texts whose folded forms
-    /// (`options`, as the single-text tests fold) are ASCII, at least one;
-    /// nil otherwise (numbers, nulls, non-ASCII members: the number test or
-    /// the interpreter decides).
-    private static func textSet(_ xs: [EvaluatedValue], _ options: KuraComparisonOptions) -> Fast? {
-        let folds = !options.isDisjoint(with: [.caseInsensitive, .diacriticInsensitive])
-        var members: [[UInt8]] = []
-        for x in xs {
-            guard case .scalar(.text(let t)) = x else { return nil }
-            let b = Array((folds ? TextFolding.fold(t, options: options) : t).utf8)
-            guard b.allSatisfy({ $0 < 0x80 }) else { return nil }
-            members.append(b)
-        }
-        guard !members.isEmpty, members.count < Int(Int32.max / 2) else { return nil }
+    /// `Fast.textSet` for `members`, folded ASCII bytes (at least one); nil
+    /// for more members than its table's slots can number.
+    private static func hashedASCII(_ members: [[UInt8]], lower: Bool) -> Fast? {
+        guard members.count < Int(Int32.max / 2) else { return nil }
         var capacity = 8
         while capacity < 2 * members.count { capacity *= 2 }
         var slots = [Int32](repeating: 0, count: capacity)
@@ -466,6 +465,6 @@ extension CompiledFieldTest {
             bytes += m
             starts.append(bytes.count)
         }
-        return .textSet(bytes: owned(bytes), starts: owned(starts), slots: owned(slots), lower: options.contains(.caseInsensitive))
+        return .textSet(bytes: owned(bytes), starts: owned(starts), slots: owned(slots), lower: lower)
     }
 }
