@@ -593,7 +593,7 @@ public final class ManagedObjectContext {
                     o.awakeFromFetch()
                     return
                 case .missing:
-                    throw KuraError(.notFound, "\(o.objectID) no longer exists in the store (deleted by another context?)")
+                    throw Self.gone(o.objectID)
                 case .external:
                     break  // read again below, as an array (a second read)
                 }
@@ -613,11 +613,16 @@ public final class ManagedObjectContext {
             }
         }
         guard let row else {
-            throw KuraError(.notFound, "\(o.objectID) no longer exists in the store (deleted by another context?)")
+            throw Self.gone(o.objectID)
         }
         try checkRowEntity(row, of: o)
         apply(row, to: o, layout: layout)
         o.awakeFromFetch()
+    }
+
+    /// The error for a fault whose row the store no longer has.
+    static func gone(_ id: ManagedObjectID) -> KuraError {
+        KuraError(.notFound, "\(id) no longer exists in the store (deleted by another context?)")
     }
 
     /// Loads fault `o`, whose layout is plain (`RowLayout.columnOrdinals`,
@@ -663,7 +668,7 @@ public final class ManagedObjectContext {
         case .read:
             break
         case .missing:
-            throw KuraError(.notFound, "\(o.objectID) no longer exists in the store (deleted by another context?)")
+            throw Self.gone(o.objectID)
         case .external:
             readTransactionCount += 1
             return false

@@ -108,10 +108,9 @@ extension ManagedObjectContext {
                     // owner found among the owners sorted by row ID (an
                     // owner met twice, as a deeper level's owners may be,
                     // kept once: one entity's objects of a row ID are one).
-                    var byRowID = stored.sorted { $0.objectID.rowID < $1.objectID.rowID }
-                    if zip(byRowID, byRowID.dropFirst()).contains(where: { $0 === $1 }) {
-                        byRowID = zip(byRowID.indices, byRowID).filter { $0.0 == 0 || byRowID[$0.0 - 1] !== $0.1 }.map(\.1)
-                    }
+                    var byRowID: [ManagedObject] = []
+                    byRowID.reserveCapacity(stored.count)
+                    for o in stored.sorted(by: { $0.objectID.rowID < $1.objectID.rowID }) where byRowID.last !== o { byRowID.append(o) }
                     var lists = [[ManagedObject]](repeating: [], count: byRowID.count)
                     var start = 0
                     while start < keyed.count {
