@@ -114,4 +114,57 @@ final class PrefetchTests: XCTestCase {
             XCTAssertTrue("\(error)".contains("nothing"), "\(error)")
         }
     }
+
+    /// A to-one's prefetched targets are kept in one list (a target of many
+    /// owners once per owner): fetching the same objects again and again in
+    /// one context keeps that list bounded by the targets it holds, and the
+    /// targets, shared by many owners, read as the store has them without a
+    /// read transaction. A target another context changed and saved reads
+    /// as the prefetch saw it until this context refreshes it, then as stored.
+    func testRepeatedToOnePrefetchKeepsTargetsOnceAndReadsThem() throws {
+        let container = try PersistentContainer.inMemory(model: RelationshipQueryTests.model())
+        let c = container.newContext()
+        var schools: [ManagedObject] = []
+        for i in 0..<3 {
+            let s = try c.insert("School")
+            try s.setValue("school\(i)", forKey: "name")
+            schools.append(s)
+        }
+        for i in 0..<1_500 {
+            let r = try c.insert("Record")
+            try r.setValue(Int64(i), forKey: "grade")
+            if i % 7 != 0 { try r.setValue(schools[i % 3], forKey: "school") }
+        }
+        try c.save()
+
+        var request = FetchRequest<ManagedObject>(entityName: "Record", sortDescriptors: [SortKey("grade")])
+        request.relationshipKeyPathsForPrefetching = ["school"]
+        let pre = container.newContext()
+        for round in 0..<6 {
+            let records = try pre.fetch(request)
+            XCTAssertEqual(records.count, 1_500)
+            let before = pre.readTransactionCount
+            for (i, r) in records.enumerated() {
+                let school = try r.value(forKey: "school") as? ManagedObject
+                let name = try school?.value(forKey: "name") as? String
+                XCTAssertEqual(name, i % 7 == 0 ? nil : "school\(i % 3)", "round \(round), record \(i)")
+            }
+            XCTAssertEqual(pre.readTransactionCount, before, "round \(round): prefetched schools read the store")
+            // 1,286 owners a round name 3 schools: without dropping the
+            // repeats the list would hold 1,286 more each round.
+            XCTAssertLessThanOrEqual(pre.prefetchedTargets.count, 2 * 3 + 1_024 + 1_286, "round \(round)")
+        }
+
+        // Another context renames a school and saves; this one, not merging,
+        // reads the name it prefetched until it refreshes that school.
+        let other = container.newContext()
+        let s0 = try XCTUnwrap(try other.fetch(FetchRequest<ManagedObject>(entityName: "School", predicate: try KuraPredicate(format: "name == 'school1'"))).first)
+        try s0.setValue("renamed", forKey: "name")
+        try other.save()
+        let records = try pre.fetch(request)
+        let school1 = try XCTUnwrap(try records[1].value(forKey: "school") as? ManagedObject)
+        XCTAssertEqual(try school1.value(forKey: "name") as? String, "school1")
+        try pre.refresh(school1, mergeChanges: false)
+        XCTAssertEqual(try school1.value(forKey: "name") as? String, "renamed")
+    }
 }

@@ -45,6 +45,8 @@ extension ManagedObjectContext {
         lastMergeConflicts = []
         guard hasChanges else { return }
         prefetched = [:]
+        prefetchedTargets = []
+        prefetchedTargetsDistinct = 0
         try container.refuseWritesIfReadOnly("save")
         var ins = liveInserted
         let upd = updatedObjects

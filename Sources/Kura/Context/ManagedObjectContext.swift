@@ -159,10 +159,36 @@ public final class ManagedObjectContext {
     /// Equality indexes over the pending objects, made by fetches that need
     /// them (PendingIndex.swift); dropped when the pending objects are.
     var pendingIndexes: PendingIndexes?
-    /// Relationship destinations a fetch's `relationshipKeyPathsForPrefetching`
+    /// The to-many members a fetch's `relationshipKeyPathsForPrefetching`
     /// loaded, by owner and relationship (Context+Prefetch.swift); dropped by
-    /// save, merges, reset, and per object by refresh.
+    /// save, merges, reset, and per object by refresh. (To-one targets are
+    /// kept in `prefetchedTargets`.)
     var prefetched: [ManagedObjectID: PrefetchedLists] = [:]
+    /// The to-one destinations a prefetch loaded, kept alive (the registry
+    /// holds objects unretained) so that reading the relationship finds
+    /// them registered and loaded: a to-one read goes through the owner's
+    /// key, never through `prefetched`, so a flat list is all it needs
+    /// (no table entry per owner). Dropped with `prefetched`, except by
+    /// refresh: a refreshed owner reads its key again, and a target kept
+    /// here reads as it did.
+    ///
+    /// A target met again (by another owner, or by a later fetch) is
+    /// appended again; `keepPrefetchedTargets` drops the repeats whenever
+    /// the list has doubled since, so a context that fetches the same
+    /// objects again and again keeps a list at most about twice as long as
+    /// the targets it holds.
+    var prefetchedTargets: [ManagedObject] = []
+    /// `prefetchedTargets.count` after its last pass dropping repeats.
+    var prefetchedTargetsDistinct = 0
+
+    /// Drops the repeats from `prefetchedTargets` if it has more than doubled
+    /// (plus a margin) since the last time (see there).
+    func keepPrefetchedTargets() {
+        guard prefetchedTargets.count > 2 * prefetchedTargetsDistinct + 1024 else { return }
+        var seen = Set<ObjectIdentifier>(minimumCapacity: prefetchedTargets.count)
+        prefetchedTargets.removeAll { !seen.insert(ObjectIdentifier($0)).inserted }
+        prefetchedTargetsDistinct = prefetchedTargets.count
+    }
     /// Answers of store queries kept while the store is unchanged
     /// (StoreAnswerMemo.swift); dropped by `reset()`.
     let storeAnswers = StoreAnswerMemo()
@@ -691,7 +717,16 @@ public final class ManagedObjectContext {
     /// Loads every still-faulted object of a fetch batch in one read transaction.
     func loadBatch(_ group: BatchGroup) throws(KuraError) {
         let faults = group.ids.compactMap { registered($0) }.filter(\.isFault)
-        for id in group.ids { batchGroups[id] = nil }
+        if !batchGroups.isEmpty { for id in group.ids { batchGroups[id] = nil } }
+        try loadFaults(faults)
+    }
+
+    /// Loads `faults`, registered objects that are faults (none twice), in
+    /// one read: `loadBatch` for a caller that has the objects. Objects of
+    /// one entity next to each other, in ascending row IDs, cost the least.
+    ///
+    /// - Throws: `.corrupt` for a damaged tree or record; engine read errors.
+    func loadFaults(_ faults: [ManagedObject]) throws(KuraError) {
         if parent != nil {
             for o in faults { try load(o) }
             return
@@ -1054,6 +1089,8 @@ public final class ManagedObjectContext {
         registry.removeAll()
         batchGroups = [:]
         prefetched = [:]
+        prefetchedTargets = []
+        prefetchedTargetsDistinct = 0
         storeAnswers.clear()
         forgetPendingChanges()
     }

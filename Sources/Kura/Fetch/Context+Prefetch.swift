@@ -10,13 +10,16 @@
 //     table, `key IN (the objects' row IDs)`, rows materialized;
 //   - a to-many through a join table: one query on the join table, then the
 //     targets by row ID.
-// The loaded objects are kept (strongly) in `prefetched`, keyed by owner and
-// relationship, so that reading the relationship opens no read transaction:
-// a to-one finds its target registered and loaded; a to-many's stored
-// members come from `prefetched` instead of the store (relatedObjects), then
-// are corrected by pending changes as ever. The cache shows the store as it
-// was at the fetch, as Core Data's does: it is dropped by `save`, merges,
-// `reset`, and per object by `refresh`. Unsaved owners, transient
+// The loaded objects are kept (strongly) so that reading the relationship
+// opens no read transaction: a to-one's targets in one list
+// (`prefetchedTargets`), found registered and loaded through the owner's key;
+// a to-many's members in `prefetched`, keyed by owner and relationship. Its
+// stored members come from `prefetched` instead of the store
+// (relatedObjects), then are corrected by pending changes as ever. The cache
+// shows the store as it was at the fetch, as Core Data's does: it is dropped
+// by `save`, merges and `reset`; an owner's to-many lists by `refresh` of the
+// owner (a refreshed owner reads its to-one key again; the target read then
+// is the one kept, as it was, until refreshed itself). Unsaved owners, transient
 // relationships, child contexts, ordered join tables with pending positions
 // and objects still faults (a fetch with `fetchBatchSize`) are not
 // prefetched: they read as without prefetching. Deleted objects are skipped.
@@ -43,14 +46,17 @@ extension ManagedObjectContext {
         var level: [(objects: [ManagedObject], node: Node)] = [(objects, root)]
         while let (owners, node) = level.popLast() {
             for (name, child) in node.children {
-                let members = try prefetch(owners, name, keyPaths: keyPaths)
-                if !child.children.isEmpty { level.append((members, child)) }
+                let deeper = !child.children.isEmpty
+                let members = try prefetch(owners, name, keyPaths: keyPaths, collecting: deeper)
+                if deeper { level.append((members, child)) }
             }
         }
     }
 
-    /// Loads relationship `name` of `owners`; returns the loaded destination objects.
-    private func prefetch(_ owners: [ManagedObject], _ name: String, keyPaths: [String]) throws(KuraError) -> [ManagedObject] {
+    /// Loads relationship `name` of `owners`; returns the loaded destination
+    /// objects if `collecting` (a deeper level loads their relationships),
+    /// else nothing.
+    private func prefetch(_ owners: [ManagedObject], _ name: String, keyPaths: [String], collecting: Bool) throws(KuraError) -> [ManagedObject] {
         // The owners by entity (usually one: a fetch's results), in the
         // order the entities first come. Found by identity among the few
         // groups, the last one first; filled in place (a group's
@@ -81,16 +87,31 @@ extension ManagedObjectContext {
             case .transient:
                 continue
             case .foreignKey:
+                // The targets are kept alive in one list (see
+                // `prefetchedTargets`); the faults among them load in one batch.
                 var targets: [ManagedObject] = []
+                var faults: [ManagedObject] = []
                 for o in objs {
                     guard let id = o.toOne[r.name] else { continue }
                     let t = try object(with: id, canonical: true)
-                    targets.append(t)
-                    if !o.isNew { prefetched[o.objectID, default: PrefetchedLists()][r.name] = [t] }
+                    if !o.isNew { prefetchedTargets.append(t) }
+                    if collecting { targets.append(t) }
+                    if t.isFault && !id.isTemporary { faults.append(t) }
                 }
-                let faults = targets.filter { $0.isFault && !$0.objectID.isTemporary }
-                if !faults.isEmpty { try loadBatch(BatchGroup(faults.map(\.objectID))) }
-                out += targets.filter { !$0.isFault && !$0.isDeleted }
+                keepPrefetchedTargets()
+                if !faults.isEmpty {
+                    // By entity, then row ID (the order the batch reads
+                    // with the fewest descents); a target of several
+                    // owners once.
+                    faults.sort { a, b in
+                        a.entity === b.entity ? a.objectID.rowID < b.objectID.rowID : ObjectIdentifier(a.entity) < ObjectIdentifier(b.entity)
+                    }
+                    var distinct: [ManagedObject] = []
+                    distinct.reserveCapacity(faults.count)
+                    for t in faults where distinct.last !== t { distinct.append(t) }
+                    try loadFaults(distinct)
+                }
+                if collecting { out += targets.filter { !$0.isFault && !$0.isDeleted } }
             case .inverseForeignKey(_, let column, _):
                 let stored = objs.filter { !$0.isNew }
                 guard !stored.isEmpty else { continue }
@@ -121,7 +142,7 @@ extension ManagedObjectContext {
                         start = end
                     }
                     for (o, list) in zip(byRowID, lists) { prefetched[o.objectID, default: PrefetchedLists()][r.name] = list }
-                    out += keyed.filter { !$0.isDeleted }
+                    if collecting { out += keyed.filter { !$0.isDeleted } }
                 } else {
                     var members: [Int64: [ManagedObject]] = [:]
                     let list = KuraExpression.aggregate(stored.map { .constant(.integer($0.objectID.rowID)) })
@@ -137,7 +158,7 @@ extension ManagedObjectContext {
                         members[owner, default: []].append(m)
                     }
                     for o in stored { prefetched[o.objectID, default: PrefetchedLists()][r.name] = members[o.objectID.rowID] ?? [] }
-                    out += members.values.joined().filter { !$0.isDeleted }
+                    if collecting { out += members.values.joined().filter { !$0.isDeleted } }
                 }
             case .joinTable(let table, let forward):
                 let stored = objs.filter { !$0.isNew }
@@ -167,7 +188,7 @@ extension ManagedObjectContext {
                 }
                 if !faults.isEmpty { try loadBatch(BatchGroup(faults)) }
                 for o in stored { prefetched[o.objectID, default: PrefetchedLists()][r.name] = members[o.objectID.rowID] ?? [] }
-                out += members.values.joined().filter { !$0.isFault && !$0.isDeleted }
+                if collecting { out += members.values.joined().filter { !$0.isFault && !$0.isDeleted } }
             }
         }
         return out
