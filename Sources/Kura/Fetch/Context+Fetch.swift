@@ -121,7 +121,7 @@ extension ManagedObjectContext {
 
     /// IDs of the objects matching `request`.
     public func fetchObjectIDs<T: ManagedObject>(_ request: FetchRequest<T>) throws(KuraError) -> [ManagedObjectID] {
-        try matching(request, materialize: false).ids
+        Array(try matching(request, materialize: false).ids)
     }
 
     /// Number of objects matching `request` (after offset and limit).
@@ -290,7 +290,8 @@ extension ManagedObjectContext {
     /// the object path only, their IDs: callers that materialize read the
     /// objects); without, the IDs.
     struct Matches {
-        var ids: [ManagedObjectID] = []
+        /// The matching IDs (with `materialize: false`), kept compactly.
+        var ids = MatchedIDs()
         var objects: [ManagedObject] = []
     }
 
@@ -330,13 +331,14 @@ extension ManagedObjectContext {
                 if e.hierarchy.isShared {
                     try self.eachStoreRow(q, e, in: tx) { rowID, values throws(KuraError) in
                         let x = try self.rowEntity(values, rowID: rowID, in: e)
-                        result.ids.append(ManagedObjectID(entity: x.name, rowID: rowID))
+                        result.ids.append(entity: x.name, rowID: rowID)
                     }
                     return
                 }
                 let cursor = try tx.select(q)
+                let name = e.name
                 while let row = try cursor.next() {
-                    result.ids.append(ManagedObjectID(entity: e.name, rowID: row.rowID))
+                    result.ids.append(entity: name, rowID: row.rowID)
                 }
             }
             return result
@@ -406,7 +408,7 @@ extension ManagedObjectContext {
         if let limit { page = page.prefix(limit) }
         var result = Matches()
         result.objects = Array(page)
-        result.ids = result.objects.map(\.objectID)
+        result.ids = MatchedIDs(result.objects.lazy.map(\.objectID))
         return result
     }
 
@@ -475,23 +477,32 @@ extension ReadTransaction {
 public final class FetchResults<T: ManagedObject>: RandomAccessCollection {
     let context: ManagedObjectContext
     let entity: EntityDescription
-    /// The matching object IDs, in order.
-    public let ids: [ManagedObjectID]
+    /// The matching object IDs, in order, kept as row IDs (MatchedIDs.swift):
+    /// 8 bytes a row, not a `ManagedObjectID`'s 32.
+    let matched: MatchedIDs
     let batchSize: Int
     private var batchStart = -1
     private var batch: [ManagedObject] = []
     /// The last error loading a batch met (nil if none).
     public private(set) var error: KuraError?
 
-    init(context: ManagedObjectContext, entity: EntityDescription, ids: [ManagedObjectID], batchSize: Int) {
+    init(context: ManagedObjectContext, entity: EntityDescription, ids: MatchedIDs, batchSize: Int) {
         self.context = context
         self.entity = entity
-        self.ids = ids
+        self.matched = ids
         self.batchSize = batchSize > 0 ? batchSize : Swift.max(ids.count, 1)
     }
 
+    /// The matching object IDs, in order: a new array made on each call
+    /// (the results keep them more compactly). For one ID, use
+    /// ``objectID(at:)``.
+    public var ids: [ManagedObjectID] { Array(matched) }
+
+    /// The ID of the object at `i` (`0 ..< count`), without loading anything.
+    public func objectID(at i: Int) -> ManagedObjectID { matched[i] }
+
     public var startIndex: Int { 0 }
-    public var endIndex: Int { ids.count }
+    public var endIndex: Int { matched.count }
 
     /// The object at `i`, loading its batch if needed (see the failure rules above).
     public subscript(i: Int) -> T {
@@ -519,7 +530,7 @@ public final class FetchResults<T: ManagedObject>: RandomAccessCollection {
     }
 
     private func loadBatch(_ start: Int) throws(KuraError) {
-        let slice = ids[start..<Swift.min(start + batchSize, ids.count)]
+        let slice = matched[start..<Swift.min(start + batchSize, matched.count)]
         var loaded: [ManagedObject] = []
         loaded.reserveCapacity(slice.count)
         var firstError: KuraError?
