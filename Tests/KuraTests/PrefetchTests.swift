@@ -167,4 +167,72 @@ final class PrefetchTests: XCTestCase {
         try pre.refresh(school1, mergeChanges: false)
         XCTAssertEqual(try school1.value(forKey: "name") as? String, "renamed")
     }
+
+    /// A destination several owners share (a school of many students, a
+    /// course of many students through the join table) is loaded once by a
+    /// prefetch: its `awakeFromFetch` runs once, and it reads as stored.
+    func testSharedPrefetchedDestinationsAwakeOnce() throws {
+        let model = try ManagedObjectModel {
+            EntityDescription("School", class: OnceAwake.self) {
+                AttributeDescription("name", .string)
+                RelationshipDescription("students", to: "Student", inverse: "school", toMany: true)
+            }
+            EntityDescription("Course", class: OnceAwake.self) {
+                AttributeDescription("name", .string)
+                RelationshipDescription("students", to: "Student", inverse: "courses", toMany: true)
+            }
+            EntityDescription("Student") {
+                AttributeDescription("name", .string)
+                RelationshipDescription("school", to: "School", inverse: "students")
+                RelationshipDescription("courses", to: "Course", inverse: "students", toMany: true)
+            }
+        }
+        let container = try PersistentContainer.inMemory(model: model)
+        let c = container.newContext()
+        let schools = try (0..<3).map { i -> ManagedObject in
+            let s = try c.insert("School")
+            try s.setValue("school\(i)", forKey: "name")
+            return s
+        }
+        let courses = try (0..<4).map { i -> ManagedObject in
+            let x = try c.insert("Course")
+            try x.setValue("course\(i)", forKey: "name")
+            return x
+        }
+        for i in 0..<12 {
+            let s = try c.insert("Student")
+            try s.setValue("s\(i)", forKey: "name")
+            try s.setValue(schools[i % 3], forKey: "school")
+            for (k, x) in courses.enumerated() where (i + k) % 2 == 0 { try s.add(x, to: "courses") }
+        }
+        try c.save()
+
+        var request = FetchRequest<ManagedObject>(entityName: "Student", sortDescriptors: [SortKey("name")])
+        request.relationshipKeyPathsForPrefetching = ["school", "courses"]
+        let pre = container.newContext()
+        let students = try pre.fetch(request)
+        var seen: [ObjectIdentifier: OnceAwake] = [:]
+        for s in students {
+            let school = try XCTUnwrap(try s.value(forKey: "school") as? OnceAwake)
+            seen[ObjectIdentifier(school)] = school
+            for x in try XCTUnwrap(try s.value(forKey: "courses") as? ObjectList) {
+                let course = try XCTUnwrap(x as? OnceAwake)
+                seen[ObjectIdentifier(course)] = course
+            }
+        }
+        XCTAssertEqual(seen.count, 7)
+        for o in seen.values {
+            XCTAssertEqual(o.awakes, 1, "\(o.objectID) awoke \(o.awakes) times")
+            XCTAssertNotNil(try o.value(forKey: "name") as? String)
+        }
+    }
+}
+
+/// Counts its own `awakeFromFetch` calls.
+final class OnceAwake: ManagedObject {
+    var awakes = 0
+    override func awakeFromFetch() {
+        super.awakeFromFetch()
+        awakes += 1
+    }
 }

@@ -727,6 +727,8 @@ public final class ManagedObjectContext {
     ///
     /// - Throws: `.corrupt` for a damaged tree or record; engine read errors.
     func loadFaults(_ faults: [ManagedObject]) throws(KuraError) {
+        // An object of an earlier batched fetch loads here, not with its batch.
+        if !batchGroups.isEmpty { for o in faults { batchGroups[o.objectID] = nil } }
         if parent != nil {
             for o in faults { try load(o) }
             return

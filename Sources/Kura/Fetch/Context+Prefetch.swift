@@ -99,18 +99,7 @@ extension ManagedObjectContext {
                     if t.isFault && !id.isTemporary { faults.append(t) }
                 }
                 keepPrefetchedTargets()
-                if !faults.isEmpty {
-                    // By entity, then row ID (the order the batch reads
-                    // with the fewest descents); a target of several
-                    // owners once.
-                    faults.sort { a, b in
-                        a.entity === b.entity ? a.objectID.rowID < b.objectID.rowID : ObjectIdentifier(a.entity) < ObjectIdentifier(b.entity)
-                    }
-                    var distinct: [ManagedObject] = []
-                    distinct.reserveCapacity(faults.count)
-                    for t in faults where distinct.last !== t { distinct.append(t) }
-                    try loadFaults(distinct)
-                }
+                try loadPrefetched(faults)
                 if collecting { out += targets.filter { !$0.isFault && !$0.isDeleted } }
             case .inverseForeignKey(_, let column, _):
                 let stored = objs.filter { !$0.isNew }
@@ -180,13 +169,13 @@ extension ManagedObjectContext {
                 }
                 let ids = try canonicalIDs(of: target, rowIDs: pairs.map(\.member))
                 var members: [Int64: [ManagedObject]] = [:]
-                var faults: [ManagedObjectID] = []
+                var faults: [ManagedObject] = []
                 for (pair, id) in zip(pairs, ids) {
                     let m = try object(with: id, canonical: true)
-                    if m.isFault { faults.append(id) }
+                    if m.isFault { faults.append(m) }
                     members[pair.owner, default: []].append(m)
                 }
-                if !faults.isEmpty { try loadBatch(BatchGroup(faults)) }
+                try loadPrefetched(faults)
                 for o in stored { prefetched[o.objectID, default: PrefetchedLists()][r.name] = members[o.objectID.rowID] ?? [] }
                 if collecting { out += members.values.joined().filter { !$0.isFault && !$0.isDeleted } }
             }
@@ -196,6 +185,22 @@ extension ManagedObjectContext {
 }
 
 extension ManagedObjectContext {
+    /// Loads `faults` (destinations a prefetch met, a destination of several
+    /// owners once per owner) in one read: each once (its row read once, its
+    /// `awakeFromFetch` called once), by entity, then row ID (the order the
+    /// batch reads with the fewest descents).
+    fileprivate func loadPrefetched(_ faults: [ManagedObject]) throws(KuraError) {
+        guard !faults.isEmpty else { return }
+        let sorted = faults.sorted { a, b in
+            a.entity === b.entity ? a.objectID.rowID < b.objectID.rowID : ObjectIdentifier(a.entity) < ObjectIdentifier(b.entity)
+        }
+        var distinct: [ManagedObject] = []
+        distinct.reserveCapacity(sorted.count)
+        // One entity's objects of a row ID are one object: repeats are next to each other.
+        for t in sorted where distinct.last !== t { distinct.append(t) }
+        try loadFaults(distinct)
+    }
+
     /// The position of the object with row ID `rowID` in `objects`, sorted
     /// by row ID (nil: none has it).
     fileprivate static func index(ofRowID rowID: Int64, in objects: [ManagedObject]) -> Int? {
