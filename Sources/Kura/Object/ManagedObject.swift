@@ -524,6 +524,19 @@ open class ManagedObject: CustomStringConvertible {
         }
     }
 
+    /// `toOneTarget(key)` for a `@ToOne` property whose target class is
+    /// `target`; on a key-path probe (ModelKeyPath.swift) it records `key`
+    /// and gives a probe object of `target`, whose reads record the keys
+    /// after it.
+    @usableFromInline
+    func toOneTarget(_ key: String, probing target: ManagedObject.Type) -> ManagedObject? {
+        if let probe = keyPathProbe {
+            probe.keys.append(key)
+            return probe.object(target)
+        }
+        return toOneTarget(key)
+    }
+
     /// `self[key] = target` for a `@ToOne` property: the same outcome
     /// (a rejected write is not applied and is reported by the next save),
     /// without boxing the target in an `Any?` when `key` names a to-one

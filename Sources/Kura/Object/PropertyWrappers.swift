@@ -124,10 +124,11 @@ public struct ToOne<Target: ManagedObject> {
     public static subscript<Object: ManagedObject>(_enclosingInstance object: Object,
                                                     wrapped wrappedKeyPath: ReferenceWritableKeyPath<Object, Target?>,
                                                     storage storageKeyPath: ReferenceWritableKeyPath<Object, Self>) -> Target? {
-        get {
-            if let probe = object.keyPathProbe { probe.keys.append(object[keyPath: storageKeyPath].key); return probe.object(Target.self) }
-            return object.toOneTarget(object[keyPath: storageKeyPath].key) as? Target
-        }
+        // Inlinable getter (as `ToMany`'s): in the subclass's module the
+        // storage key path is a plain field read, not the runtime's key-path
+        // application, and the target's cast is a class check.
+        @inlinable
+        get { object.toOneTarget(object[keyPath: storageKeyPath].key, probing: Target.self) as? Target }
         // Inlinable setter: the storage key path becomes a plain field read
         // in the subclass's module (as `Managed`'s), and the target goes to
         // the relationship without an `Any?` box.
