@@ -53,8 +53,7 @@ extension ManagedObjectContext {
     func relatedObjects(_ o: ManagedObject, _ r: RelationshipDescription) throws(KuraError) -> [ManagedObject] {
         // The destination and storage the model made once for `r`.
         let plan = model.relationshipPlan(r, in: o.entity)
-        let target: EntityDescription
-        if let d = plan.destination { target = d } else { target = try model.entity(r.destination) }
+        let target = try model.destination(of: r, plan: plan)
         switch plan.storage {
         case .transient:
             return try transientTargets(o, r)

@@ -82,8 +82,9 @@ extension ManagedObjectContext {
         for group in groups {
             let entity = group.entity, r = group.relationship, objs = group.objects
             if r.isTransient { continue }
-            let target = try model.entity(r.destination)
-            switch model.relationshipPlan(r, in: entity).storage {
+            let plan = model.relationshipPlan(r, in: entity)
+            let target = try model.destination(of: r, plan: plan)
+            switch plan.storage {
             case .transient:
                 continue
             case .foreignKey:

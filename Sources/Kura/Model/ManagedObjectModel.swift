@@ -259,6 +259,16 @@ public final class ManagedObjectModel: Sendable {
         let storage: Storage
     }
 
+    /// The destination entity of relationship `r` whose plan is `plan`: the
+    /// plan's, else looked up by name (a relationship the model did not
+    /// plan, another model version's).
+    ///
+    /// - Throws: `.notFound` naming the destination if this model has no such entity.
+    func destination(of r: RelationshipDescription, plan: RelationshipPlan) throws(KuraError) -> EntityDescription {
+        if let d = plan.destination { return d }
+        return try entity(r.destination)
+    }
+
     /// How a relationship is stored.
     enum Storage: Equatable, Sendable {
         /// Not stored: held in memory by each object (a transient relationship).
