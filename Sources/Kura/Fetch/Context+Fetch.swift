@@ -493,10 +493,17 @@ public final class FetchResults<T: ManagedObject>: RandomAccessCollection {
         self.batchSize = batchSize > 0 ? batchSize : Swift.max(ids.count, 1)
     }
 
-    /// The matching object IDs, in order: a new array made on each call
-    /// (the results keep them more compactly). For one ID, use
-    /// ``objectID(at:)``.
-    public var ids: [ManagedObjectID] { Array(matched) }
+    /// The matching object IDs, in order: an array made at the first call
+    /// and kept from then on (the results keep the IDs more compactly until
+    /// asked: 8 bytes a row instead of 32). For one ID, ``objectID(at:)``
+    /// makes no array.
+    public var ids: [ManagedObjectID] {
+        if let made = madeIDs { return made }
+        let made = Array(matched)
+        madeIDs = made
+        return made
+    }
+    private var madeIDs: [ManagedObjectID]?
 
     /// The ID of the object at `i` (`0 ..< count`), without loading anything.
     public func objectID(at i: Int) -> ManagedObjectID { matched[i] }
