@@ -44,9 +44,7 @@ extension ManagedObjectContext {
         processPendingChanges()
         lastMergeConflicts = []
         guard hasChanges else { return }
-        prefetched = [:]
-        prefetchedTargets = []
-        prefetchedTargetsDistinct = 0
+        dropPrefetched()
         try container.refuseWritesIfReadOnly("save")
         var ins = liveInserted
         let upd = updatedObjects

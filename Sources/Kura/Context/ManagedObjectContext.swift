@@ -181,6 +181,14 @@ public final class ManagedObjectContext {
     /// `prefetchedTargets.count` after its last pass dropping repeats.
     var prefetchedTargetsDistinct = 0
 
+    /// Forgets everything prefetched (`prefetched`, `prefetchedTargets`): by
+    /// save, merges and reset.
+    func dropPrefetched() {
+        prefetched = [:]
+        prefetchedTargets = []
+        prefetchedTargetsDistinct = 0
+    }
+
     /// Drops the repeats from `prefetchedTargets` if it has more than doubled
     /// (plus a margin) since the last time (see there).
     func keepPrefetchedTargets() {
@@ -718,7 +726,7 @@ public final class ManagedObjectContext {
     func loadBatch(_ group: BatchGroup) throws(KuraError) {
         let faults = group.ids.compactMap { registered($0) }.filter(\.isFault)
         if !batchGroups.isEmpty { for id in group.ids { batchGroups[id] = nil } }
-        try loadFaults(faults)
+        try loadFaultsInOneRead(faults)
     }
 
     /// Loads `faults`, registered objects that are faults (none twice), in
@@ -729,6 +737,11 @@ public final class ManagedObjectContext {
     func loadFaults(_ faults: [ManagedObject]) throws(KuraError) {
         // An object of an earlier batched fetch loads here, not with its batch.
         if !batchGroups.isEmpty { for o in faults { batchGroups[o.objectID] = nil } }
+        try loadFaultsInOneRead(faults)
+    }
+
+    /// `loadFaults` once the faults' batch groups are forgotten.
+    private func loadFaultsInOneRead(_ faults: [ManagedObject]) throws(KuraError) {
         if parent != nil {
             for o in faults { try load(o) }
             return
@@ -1090,9 +1103,7 @@ public final class ManagedObjectContext {
         }
         registry.removeAll()
         batchGroups = [:]
-        prefetched = [:]
-        prefetchedTargets = []
-        prefetchedTargetsDistinct = 0
+        dropPrefetched()
         storeAnswers.clear()
         forgetPendingChanges()
     }

@@ -119,9 +119,7 @@ extension ManagedObjectContext {
                     // owner found among the owners sorted by row ID (an
                     // owner met twice, as a deeper level's owners may be,
                     // kept once: one entity's objects of a row ID are one).
-                    var byRowID: [ManagedObject] = []
-                    byRowID.reserveCapacity(stored.count)
-                    for o in stored.sorted(by: { $0.objectID.rowID < $1.objectID.rowID }) where byRowID.last !== o { byRowID.append(o) }
+                    let byRowID = Self.sortedOnce(stored)
                     var lists = [[ManagedObject]](repeating: [], count: byRowID.count)
                     var start = 0
                     while start < keyed.count {
@@ -192,14 +190,21 @@ extension ManagedObjectContext {
     /// batch reads with the fewest descents).
     fileprivate func loadPrefetched(_ faults: [ManagedObject]) throws(KuraError) {
         guard !faults.isEmpty else { return }
-        let sorted = faults.sorted { a, b in
+        try loadFaults(Self.sortedOnce(faults))
+    }
+
+    /// `objects` by entity, then row ID, each once (an object met several
+    /// times is kept once: one entity's objects of a row ID are one object,
+    /// so repeats lie next to each other). Objects of one entity come out
+    /// sorted by row ID (what `index(ofRowID:in:)` searches).
+    fileprivate static func sortedOnce(_ objects: [ManagedObject]) -> [ManagedObject] {
+        let sorted = objects.sorted { a, b in
             a.entity === b.entity ? a.objectID.rowID < b.objectID.rowID : ObjectIdentifier(a.entity) < ObjectIdentifier(b.entity)
         }
         var distinct: [ManagedObject] = []
         distinct.reserveCapacity(sorted.count)
-        // One entity's objects of a row ID are one object: repeats are next to each other.
-        for t in sorted where distinct.last !== t { distinct.append(t) }
-        try loadFaults(distinct)
+        for o in sorted where distinct.last !== o { distinct.append(o) }
+        return distinct
     }
 
     /// The position of the object with row ID `rowID` in `objects`, sorted

@@ -138,9 +138,7 @@ extension ManagedObjectContext {
 
     /// Applies one did-save to the registered objects (no post).
     func merge(_ note: ContextDidSave) throws(KuraError) {
-        prefetched = [:]
-        prefetchedTargets = []
-        prefetchedTargetsDistinct = 0
+        dropPrefetched()
         // Merged changes are not undoable (Core Data disables registration too).
         undo?.disableUndoRegistration()
         defer { undo?.enableUndoRegistration() }
