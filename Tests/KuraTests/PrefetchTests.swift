@@ -9,6 +9,15 @@ import XCTest
 @testable import Kura
 
 final class PrefetchTests: XCTestCase {
+    /// `count` new objects of `entity` in `c`, attribute `key` of the k-th set to `prefix` + k.
+    private func insertNamed(_ c: ManagedObjectContext, _ entity: String, _ count: Int, key: String, _ prefix: String) throws -> [ManagedObject] {
+        try (0..<count).map { i in
+            let o = try c.insert(entity)
+            try o.setValue("\(prefix)\(i)", forKey: key)
+            return o
+        }
+    }
+
     /// The relationships of every student, as (key, sorted names of targets), read through the public API.
     private func snapshot(_ students: [ManagedObject]) throws -> [String] {
         // Unsaved objects have temporary IDs of their own context: named "new".
@@ -29,17 +38,8 @@ final class PrefetchTests: XCTestCase {
     func testPrefetchedRelationshipsOpenNoReadAndReadAsWithout() throws {
         let container = try PersistentContainer.inMemory(model: RelationshipQueryTests.model())
         let c = container.newContext()
-        var schools: [ManagedObject] = [], courses: [ManagedObject] = []
-        for i in 0..<3 {
-            let s = try c.insert("School")
-            try s.setValue("school\(i)", forKey: "name")
-            schools.append(s)
-        }
-        for i in 0..<4 {
-            let x = try c.insert("Course")
-            try x.setValue("course\(i)", forKey: "title")
-            courses.append(x)
-        }
+        let schools = try insertNamed(c, "School", 3, key: "name", "school")
+        let courses = try insertNamed(c, "Course", 4, key: "title", "course")
         for i in 0..<20 {
             let s = try c.insert("Student")
             try s.setValue("s\(i)", forKey: "name")
@@ -124,12 +124,7 @@ final class PrefetchTests: XCTestCase {
     func testRepeatedToOnePrefetchKeepsTargetsOnceAndReadsThem() throws {
         let container = try PersistentContainer.inMemory(model: RelationshipQueryTests.model())
         let c = container.newContext()
-        var schools: [ManagedObject] = []
-        for i in 0..<3 {
-            let s = try c.insert("School")
-            try s.setValue("school\(i)", forKey: "name")
-            schools.append(s)
-        }
+        let schools = try insertNamed(c, "School", 3, key: "name", "school")
         for i in 0..<1_500 {
             let r = try c.insert("Record")
             try r.setValue(Int64(i), forKey: "grade")
@@ -189,16 +184,8 @@ final class PrefetchTests: XCTestCase {
         }
         let container = try PersistentContainer.inMemory(model: model)
         let c = container.newContext()
-        let schools = try (0..<3).map { i -> ManagedObject in
-            let s = try c.insert("School")
-            try s.setValue("school\(i)", forKey: "name")
-            return s
-        }
-        let courses = try (0..<4).map { i -> ManagedObject in
-            let x = try c.insert("Course")
-            try x.setValue("course\(i)", forKey: "name")
-            return x
-        }
+        let schools = try insertNamed(c, "School", 3, key: "name", "school")
+        let courses = try insertNamed(c, "Course", 4, key: "name", "course")
         for i in 0..<12 {
             let s = try c.insert("Student")
             try s.setValue("s\(i)", forKey: "name")
